@@ -1,0 +1,69 @@
+// Argument checks shared by the CPU and CUDA kernels of every op. Messages
+// name the op and the argument so a user can tell what to fix.
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace fusesample {
+
+inline void check_1d(const char* op, const char* name, const at::Tensor& t) {
+  TORCH_CHECK(t.dim() == 1, op, ": '", name, "' must be 1-dimensional, got ",
+              t.dim(), " dimensions (shape ", t.sizes(), ")");
+}
+
+inline void check_dtype(const char* op, const char* name, const at::Tensor& t,
+                        at::ScalarType dtype) {
+  TORCH_CHECK(t.scalar_type() == dtype, op, ": '", name, "' must be ", dtype,
+              ", got ", t.scalar_type());
+}
+
+inline void check_index_dtype(const char* op, const char* name,
+                              const at::Tensor& t) {
+  TORCH_CHECK(t.scalar_type() == at::kLong || t.scalar_type() == at::kInt, op,
+              ": '", name, "' must be int64 or int32, got ", t.scalar_type());
+}
+
+inline void check_same_device(const char* op, const char* name,
+                              const at::Tensor& t, const char* ref_name,
+                              const at::Tensor& ref) {
+  TORCH_CHECK(t.device() == ref.device(), op, ": '", name, "' is on ",
+              t.device(), " but '", ref_name, "' is on ", ref.device(),
+              "; move them to one device");
+}
+
+// A CSC graph: colptr [N + 1] int64 (64-bit offsets: graphs may have more
+// than 2^31 edges), row [E] int32/int64 sources sorted by target, optional
+// edge_id [E] int64 (original edge ids, i.e. the permutation CSC applied).
+inline void check_csc(const char* op, const at::Tensor& colptr,
+                      const at::Tensor& row,
+                      const c10::optional<at::Tensor>& edge_id) {
+  check_1d(op, "colptr", colptr);
+  check_dtype(op, "colptr", colptr, at::kLong);
+  TORCH_CHECK(colptr.numel() >= 1, op,
+              ": 'colptr' needs num_nodes + 1 >= 1 entries, got 0");
+  check_1d(op, "row", row);
+  check_index_dtype(op, "row", row);
+  check_same_device(op, "row", row, "colptr", colptr);
+  if (edge_id.has_value()) {
+    check_1d(op, "edge_id", *edge_id);
+    check_dtype(op, "edge_id", *edge_id, at::kLong);
+    check_same_device(op, "edge_id", *edge_id, "colptr", colptr);
+    TORCH_CHECK(edge_id->numel() == row.numel(), op, ": 'edge_id' has ",
+                edge_id->numel(), " entries but 'row' has ", row.numel());
+  }
+}
+
+// On the CPU the value checks are cheap; CUDA kernels check the same ranges
+// on the device and report through an error flag instead of syncing.
+inline void check_ids_in_range_cpu(const char* op, const char* name,
+                                   const at::Tensor& ids, int64_t bound) {
+  if (ids.numel() == 0) return;
+  auto minmax = at::aminmax(ids);
+  const int64_t lo = std::get<0>(minmax).item<int64_t>();
+  const int64_t hi = std::get<1>(minmax).item<int64_t>();
+  TORCH_CHECK(lo >= 0 && hi < bound, op, ": '", name,
+              "' holds ids in [", lo, ", ", hi, "] but must lie in [0, ",
+              bound, ")");
+}
+
+}  // namespace fusesample

@@ -1,0 +1,202 @@
+// CPU kernel of fusesample::neighbor_sample (contract: ../neighbor_sample.cpp).
+//
+// Per hop: (1) count each target's draws, (2) prefix-sum them into output
+// offsets, (3) draw every target's neighbours in parallel (at::parallel_for)
+// straight into its slice of the hop's edge arrays, (4) one ordered pass over
+// the hop's edges deduplicates and relabels the neighbours through a hash map.
+// Step 4 is serial by design: first-appearance order is what makes node ids
+// grouped by hop and identical to the CUDA kernel's; it is one hash probe per
+// edge, while steps 1-3 carry the random reads of the graph.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "../../common/checks.h"
+#include "../../common/node_map.h"
+#include "../../common/rng.h"
+#include "../sample_count.h"
+
+namespace fusesample {
+namespace {
+
+constexpr const char* kOp = "fusesample::neighbor_sample";
+
+// Floyd's algorithm draws a uniform k-subset of [0, d) in k steps. Membership
+// of small subsets is a scan of the draws so far; larger ones use a bitmap
+// (`seen`, d bytes, reused across targets and cleared after each).
+template <typename Emit>
+void floyd_sample(uint64_t rng_seed, int64_t hop, int64_t target_pos,
+                  int64_t d, int64_t k, std::vector<int64_t>& picks,
+                  std::vector<uint8_t>& seen, Emit emit) {
+  picks.clear();
+  const bool use_bitmap = k > kFloydScanMax;
+  if (use_bitmap && static_cast<int64_t>(seen.size()) < d) seen.resize(d, 0);
+  for (int64_t s = 0; s < k; ++s) {
+    const int64_t j = d - k + s;
+    int64_t t = static_cast<int64_t>(uniform_below(
+        random_bits(rng_seed, hop, target_pos, s), static_cast<uint64_t>(j + 1)));
+    const bool taken =
+        use_bitmap ? seen[t] != 0
+                   : std::find(picks.begin(), picks.end(), t) != picks.end();
+    if (taken) t = j;
+    if (use_bitmap) seen[t] = 1;
+    picks.push_back(t);
+    emit(s, t);
+  }
+  if (use_bitmap)
+    for (int64_t t : picks) seen[t] = 0;
+}
+
+template <typename index_t>
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
+           at::Tensor, at::Tensor>
+sample(const at::Tensor& colptr, const at::Tensor& row,
+       const c10::optional<at::Tensor>& edge_id, const at::Tensor& seed,
+       const std::vector<int64_t>& num_neighbors, bool replace, bool disjoint,
+       uint64_t rng_seed) {
+  const int64_t num_nodes = colptr.numel() - 1;
+  const int64_t num_seeds = seed.numel();
+  const int64_t* colptr_p = colptr.data_ptr<int64_t>();
+  const index_t* row_p = row.data_ptr<index_t>();
+  const int64_t* eid_p = edge_id.has_value() ? edge_id->data_ptr<int64_t>() : nullptr;
+  const int64_t* seed_p = seed.data_ptr<int64_t>();
+
+  std::vector<int64_t> node(seed_p, seed_p + num_seeds);
+  std::vector<int64_t> batch;
+  if (disjoint) {
+    batch.resize(num_seeds);
+    std::iota(batch.begin(), batch.end(), 0);
+  }
+  // Disjoint subtrees dedup (seed index, node) pairs, not nodes.
+  auto key_of = [&](int64_t v, int64_t b) {
+    return disjoint ? b * num_nodes + v : v;
+  };
+  NodeMap map(std::max<int64_t>(num_seeds * 8, 1024));
+  for (int64_t i = 0; i < num_seeds; ++i)
+    map.insert(key_of(node[i], disjoint ? i : 0), i);
+
+  std::vector<int64_t> out_row, out_col, out_edge;
+  std::vector<int64_t> num_sampled_nodes{num_seeds}, num_sampled_edges;
+  std::vector<int64_t> offsets, hop_nbr;
+
+  int64_t begin = 0, end = num_seeds;  // the frontier: node[begin, end)
+  for (size_t hop = 0; hop < num_neighbors.size(); ++hop) {
+    const int64_t k = num_neighbors[hop];
+    const int64_t frontier = end - begin;
+
+    offsets.assign(frontier + 1, 0);
+    at::parallel_for(0, frontier, 4096, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t v = node[begin + i];
+        offsets[i + 1] = sample_count(colptr_p[v + 1] - colptr_p[v], k, replace);
+      }
+    });
+    std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
+    const int64_t hop_edges = offsets[frontier];
+    const int64_t base = static_cast<int64_t>(out_row.size());
+
+    hop_nbr.resize(hop_edges);
+    out_row.resize(base + hop_edges);
+    out_col.resize(base + hop_edges);
+    out_edge.resize(base + hop_edges);
+
+    at::parallel_for(0, frontier, 256, [&](int64_t lo, int64_t hi) {
+      std::vector<int64_t> picks;
+      std::vector<uint8_t> seen;
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t target_pos = begin + i;
+        const int64_t v = node[target_pos];
+        const int64_t start = colptr_p[v];
+        const int64_t d = colptr_p[v + 1] - start;
+        const int64_t out = offsets[i];
+        const int64_t count = offsets[i + 1] - out;
+        auto emit = [&](int64_t slot, int64_t j) {
+          hop_nbr[out + slot] = static_cast<int64_t>(row_p[start + j]);
+          out_col[base + out + slot] = target_pos;
+          out_edge[base + out + slot] = eid_p ? eid_p[start + j] : start + j;
+        };
+        if (count == 0) continue;
+        if (k < 0 || (!replace && k >= d)) {
+          for (int64_t j = 0; j < d; ++j) emit(j, j);
+        } else if (replace) {
+          for (int64_t s = 0; s < k; ++s)
+            emit(s, static_cast<int64_t>(uniform_below(
+                        random_bits(rng_seed, hop, target_pos, s),
+                        static_cast<uint64_t>(d))));
+        } else {
+          floyd_sample(rng_seed, hop, target_pos, d, k, picks, seen, emit);
+        }
+      }
+    });
+
+    // Ordered dedup + relabel (see the file comment for why it is serial).
+    for (int64_t p = 0; p < hop_edges; ++p) {
+      const int64_t v = hop_nbr[p];
+      const int64_t b = disjoint ? batch[out_col[base + p]] : 0;
+      auto inserted = map.insert(key_of(v, b), static_cast<int64_t>(node.size()));
+      if (inserted.second) {
+        node.push_back(v);
+        if (disjoint) batch.push_back(b);
+      }
+      out_row[base + p] = inserted.first;
+    }
+
+    num_sampled_edges.push_back(hop_edges);
+    num_sampled_nodes.push_back(static_cast<int64_t>(node.size()) - end);
+    begin = end;
+    end = static_cast<int64_t>(node.size());
+  }
+
+  auto to_tensor = [](const std::vector<int64_t>& v) {
+    auto t = at::empty({static_cast<int64_t>(v.size())}, at::kLong);
+    std::copy(v.begin(), v.end(), t.data_ptr<int64_t>());
+    return t;
+  };
+  return std::make_tuple(to_tensor(node), to_tensor(out_row), to_tensor(out_col),
+                         to_tensor(out_edge), to_tensor(batch),
+                         to_tensor(num_sampled_nodes),
+                         to_tensor(num_sampled_edges));
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
+           at::Tensor, at::Tensor>
+neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
+                    const c10::optional<at::Tensor>& edge_id,
+                    const at::Tensor& seed, at::IntArrayRef num_neighbors,
+                    bool replace, bool disjoint, int64_t rng_seed) {
+  check_csc(kOp, colptr, row, edge_id);
+  check_1d(kOp, "seed", seed);
+  check_dtype(kOp, "seed", seed, at::kLong);
+  check_same_device(kOp, "seed", seed, "colptr", colptr);
+  for (size_t h = 0; h < num_neighbors.size(); ++h)
+    TORCH_CHECK(num_neighbors[h] >= -1, kOp, ": 'num_neighbors[", h,
+                "]' is ", num_neighbors[h],
+                "; use a count >= 0, or -1 for all neighbours");
+  const int64_t num_nodes = colptr.numel() - 1;
+  check_ids_in_range_cpu(kOp, "seed", seed, num_nodes);
+  TORCH_CHECK(colptr[num_nodes].item<int64_t>() == row.numel(), kOp,
+              ": 'colptr[-1]' must equal row.numel() = ", row.numel());
+
+  const auto colptr_c = colptr.contiguous();
+  const auto row_c = row.contiguous();
+  const auto seed_c = seed.contiguous();
+  c10::optional<at::Tensor> eid_c;
+  if (edge_id.has_value()) eid_c = edge_id->contiguous();
+  const std::vector<int64_t> fanouts(num_neighbors.begin(), num_neighbors.end());
+  return AT_DISPATCH_INDEX_TYPES(row.scalar_type(), "neighbor_sample_cpu", [&] {
+    return sample<index_t>(colptr_c, row_c, eid_c, seed_c, fanouts, replace,
+                           disjoint, static_cast<uint64_t>(rng_seed));
+  });
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(fusesample, CPU, m) {
+  m.impl("neighbor_sample", &neighbor_sample_cpu);
+}
+
+}  // namespace fusesample

@@ -1,0 +1,33 @@
+// fusesample::neighbor_sample -- multi-hop uniform neighbour sampling with
+// global deduplication and relabelling, the op behind FusedNeighborLoader.
+//
+// Contract (both devices):
+//   inputs   colptr [N+1] int64, row [E] int32/int64 (CSC: in-edges of each
+//            target), edge_id [E] int64 or None (global id of each CSC slot;
+//            None means the slot index itself), seed [B] int64 in [0, N),
+//            num_neighbors [L] each >= -1 (-1 = all in-edges), replace,
+//            disjoint, rng_seed.
+//   outputs  node [n] int64: global ids, seeds first (in the given order),
+//              then each hop's new nodes in order of first appearance --
+//              grouped by hop, unique (per subtree when disjoint);
+//            row, col [m] int64: local ids of (sampled neighbour, target),
+//              grouped by hop, targets in node order, neighbours in draw order;
+//            edge [m] int64: global edge id of each sampled edge;
+//            batch [n] int64: seed index of each node when disjoint, else [0];
+//            num_sampled_nodes [L+1], num_sampled_edges [L] int64 (CPU).
+//   sampling without replacement keeps min(deg, k) distinct in-edges, every
+//            subset equally likely (Floyd's algorithm); with replacement k
+//            independent uniform draws (none for an isolated node).
+//   determinism: draws are keyed by (rng_seed, hop, target position, slot)
+//            (common/rng.h), so the output is a pure function of the inputs,
+//            independent of thread count, and the CPU and CUDA kernels agree.
+#include <torch/library.h>
+
+TORCH_LIBRARY_FRAGMENT(fusesample, m) {
+  m.def(
+      "neighbor_sample(Tensor colptr, Tensor row, Tensor? edge_id, "
+      "Tensor seed, int[] num_neighbors, bool replace=False, "
+      "bool disjoint=False, int rng_seed=0) -> (Tensor node, Tensor row, "
+      "Tensor col, Tensor edge, Tensor batch, Tensor num_sampled_nodes, "
+      "Tensor num_sampled_edges)");
+}

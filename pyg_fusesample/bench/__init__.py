@@ -1,0 +1,1 @@
+"""Benchmark harness: ``python -m pyg_fusesample.bench --help``."""

@@ -1,0 +1,29 @@
+"""The one CSV schema of the benchmark harness, shared by every sub-command."""
+import csv
+import os
+from typing import Dict, Iterable, List
+
+COLUMNS = [
+    'device', 'torch', 'cuda', 'graph', 'num_nodes', 'num_edges', 'fanout',
+    'batch_size', 'amp', 'variant', 'num_workers', 'step_ms', 'loader_ms',
+    'model_ms', 'batches_per_s', 'sampled_edges_per_s', 'peak_mem_mb',
+    'transient_mem_mb', 'steps',
+]
+
+
+def append_rows(path: str, rows: Iterable[Dict]):
+    """Appends rows (missing columns left empty), writing the header once."""
+    rows = list(rows)
+    new = not os.path.exists(path) or os.path.getsize(path) == 0
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, 'a', newline='') as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction='raise')
+        if new:
+            writer.writeheader()
+        for row in rows:
+            writer.writerow({k: row.get(k, '') for k in COLUMNS})
+
+
+def read_rows(path: str) -> List[Dict[str, str]]:
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))

@@ -1,0 +1,4 @@
+"""Loaders: :class:`FusedNeighborLoader`."""
+from .fused_neighbor_loader import FusedNeighborLoader, SeededBatchSampler
+
+__all__ = ['FusedNeighborLoader', 'SeededBatchSampler']

@@ -1,0 +1,219 @@
+"""FusedNeighborLoader: a drop-in for PyG's NeighborLoader."""
+from typing import Callable, Iterator, List, Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.loader import NodeLoader
+from torch_geometric.loader.utils import get_input_nodes, infer_filter_per_worker
+from torch_geometric.sampler import NodeSamplerInput
+from torch_geometric.sampler.base import SubgraphType
+from torch_geometric.typing import InputNodes, OptTensor
+
+from ..sampler import FusedNeighborSampler
+from ..sampler.fused_neighbor_sampler import _RNG_HIGH
+
+
+class SeededBatchSampler(torch.utils.data.Sampler):
+    r"""Yields ``(input positions, rng key)`` per mini-batch.
+
+    The RNG key of every batch is drawn here, in the main process, so that
+    sampling is bitwise repeatable under a seed whatever ``num_workers`` is
+    (workers receive the key with the batch instead of owning a generator).
+    """
+    def __init__(self, num_inputs: int, batch_size: int, shuffle: bool,
+                 drop_last: bool, generator: Optional[torch.Generator]):
+        if not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"'batch_size' must be a positive int, got "
+                             f"{batch_size!r}")
+        self.num_inputs = num_inputs
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.generator = generator
+
+    def __len__(self) -> int:
+        if self.drop_last:
+            return self.num_inputs // self.batch_size
+        return -(-self.num_inputs // self.batch_size)
+
+    def __iter__(self) -> Iterator[Tuple[Tensor, int]]:
+        g = self.generator
+        if self.shuffle:
+            order = torch.randperm(self.num_inputs, generator=g)
+        else:
+            order = torch.arange(self.num_inputs)
+        keys = torch.randint(_RNG_HIGH, (len(self), ), generator=g).tolist()
+        for i, key in enumerate(keys):
+            yield order[i * self.batch_size:(i + 1) * self.batch_size], key
+
+
+class _BatchDataset(torch.utils.data.Dataset):
+    # With batch_size=None the DataLoader hands each item of the sampler to
+    # collate_fn unchanged: one item is one whole (positions, key) batch.
+    def __init__(self, num_batches: int):
+        self.num_batches = num_batches
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __getitem__(self, item):
+        return item
+
+
+class FusedNeighborLoader(NodeLoader):
+    r"""A data loader that samples multi-hop neighbourhoods with fused C++
+    (and, on GPUs, CUDA) kernels; a drop-in replacement for
+    :class:`torch_geometric.loader.NeighborLoader` on homogeneous
+    :class:`~torch_geometric.data.Data`.
+
+    It takes :class:`~torch_geometric.loader.NeighborLoader`'s arguments and
+    yields the same mini-batches: a :class:`~torch_geometric.data.Data` with
+    local ``edge_index`` (row = sampled neighbour, col = target), ``n_id``
+    (unique, seeds first, grouped by hop), ``e_id``, ``input_id``,
+    ``batch_size``, ``num_sampled_nodes`` and ``num_sampled_edges`` per hop
+    (so :func:`~torch_geometric.utils.trim_to_layer` works) and every node
+    and edge attribute sliced.
+
+    .. code-block:: python
+
+        from pyg_fusesample import FusedNeighborLoader as NeighborLoader
+
+        loader = NeighborLoader(data, num_neighbors=[15, 10], batch_size=1024,
+                                input_nodes=data.train_mask, shuffle=True,
+                                seed=0)
+
+    Args:
+        data (Data): the graph.
+        num_neighbors (List[int]): neighbours sampled per hop (``-1``: all).
+        input_nodes (Tensor, optional): seed nodes, as indices or a boolean
+            mask (default: all nodes).
+        input_time: not supported (temporal sampling), must be ``None``.
+        replace (bool): sample with replacement. (default: ``False``)
+        subgraph_type (str): ``'directional'``, ``'bidirectional'`` or
+            ``'induced'``. (default: ``'directional'``)
+        disjoint (bool): each seed gets its own subtree; adds ``batch``.
+        transform (callable, optional): applied to each mini-batch.
+        transform_sampler_output (callable, optional): applied to the
+            :class:`~torch_geometric.sampler.SamplerOutput`.
+        is_sorted (bool): ``edge_index`` is sorted by target.
+        filter_per_worker (bool, optional): slice features in the workers.
+        neighbor_sampler (FusedNeighborSampler, optional): reuse a sampler.
+        seed (int, optional): makes shuffling and sampling bitwise repeatable.
+        generator (torch.Generator, optional): the same, from a generator
+            (``seed`` and ``generator`` are exclusive). Without either, keys
+            come from PyTorch's global RNG (so ``torch.manual_seed`` works).
+        batch_size (int): seeds per mini-batch. (default: ``1``)
+        shuffle (bool): reshuffle seeds every epoch. (default: ``False``)
+        drop_last (bool): drop the last incomplete batch.
+        **kwargs: further :class:`torch.utils.data.DataLoader` arguments
+            (``num_workers``, ``pin_memory``, ``persistent_workers``, ...).
+    """
+    def __init__(
+        self,
+        data: Data,
+        num_neighbors: List[int],
+        input_nodes: InputNodes = None,
+        input_time: OptTensor = None,
+        replace: bool = False,
+        subgraph_type: Union[SubgraphType, str] = 'directional',
+        disjoint: bool = False,
+        temporal_strategy: str = 'uniform',
+        time_attr: Optional[str] = None,
+        weight_attr: Optional[str] = None,
+        transform: Optional[Callable] = None,
+        transform_sampler_output: Optional[Callable] = None,
+        is_sorted: bool = False,
+        filter_per_worker: Optional[bool] = None,
+        neighbor_sampler: Optional[FusedNeighborSampler] = None,
+        directed: bool = True,
+        seed: Optional[int] = None,
+        generator: Optional[torch.Generator] = None,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        **kwargs,
+    ):
+        if input_time is not None:
+            raise NotImplementedError("'input_time' (temporal sampling) is "
+                                      "not supported by FusedNeighborLoader")
+        for key in ('sampler', 'batch_sampler', 'collate_fn', 'dataset'):
+            if kwargs.get(key) is not None:
+                raise ValueError(f"FusedNeighborLoader does not take "
+                                 f"'{key}': it draws its own batches")
+            kwargs.pop(key, None)
+        if seed is not None and generator is not None:
+            raise ValueError("pass either 'seed' or 'generator', not both")
+        if seed is not None:
+            generator = torch.Generator().manual_seed(int(seed))
+
+        if neighbor_sampler is None:
+            neighbor_sampler = FusedNeighborSampler(
+                data,
+                num_neighbors=num_neighbors,
+                subgraph_type=subgraph_type,
+                replace=replace,
+                disjoint=disjoint,
+                temporal_strategy=temporal_strategy,
+                time_attr=time_attr,
+                weight_attr=weight_attr,
+                is_sorted=is_sorted,
+                share_memory=kwargs.get('num_workers', 0) > 0,
+                directed=directed,
+                generator=generator,
+            )
+        if filter_per_worker is None:
+            filter_per_worker = infer_filter_per_worker(data)
+
+        # NodeLoader's state, set here because the DataLoader underneath
+        # iterates over whole seeded batches rather than single indices.
+        self.data = data
+        self.node_sampler = neighbor_sampler
+        self.input_nodes = input_nodes
+        self.input_time = None
+        self.transform = transform
+        self.transform_sampler_output = transform_sampler_output
+        self.filter_per_worker = filter_per_worker
+        self.custom_cls = None
+        self.input_id = None
+
+        input_type, nodes, input_id = get_input_nodes(data, input_nodes)
+        if nodes.numel() > 0 and (int(nodes.min()) < 0
+                                  or int(nodes.max()) >= data.num_nodes):
+            raise ValueError(f"'input_nodes' holds ids outside "
+                             f"[0, {data.num_nodes})")
+        self.input_data = NodeSamplerInput(input_id=input_id, node=nodes,
+                                           time=None, input_type=input_type)
+
+        batch_sampler = SeededBatchSampler(nodes.numel(), batch_size, shuffle,
+                                           drop_last, generator)
+        torch.utils.data.DataLoader.__init__(
+            self, _BatchDataset(len(batch_sampler)), batch_size=None,
+            sampler=batch_sampler, collate_fn=self.collate_fn, **kwargs)
+        # DataLoader fixes batch_size to None for this mode; expose the real
+        # one as NeighborLoader does (it only informs, nothing reads it).
+        object.__setattr__(self, 'batch_size', batch_size)
+        object.__setattr__(self, 'drop_last', drop_last)
+
+    def collate_fn(self, batch) -> Union[Data, object]:
+        r"""Samples the subgraph of one mini-batch. :obj:`batch` is a
+        ``(positions, rng key)`` pair from :class:`SeededBatchSampler`, or
+        plain input positions (then a key is drawn from the sampler's
+        generator)."""
+        rng_seed = None
+        if isinstance(batch, tuple) and len(batch) == 2 and isinstance(
+                batch[1], int):
+            batch, rng_seed = batch
+        if not isinstance(batch, Tensor):
+            batch = torch.tensor(batch, dtype=torch.long)
+        input_data: NodeSamplerInput = self.input_data[batch]
+        out = self.node_sampler.sample_from_nodes(input_data,
+                                                  rng_seed=rng_seed)
+        if self.filter_per_worker:
+            out = self.filter_fn(out)
+        return out
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(num_neighbors='
+                f'{self.node_sampler.num_neighbors}, '
+                f'batch_size={self.batch_size})')

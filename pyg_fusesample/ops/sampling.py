@@ -1,0 +1,107 @@
+"""Python entry points and fake (meta) kernels of the sampling ops.
+
+The ops themselves live in ``kernels/`` and are registered under
+``torch.ops.fusesample``; their contracts are in the schema files
+(``kernels/sampler/neighbor_sample.cpp`` etc.). The fake kernels let
+``torch.compile`` and ``torch.library.opcheck`` trace them: output sizes are
+data-dependent, so they are unbacked symbolic ints.
+"""
+from typing import List, NamedTuple, Optional
+
+import torch
+from torch import Tensor
+
+from .. import _extension  # noqa: F401  (registers the ops)
+
+_ops = torch.ops.fusesample
+
+
+class NeighborSampleOutput(NamedTuple):
+    node: Tensor
+    row: Tensor
+    col: Tensor
+    edge: Tensor
+    batch: Optional[Tensor]
+    num_sampled_nodes: Tensor
+    num_sampled_edges: Tensor
+
+
+def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
+                    seed: Tensor, num_neighbors: List[int],
+                    replace: bool = False, disjoint: bool = False,
+                    rng_seed: int = 0) -> NeighborSampleOutput:
+    r"""Samples a multi-hop neighbourhood of :obj:`seed` from a CSC graph.
+
+    Args:
+        colptr (Tensor): ``[N + 1]`` int64 column pointers.
+        row (Tensor): ``[E]`` int32/int64 source of each in-edge, by target.
+        edge_id (Tensor, optional): ``[E]`` int64 global id of each CSC slot
+            (``None``: the slot index).
+        seed (Tensor): ``[B]`` int64 seed nodes.
+        num_neighbors (List[int]): fan-out per hop; ``-1`` takes all.
+        replace (bool): sample with replacement.
+        disjoint (bool): give each seed its own subtree (adds ``batch``).
+        rng_seed (int): key of the counter-based RNG; equal inputs and seed
+            give bitwise equal outputs on every device.
+
+    Returns:
+        :class:`NeighborSampleOutput` with global ``node`` ids (seeds first,
+        grouped by hop, unique), local ``row`` (neighbour) and ``col``
+        (target), global ``edge`` ids, ``batch`` (``None`` unless disjoint)
+        and the per-hop counts as int64 tensors.
+    """
+    out = _ops.neighbor_sample(colptr, row, edge_id, seed, num_neighbors,
+                               replace, disjoint, rng_seed)
+    node, row_, col, edge, batch, nsn, nse = out
+    return NeighborSampleOutput(node, row_, col, edge,
+                                batch if disjoint else None, nsn, nse)
+
+
+def induced_subgraph(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
+                     node: Tensor):
+    r"""All edges among the unique nodes :obj:`node`, as local
+    ``(row, col, edge)``."""
+    return _ops.induced_subgraph(colptr, row, edge_id, node)
+
+
+def csc_from_coo(edge_index: Tensor, num_nodes: int):
+    r"""CSC layout ``(colptr, row, perm)`` of :obj:`edge_index`: sources
+    grouped by target, in edge order within a target (a stable sort)."""
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError(f"csc_from_coo: 'edge_index' must have shape [2, E], "
+                         f"got {list(edge_index.shape)}")
+    return _ops.csc_from_coo(edge_index[0], edge_index[1], int(num_nodes))
+
+
+# Fake kernels ###############################################################
+
+@torch.library.register_fake('fusesample::neighbor_sample')
+def _neighbor_sample_fake(colptr, row, edge_id, seed, num_neighbors,
+                          replace=False, disjoint=False, rng_seed=0):
+    ctx = torch.library.get_ctx()
+    num_nodes = ctx.new_dynamic_size()
+    num_edges = ctx.new_dynamic_size()
+    dev = colptr.device
+    node = seed.new_empty(num_nodes, dtype=torch.long)
+    edge_out = [colptr.new_empty(num_edges, dtype=torch.long)
+                for _ in range(3)]
+    batch = (colptr.new_empty(num_nodes, dtype=torch.long) if disjoint else
+             colptr.new_empty(0, dtype=torch.long))
+    hops = len(num_neighbors)
+    nsn = torch.empty(hops + 1, dtype=torch.long, device=dev)
+    nse = torch.empty(hops, dtype=torch.long, device=dev)
+    return (node, *edge_out, batch, nsn, nse)
+
+
+@torch.library.register_fake('fusesample::induced_subgraph')
+def _induced_subgraph_fake(colptr, row, edge_id, node):
+    num_edges = torch.library.get_ctx().new_dynamic_size()
+    return tuple(colptr.new_empty(num_edges, dtype=torch.long)
+                 for _ in range(3))
+
+
+@torch.library.register_fake('fusesample::csc_from_coo')
+def _csc_from_coo_fake(row, col, num_nodes):
+    return (row.new_empty(num_nodes + 1, dtype=torch.long),
+            row.new_empty(row.numel(), dtype=torch.long),
+            row.new_empty(row.numel(), dtype=torch.long))

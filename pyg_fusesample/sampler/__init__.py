@@ -1,0 +1,5 @@
+"""Samplers: :class:`FusedNeighborSampler` and its CSC graph store."""
+from .graph_store import CSCGraph, build_csc
+from .fused_neighbor_sampler import FusedNeighborSampler
+
+__all__ = ['CSCGraph', 'build_csc', 'FusedNeighborSampler']

@@ -1,0 +1,194 @@
+"""FusedNeighborSampler: PyG's NeighborSampler contract on the fused op."""
+from typing import List, Optional, Union
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.sampler import (BaseSampler, EdgeSamplerInput,
+                                     NegativeSampling, NodeSamplerInput,
+                                     NumNeighbors, SamplerOutput)
+from torch_geometric.sampler.base import SubgraphType
+from torch_geometric.sampler.neighbor_sampler import edge_sample, node_sample
+
+from ..ops import induced_subgraph, neighbor_sample
+from .graph_store import CSCGraph, build_csc
+
+_RNG_HIGH = 2**62
+
+
+def draw_rng_seed(generator: Optional[torch.Generator] = None) -> int:
+    r"""A fresh 62-bit key for the op's counter-based RNG, from
+    :obj:`generator` (or PyTorch's global RNG, so ``torch.manual_seed``
+    makes runs repeatable)."""
+    return int(torch.randint(_RNG_HIGH, (1, ), generator=generator))
+
+
+def _as_fanouts(num_neighbors) -> List[int]:
+    if isinstance(num_neighbors, NumNeighbors):
+        num_neighbors = num_neighbors.values
+    if isinstance(num_neighbors, dict):
+        raise NotImplementedError(
+            "FusedNeighborSampler samples homogeneous graphs; per-edge-type "
+            "'num_neighbors' (heterogeneous sampling) is not supported yet")
+    if not isinstance(num_neighbors, (list, tuple)):
+        raise TypeError(f"'num_neighbors' must be a list of ints (one per "
+                        f"hop), got {type(num_neighbors).__name__}")
+    fanouts = []
+    for hop, k in enumerate(num_neighbors):
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(f"'num_neighbors[{hop}]' must be an int, got "
+                            f"{k!r}")
+        if k < -1:
+            raise ValueError(f"'num_neighbors[{hop}]' is {k}; use a count "
+                             f">= 0, or -1 for all neighbours")
+        fanouts.append(k)
+    return fanouts
+
+
+class FusedNeighborSampler(BaseSampler):
+    r"""Multi-hop uniform neighbour sampling for homogeneous graphs, with the
+    arguments and output of :class:`torch_geometric.sampler.NeighborSampler`.
+
+    All hops are sampled, deduplicated and relabelled in one call of the
+    ``fusesample::neighbor_sample`` op, on the device where the graph lives
+    (parallel C++ on the CPU). The graph is kept as CSC and memoised per
+    ``edge_index``.
+
+    Args:
+        data (Data): the graph.
+        num_neighbors (List[int]): fan-out per hop, ``-1`` for all neighbours.
+        subgraph_type (str): ``'directional'`` (sampled edges only),
+            ``'bidirectional'`` (sampled edges and their reverses) or
+            ``'induced'`` (all edges among the sampled nodes).
+        replace (bool): sample with replacement.
+        disjoint (bool): each seed gets its own subtree (adds ``batch``).
+        is_sorted (bool): ``edge_index`` is sorted by target.
+        generator (torch.Generator, optional): source of per-batch RNG keys
+            when no key is passed to :meth:`sample_from_nodes`.
+        device: where to sample (default: where ``data.edge_index`` lives).
+
+    Temporal (``time_attr``), weighted (``weight_attr``) and backward
+    sampling, and heterogeneous or remote-store data raise
+    :class:`NotImplementedError`.
+    """
+    def __init__(
+        self,
+        data: Data,
+        num_neighbors: Union[List[int], NumNeighbors],
+        subgraph_type: Union[SubgraphType, str] = 'directional',
+        replace: bool = False,
+        disjoint: bool = False,
+        temporal_strategy: str = 'uniform',
+        time_attr: Optional[str] = None,
+        weight_attr: Optional[str] = None,
+        is_sorted: bool = False,
+        share_memory: bool = False,
+        directed: bool = True,
+        sample_direction: str = 'forward',
+        generator: Optional[torch.Generator] = None,
+        device=None,
+    ):
+        if not isinstance(data, Data):
+            raise NotImplementedError(
+                f"FusedNeighborSampler supports homogeneous 'Data' objects "
+                f"only, got {type(data).__name__} (use PyG's NeighborSampler "
+                f"for heterogeneous or FeatureStore/GraphStore data)")
+        if time_attr is not None:
+            raise NotImplementedError("temporal sampling ('time_attr') is not "
+                                      "supported by FusedNeighborSampler yet")
+        if weight_attr is not None:
+            raise NotImplementedError("weighted sampling ('weight_attr') is "
+                                      "not supported by FusedNeighborSampler "
+                                      "yet")
+        if sample_direction != 'forward':
+            raise NotImplementedError("only sample_direction='forward' is "
+                                      "supported")
+        if 'edge_index' not in data or data.edge_index is None:
+            raise ValueError("'data' has no 'edge_index' (SparseTensor "
+                             "'adj_t' graphs are not supported yet)")
+        if not directed:
+            subgraph_type = SubgraphType.induced
+
+        self.num_nodes = data.num_nodes
+        self.num_neighbors = _as_fanouts(num_neighbors)
+        self.subgraph_type = SubgraphType(subgraph_type)
+        self.replace = replace
+        self.disjoint = disjoint
+        self.temporal_strategy = temporal_strategy
+        self.keep_orig_edges = False
+        self.generator = generator
+        if self.disjoint and self.subgraph_type == SubgraphType.induced:
+            raise NotImplementedError("'disjoint=True' together with "
+                                      "subgraph_type='induced' is not "
+                                      "supported")
+        self.graph: CSCGraph = build_csc(data.edge_index, self.num_nodes,
+                                         is_sorted=is_sorted, device=device)
+        if share_memory and self.graph.device.type == 'cpu':
+            for t in (self.graph.colptr, self.graph.row, self.graph.edge_id):
+                if t is not None:
+                    t.share_memory_()
+
+    @property
+    def device(self) -> torch.device:
+        return self.graph.device
+
+    @property
+    def edge_permutation(self) -> None:
+        # The op already returns global edge ids.
+        return None
+
+    def sample_from_nodes(self, inputs: NodeSamplerInput,
+                          rng_seed: Optional[int] = None) -> SamplerOutput:
+        if inputs.input_type is not None:
+            raise NotImplementedError("heterogeneous node inputs are not "
+                                      "supported")
+        out = node_sample(inputs, self._sampler_fn(rng_seed))
+        if self.subgraph_type == SubgraphType.bidirectional:
+            out = out.to_bidirectional(keep_orig_edges=self.keep_orig_edges)
+        return out
+
+    def sample_from_edges(self, inputs: EdgeSamplerInput,
+                          neg_sampling: Optional[NegativeSampling] = None,
+                          rng_seed: Optional[int] = None) -> SamplerOutput:
+        out = edge_sample(inputs, self._sampler_fn(rng_seed), self.num_nodes,
+                          self.disjoint, None, neg_sampling)
+        if self.subgraph_type == SubgraphType.bidirectional:
+            out = out.to_bidirectional(keep_orig_edges=self.keep_orig_edges)
+        return out
+
+    def _sampler_fn(self, rng_seed: Optional[int]):
+        if rng_seed is None:
+            rng_seed = draw_rng_seed(self.generator)
+        return lambda seed, seed_time=None: self._sample(seed, seed_time,
+                                                         rng_seed)
+
+    def _sample(self, seed: Tensor, seed_time: Optional[Tensor],
+                rng_seed: int) -> SamplerOutput:
+        if seed_time is not None:
+            raise NotImplementedError("temporal seeds are not supported")
+        g = self.graph
+        seed = seed.to(device=g.device, dtype=torch.long)
+        out = neighbor_sample(g.colptr, g.row, g.edge_id, seed,
+                              self.num_neighbors, self.replace, self.disjoint,
+                              rng_seed)
+        row, col, edge = out.row, out.col, out.edge
+        num_sampled_edges = out.num_sampled_edges.tolist()
+        if self.subgraph_type == SubgraphType.induced:
+            row, col, edge = induced_subgraph(g.colptr, g.row, g.edge_id,
+                                              out.node)
+            num_sampled_edges = None  # edges are not grouped by hop
+        return SamplerOutput(
+            node=out.node,
+            row=row,
+            col=col,
+            edge=edge,
+            batch=out.batch,
+            num_sampled_nodes=out.num_sampled_nodes.tolist(),
+            num_sampled_edges=num_sampled_edges,
+        )
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(num_neighbors='
+                f'{self.num_neighbors}, replace={self.replace}, '
+                f'subgraph_type={self.subgraph_type.value}, '
+                f'disjoint={self.disjoint}, device={self.device})')

@@ -1,0 +1,124 @@
+"""Pure-Python references for the sampling ops (slow, obviously correct).
+
+The RNG is re-implemented from kernels/common/rng.h so the references draw
+the very same samples as the kernels: tests compare outputs exactly.
+"""
+from typing import List, Optional
+
+import torch
+
+M64 = (1 << 64) - 1
+
+
+def mix64(z: int) -> int:
+    z &= M64
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+    return z ^ (z >> 31)
+
+
+def random_bits(seed: int, a: int, b: int, c: int) -> int:
+    h = mix64(seed + 0x9e3779b97f4a7c15)
+    h = mix64(h ^ ((a + 0x632be59bd9b4e019) & M64))
+    h = mix64(h ^ ((b + 0x8cb92ba72f3d8dd7) & M64))
+    return mix64(h ^ ((c + 0xd6e8feb86659fd93) & M64))
+
+
+def uniform_below(bits: int, n: int) -> int:
+    return (bits * n) >> 64
+
+
+def sample_positions(d: int, k: int, replace: bool, seed: int, hop: int,
+                     pos: int) -> List[int]:
+    """Positions in a target's in-edge list, in draw order."""
+    if k < 0 or (not replace and k >= d):
+        return list(range(d))
+    if replace:
+        return [uniform_below(random_bits(seed, hop, pos, s), d)
+                for s in range(k)] if d > 0 else []
+    picks = []  # Floyd's algorithm
+    for s in range(k):
+        j = d - k + s
+        t = uniform_below(random_bits(seed, hop, pos, s), j + 1)
+        picks.append(j if t in picks else t)
+    return picks
+
+
+def neighbor_sample(colptr, row, edge_id, seed, num_neighbors, replace=False,
+                    disjoint=False, rng_seed=0):
+    colptr, row = colptr.tolist(), row.tolist()
+    eid = edge_id.tolist() if edge_id is not None else None
+    node = seed.tolist()
+    batch = list(range(len(node))) if disjoint else []
+    key = (lambda v, b: (b, v)) if disjoint else (lambda v, b: v)
+    local = {}
+    for i, v in enumerate(node):
+        local.setdefault(key(v, i if disjoint else 0), i)
+    rows, cols, edges = [], [], []
+    nsn, nse = [len(node)], []
+    begin, end = 0, len(node)
+    for hop, k in enumerate(num_neighbors):
+        count = 0
+        for t in range(begin, end):
+            v = node[t]
+            start, d = colptr[v], colptr[v + 1] - colptr[v]
+            b = batch[t] if disjoint else 0
+            for j in sample_positions(d, k, replace, rng_seed, hop, t):
+                u = row[start + j]
+                if key(u, b) not in local:
+                    local[key(u, b)] = len(node)
+                    node.append(u)
+                    if disjoint:
+                        batch.append(b)
+                rows.append(local[key(u, b)])
+                cols.append(t)
+                edges.append(eid[start + j] if eid is not None else start + j)
+                count += 1
+        nse.append(count)
+        nsn.append(len(node) - end)
+        begin, end = end, len(node)
+    t = lambda x: torch.tensor(x, dtype=torch.long)  # noqa: E731
+    return (t(node), t(rows), t(cols), t(edges), t(batch) if disjoint else None,
+            t(nsn), t(nse))
+
+
+def induced_subgraph(colptr, row, edge_id, node):
+    colptr, row, node = colptr.tolist(), row.tolist(), node.tolist()
+    local = {v: i for i, v in enumerate(node)}
+    rows, cols, edges = [], [], []
+    for i, v in enumerate(node):
+        for e in range(colptr[v], colptr[v + 1]):
+            if row[e] in local:
+                rows.append(local[row[e]])
+                cols.append(i)
+                edges.append(int(edge_id[e]) if edge_id is not None else e)
+    t = lambda x: torch.tensor(x, dtype=torch.long)  # noqa: E731
+    return t(rows), t(cols), t(edges)
+
+
+def csc_from_coo(edge_index, num_nodes):
+    col = edge_index[1]
+    perm = torch.sort(col, stable=True).indices
+    colptr = torch.zeros(num_nodes + 1, dtype=torch.long)
+    colptr[1:] = torch.cumsum(torch.bincount(col, minlength=num_nodes), 0)
+    return colptr, edge_index[0][perm], perm
+
+
+def random_graph(num_nodes: int, num_edges: int, seed: int = 0,
+                 hubs: int = 0, isolated: int = 0):
+    """A random multigraph-free directed graph with optional hub targets
+    (in-degree ~num_nodes/2) and isolated nodes (ids >= num_nodes -
+    isolated receive and send no edges)."""
+    g = torch.Generator().manual_seed(seed)
+    active = num_nodes - isolated
+    src = torch.randint(active, (num_edges, ), generator=g)
+    dst = torch.randint(active, (num_edges, ), generator=g)
+    if hubs:
+        hub_src = torch.randint(active, (hubs * active // 2, ), generator=g)
+        hub_dst = torch.arange(hubs).repeat_interleave(active // 2)
+        src, dst = torch.cat([src, hub_src]), torch.cat([dst, hub_dst])
+    keys = torch.unique(src * num_nodes + dst)
+    src, dst = keys // num_nodes, keys % num_nodes
+    keep = src != dst
+    perm = torch.randperm(int(keep.sum()), generator=g)
+    return torch.stack([src[keep], dst[keep]])[:, perm]
