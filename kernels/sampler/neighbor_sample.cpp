@@ -6,7 +6,8 @@
 //            target), edge_id [E] int64 or None (global id of each CSC slot;
 //            None means the slot index itself), seed [B] int64 in [0, N),
 //            num_neighbors [L] each >= -1 (-1 = all in-edges), replace,
-//            disjoint, rng_seed.
+//            disjoint, rng_seed, fused (CUDA: all hops in one launch; the
+//            CPU kernel ignores it).
 //   outputs  node [n] int64: global ids, seeds first (in the given order),
 //              then each hop's new nodes in order of first appearance --
 //              grouped by hop, unique (per subtree when disjoint);
@@ -14,7 +15,8 @@
 //              grouped by hop, targets in node order, neighbours in draw order;
 //            edge [m] int64: global edge id of each sampled edge;
 //            batch [n] int64: seed index of each node when disjoint, else [0];
-//            num_sampled_nodes [L+1], num_sampled_edges [L] int64 (CPU).
+//            num_sampled_nodes [L+1], num_sampled_edges [L] int64, always
+//              on the CPU (the CUDA kernel reads them in its one sync).
 //   sampling without replacement keeps min(deg, k) distinct in-edges, every
 //            subset equally likely (Floyd's algorithm); with replacement k
 //            independent uniform draws (none for an isolated node).
@@ -27,7 +29,8 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "neighbor_sample(Tensor colptr, Tensor row, Tensor? edge_id, "
       "Tensor seed, int[] num_neighbors, bool replace=False, "
-      "bool disjoint=False, int rng_seed=0) -> (Tensor node, Tensor row, "
+      "bool disjoint=False, int rng_seed=0, bool fused=True) -> (Tensor node, "
+      "Tensor row, "
       "Tensor col, Tensor edge, Tensor batch, Tensor num_sampled_nodes, "
       "Tensor num_sampled_edges)");
 }

@@ -1,10 +1,17 @@
-"""Benchmark harness CLI.
+"""Benchmark harness CLI (one CSV schema: bench/csv_schema.py).
 
-    python -m pyg_fusesample.bench loader --graph power_law_1m \
-        --fanouts 15,10 15,10,5 --batch-sizes 1024 --out benchmarks/results/x.csv
+    python -m pyg_fusesample.bench loader --graph power_law_1m --device cpu \\
+        --variants pyg fused --fanouts 15,10 15,10,5 --batch-sizes 1024
+    python -m pyg_fusesample.bench step --graph products --device cuda \\
+        --variants pyg fused per-hop torch-gpu model-only --amp off on
+    python -m pyg_fusesample.bench epoch --graph products --variants fused
     python -m pyg_fusesample.bench report benchmarks/results/x.csv
+
+Graphs are pyg_fusesample.datasets names: SYNTHETIC graphs with real
+graphs' statistics (no data set can be downloaded here).
 """
 import argparse
+import itertools
 import os
 import sys
 
@@ -15,49 +22,76 @@ def _fanout(text: str):
     return [int(k) for k in text.split(',')]
 
 
+def _common(p, variants, out):
+    p.add_argument('--graph', default='power_law_1m')
+    p.add_argument('--scale', type=float, default=1.0)
+    p.add_argument('--fanouts', type=_fanout, nargs='+',
+                   default=[[15, 10], [15, 10, 5]])
+    p.add_argument('--batch-sizes', type=int, nargs='+', default=[1024])
+    p.add_argument('--variants', nargs='+', default=variants)
+    p.add_argument('--num-workers', type=int, nargs='+', default=[0],
+                   help="worker counts tried for the 'pyg' variant")
+    p.add_argument('--amp', nargs='+', default=['off'], choices=['off', 'on'])
+    p.add_argument('--steps', type=int, default=30)
+    p.add_argument('--warmup', type=int, default=5)
+    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--device', default='cuda' if torch.cuda.is_available()
+                   else 'cpu')
+    p.add_argument('--threads', type=int, default=None)
+    p.add_argument('--out', default=out)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog='python -m pyg_fusesample.bench')
+    parser = argparse.ArgumentParser(prog='python -m pyg_fusesample.bench',
+                                     description=__doc__)
     sub = parser.add_subparsers(dest='cmd', required=True)
-
-    lo = sub.add_parser('loader', help='loader throughput per variant')
-    lo.add_argument('--graph', default='power_law_1m',
-                    help='a pyg_fusesample.datasets name (synthetic graphs)')
-    lo.add_argument('--scale', type=float, default=1.0)
-    lo.add_argument('--fanouts', type=_fanout, nargs='+',
-                    default=[[15, 10], [15, 10, 5]])
-    lo.add_argument('--batch-sizes', type=int, nargs='+', default=[1024])
-    lo.add_argument('--variants', nargs='+', default=['pyg', 'fused'])
-    lo.add_argument('--num-workers', type=int, nargs='+', default=[0])
-    lo.add_argument('--steps', type=int, default=30)
-    lo.add_argument('--warmup', type=int, default=3)
-    lo.add_argument('--seed', type=int, default=0)
-    lo.add_argument('--threads', type=int, default=None,
-                    help='torch.set_num_threads (default: torch default)')
-    lo.add_argument('--out', default='benchmarks/results/loader_cpu.csv')
-
+    _common(sub.add_parser('loader', help='loader alone'), ['pyg', 'fused'],
+            'benchmarks/results/loader.csv')
+    _common(sub.add_parser('step', help='training steps'),
+            ['pyg', 'fused', 'per-hop', 'torch-gpu', 'model-only'],
+            'benchmarks/results/step.csv')
+    _common(sub.add_parser('epoch', help='one epoch of loading'),
+            ['fused'], 'benchmarks/results/epoch.csv')
     rp = sub.add_parser('report', help='markdown + PNG from a CSV')
     rp.add_argument('csv')
-
     args = parser.parse_args(argv)
-    if args.cmd == 'loader':
-        from ..datasets import get_dataset
-        from .csv_schema import append_rows
-        from .loader_bench import run
-        from .report import write_report
-        if args.threads:
-            torch.set_num_threads(args.threads)
-        data = get_dataset(args.graph, scale=args.scale, seed=args.seed)
-        name = getattr(data, 'name', args.graph)
-        print(f'graph {name}: {data.num_nodes:,} nodes, {data.num_edges:,} '
-              f'edges (synthetic)', flush=True)
-        rows = run(args, data, name)
-        append_rows(args.out, rows)
-        base = os.path.splitext(args.out)[0]
-        print(write_report(args.out, base + '.md', base + '.png'))
-    elif args.cmd == 'report':
-        from .report import write_report
+
+    from .report import write_report
+    if args.cmd == 'report':
         base = os.path.splitext(args.csv)[0]
         print(write_report(args.csv, base + '.md', base + '.png'))
+        return 0
+
+    from ..datasets import get_dataset
+    from .csv_schema import append_rows
+    from .runner import Bench, fill_model_ms, run_row, time_epoch
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    data = get_dataset(args.graph, scale=args.scale, seed=args.seed)
+    name = getattr(data, 'name', args.graph)
+    print(f'SYNTHETIC graph {name}: {data.num_nodes:,} nodes, '
+          f'{data.num_edges:,} edges', flush=True)
+    bench = Bench(data, torch.device(args.device), args.seed)
+    rows = []
+    for fanout, bs, amp, variant in itertools.product(
+            args.fanouts, args.batch_sizes, args.amp, args.variants):
+        workers = args.num_workers if variant == 'pyg' else [0]
+        for nw in workers:
+            if args.cmd == 'epoch':
+                row = time_epoch(bench, name, fanout, bs, variant)
+            else:
+                row = run_row(bench, name, fanout, bs, amp == 'on', variant,
+                              nw, args.steps, args.warmup,
+                              train=args.cmd == 'step')
+            print(f"{name} [{row['fanout']}] b={bs} amp={row['amp']} "
+                  f"{row['variant']:>10} w={nw}: step {row['step_ms']} ms, "
+                  f"loader {row['loader_ms']} ms, "
+                  f"{row['sampled_edges_per_s']} edges/s", flush=True)
+            rows.append(row)
+    fill_model_ms(rows)
+    append_rows(args.out, rows)
+    base = os.path.splitext(args.out)[0]
+    print(write_report(args.out, base + '.md', base + '.png'))
     return 0
 
 

@@ -9,28 +9,41 @@ def _key(r: Dict) -> tuple:
     return (r['device'], r['graph'], r['fanout'], r['batch_size'], r['amp'])
 
 
+def _f(x: str, fmt: str) -> str:
+    try:
+        return format(float(x), fmt)
+    except (TypeError, ValueError):
+        return '-'
+
+
 def markdown(rows: List[Dict], baseline: str = 'pyg') -> str:
-    """One line per (setting, variant), with the speed-up over the baseline
-    variant of the same setting and the same CSV (same process run)."""
+    """One line per (setting, variant). Ratios compare rows of one CSV (one
+    process run): ``vs pyg`` against NeighborLoader with the most workers
+    measured in that setting, ``/ model`` against the model-only step."""
     groups = defaultdict(list)
     for r in rows:
         groups[_key(r)].append(r)
     lines = ['| device | graph | fan-out | batch | amp | variant | workers | '
-             'ms/batch | batches/s | sampled edges/s | speed-up vs '
-             f'{baseline} (0 workers) |',
-             '|---|---|---|---|---|---|---|---|---|---|---|']
+             'step ms | loader ms | step / model-only | speed-up vs pyg | '
+             'sampled edges/s | peak MB | transient MB |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for key, rs in groups.items():
-        base = [r for r in rs if r['variant'] == baseline
-                and r['num_workers'] in ('0', 0)]
-        base_ms = float(base[0]['step_ms']) if base else None
+        base = sorted((r for r in rs if r['variant'] == baseline),
+                      key=lambda r: int(r['num_workers']))
+        base_ms = float(base[-1]['step_ms']) if base else None
+        base_w = base[-1]['num_workers'] if base else None
         for r in rs:
             ms = float(r['step_ms'])
-            ratio = f'{base_ms / ms:.2f}x' if base_ms else 'n/a'
+            ratio = f'{base_ms / ms:.2f}x (w={base_w})' if base_ms else '-'
+            over = (f"{ms / float(r['model_ms']):.2f}"
+                    if r.get('model_ms') else '-')
             lines.append(
                 f"| {r['device']} | {r['graph']} | {r['fanout']} | "
                 f"{r['batch_size']} | {r['amp']} | {r['variant']} | "
-                f"{r['num_workers']} | {ms:.2f} | {r['batches_per_s']} | "
-                f"{float(r['sampled_edges_per_s']):.3g} | {ratio} |")
+                f"{r['num_workers']} | {ms:.3f} | {_f(r['loader_ms'], '.3f')} "
+                f"| {over} | {ratio} | {_f(r['sampled_edges_per_s'], '.3g')} "
+                f"| {_f(r['peak_mem_mb'], '.0f')} | "
+                f"{_f(r['transient_mem_mb'], '.0f')} |")
     return '\n'.join(lines) + '\n'
 
 
@@ -51,7 +64,7 @@ def plot(rows: List[Dict], path: str) -> bool:
     for i, (variant, nw) in enumerate(variants):
         ys = []
         for s in settings:
-            match = [float(r['batches_per_s']) for r in rows
+            match = [1e3 / float(r['step_ms']) for r in rows
                      if (r['graph'], r['fanout'], r['batch_size']) == s
                      and (r['variant'], r['num_workers']) == (variant, nw)]
             ys.append(match[0] if match else 0.0)
@@ -60,7 +73,7 @@ def plot(rows: List[Dict], path: str) -> bool:
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(settings))])
     ax.set_xticklabels([f'{g}\n[{f}] b={b}' for g, f, b in settings],
                        fontsize=8)
-    ax.set_ylabel('batches / s (higher is better)')
+    ax.set_ylabel('steps / s (higher is better)')
     ax.set_title(rows[0]['device'] if rows else '')
     ax.legend()
     fig.tight_layout()

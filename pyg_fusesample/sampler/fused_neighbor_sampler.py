@@ -66,6 +66,9 @@ class FusedNeighborSampler(BaseSampler):
         generator (torch.Generator, optional): source of per-batch RNG keys
             when no key is passed to :meth:`sample_from_nodes`.
         device: where to sample (default: where ``data.edge_index`` lives).
+        fused (bool): on CUDA, sample all hops in one kernel launch with one
+            host sync per batch (default); ``False`` uses one launch per
+            phase and a sync per hop (kept for comparison).
 
     Temporal (``time_attr``), weighted (``weight_attr``) and backward
     sampling, and heterogeneous or remote-store data raise
@@ -87,6 +90,7 @@ class FusedNeighborSampler(BaseSampler):
         sample_direction: str = 'forward',
         generator: Optional[torch.Generator] = None,
         device=None,
+        fused: bool = True,
     ):
         if not isinstance(data, Data):
             raise NotImplementedError(
@@ -117,6 +121,7 @@ class FusedNeighborSampler(BaseSampler):
         self.temporal_strategy = temporal_strategy
         self.keep_orig_edges = False
         self.generator = generator
+        self.fused = fused
         if self.disjoint and self.subgraph_type == SubgraphType.induced:
             raise NotImplementedError("'disjoint=True' together with "
                                       "subgraph_type='induced' is not "
@@ -170,7 +175,7 @@ class FusedNeighborSampler(BaseSampler):
         seed = seed.to(device=g.device, dtype=torch.long)
         out = neighbor_sample(g.colptr, g.row, g.edge_id, seed,
                               self.num_neighbors, self.replace, self.disjoint,
-                              rng_seed)
+                              rng_seed, self.fused)
         row, col, edge = out.row, out.col, out.edge
         num_sampled_edges = out.num_sampled_edges.tolist()
         if self.subgraph_type == SubgraphType.induced:

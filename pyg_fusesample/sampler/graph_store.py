@@ -43,7 +43,23 @@ class CSCGraph:
                         self.num_nodes)
 
 
-_cache: 'weakref.WeakKeyDictionary[Tensor, dict]' = weakref.WeakKeyDictionary()
+# id(edge_index) -> entry. Keyed by identity (tensors compare elementwise, so
+# a WeakKeyDictionary cannot hold them); a finaliser drops the entry with the
+# tensor, so a recycled id never sees a stale graph.
+_cache: dict = {}
+
+
+def _entry_for(edge_index: Tensor) -> dict:
+    key = id(edge_index)
+    entry = _cache.get(key)
+    if entry is not None and entry['ref']() is edge_index \
+            and entry['version'] == edge_index._version:
+        return entry
+    entry = {'ref': weakref.ref(edge_index), 'version': edge_index._version,
+             'graphs': {}}
+    _cache[key] = entry
+    weakref.finalize(edge_index, _cache.pop, key, None)
+    return entry
 
 
 def _validate_edge_index(edge_index: Tensor, num_nodes: int):
@@ -61,6 +77,25 @@ def _validate_edge_index(edge_index: Tensor, num_nodes: int):
         raise ValueError("the graph needs 'num_nodes' >= 0")
 
 
+def _csc_on_device(edge_index: Tensor, num_nodes: int) -> CSCGraph:
+    # A GPU sorts 100M keys in tens of milliseconds, so torch's stable sort
+    # is the right tool here (the C++ counting sort serves the CPU).
+    # Sources are stored as int32 when ids fit: half the bytes per sampled
+    # neighbour read.
+    row, col = edge_index
+    if row.numel() > 0:
+        lo, hi = torch.aminmax(edge_index)
+        if int(lo) < 0 or int(hi) >= num_nodes:
+            raise ValueError(f"'edge_index' holds ids outside [0, {num_nodes})")
+    col_sorted, perm = torch.sort(col, stable=True)
+    colptr = torch.searchsorted(
+        col_sorted, torch.arange(num_nodes + 1, device=col.device))
+    row = row[perm]
+    if num_nodes < 2**31:
+        row = row.to(torch.int32)
+    return CSCGraph(colptr, row, perm, num_nodes)
+
+
 def build_csc(edge_index: Tensor, num_nodes: int, is_sorted: bool = False,
               device=None) -> CSCGraph:
     r"""Returns the (memoised) :class:`CSCGraph` of :obj:`edge_index`.
@@ -75,13 +110,9 @@ def build_csc(edge_index: Tensor, num_nodes: int, is_sorted: bool = False,
     _validate_edge_index(edge_index, num_nodes)
     device = torch.device(device) if device is not None else edge_index.device
     key = (int(num_nodes), bool(is_sorted), str(device))
-    entry = _cache.get(edge_index)
-    if entry is not None and entry['version'] == edge_index._version:
-        if key in entry['graphs']:
-            return entry['graphs'][key]
-    else:
-        entry = {'version': edge_index._version, 'graphs': {}}
-        _cache[edge_index] = entry
+    entry = _entry_for(edge_index)
+    if key in entry['graphs']:
+        return entry['graphs'][key]
 
     ei = edge_index.to(torch.long)
     if is_sorted:
@@ -94,6 +125,8 @@ def build_csc(edge_index: Tensor, num_nodes: int, is_sorted: bool = False,
         colptr = torch.searchsorted(
             col, torch.arange(num_nodes + 1, device=col.device))
         graph = CSCGraph(colptr, ei[0].contiguous(), None, int(num_nodes))
+    elif device.type == 'cuda':
+        graph = _csc_on_device(ei.to(device), int(num_nodes))
     else:
         colptr, row, perm = csc_from_coo(ei.cpu(), num_nodes)
         graph = CSCGraph(colptr, row, perm, int(num_nodes))

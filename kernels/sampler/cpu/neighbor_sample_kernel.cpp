@@ -167,7 +167,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
 neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
                     const c10::optional<at::Tensor>& edge_id,
                     const at::Tensor& seed, at::IntArrayRef num_neighbors,
-                    bool replace, bool disjoint, int64_t rng_seed) {
+                    bool replace, bool disjoint, int64_t rng_seed,
+                    bool /*fused: a CUDA launch mode*/) {
   check_csc(kOp, colptr, row, edge_id);
   check_1d(kOp, "seed", seed);
   check_dtype(kOp, "seed", seed, at::kLong);

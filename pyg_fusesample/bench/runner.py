@@ -1,0 +1,192 @@
+"""Benchmark runner: loader throughput and training-step time per variant.
+
+``python -m pyg_fusesample.bench loader`` times the loader alone (a step is
+one batch on the device); ``... step`` times training steps.
+
+Every variant trains the same PyG GraphSAGE (hidden 256, AdamW) on the same
+graph; a step is next batch + forward + backward + optimizer step. One loop
+gives both numbers of a row: the time to the batch being on the device
+(loader_ms) and to the optimizer step finishing (step_ms); the device is
+synchronised at both points, so asynchronous work is charged where it runs.
+Medians over >= 30 timed steps after warm-up; peak memory is reset before
+the timed loop and transient = peak - allocated before the loop.
+
+Variants: pyg (NeighborLoader, CPU data, torch_sparse), fused / per-hop
+(FusedNeighborLoader on GPU data, one launch vs one launch per phase),
+torch-gpu (plain PyTorch per-hop GPU sampler), model-only (pre-sampled
+batches already on the GPU: the floor for the step).
+"""
+import contextlib
+import statistics
+import time
+import warnings
+from typing import Dict, List
+
+import torch
+import torch.nn.functional as F
+
+from .env_info import device_name, versions
+from .torch_gpu_sampler import TorchGPUSampler
+
+STEP_VARIANTS = ('pyg', 'fused', 'per-hop', 'torch-gpu', 'model-only')
+
+
+def _cycle(make):
+    while True:
+        yield from make()
+
+
+class Bench:
+    """Graph on both devices, loaders per variant, one model per row."""
+    def __init__(self, data, device: torch.device, seed: int = 0):
+        self.data_cpu = data
+        self.device = device
+        self.data_dev = data.to(device)
+        self.seed = seed
+        self.num_classes = int(data.y.max()) + 1
+
+    def batches(self, variant: str, fanout: List[int], batch_size: int,
+                num_workers: int):
+        d = self.data_dev
+        if variant == 'pyg':
+            from torch_geometric.loader import NeighborLoader
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                loader = NeighborLoader(
+                    self.data_cpu, num_neighbors=fanout, batch_size=batch_size,
+                    input_nodes=self.data_cpu.train_mask, shuffle=True,
+                    num_workers=num_workers,
+                    persistent_workers=num_workers > 0)
+            return (b.to(self.device, non_blocking=True)
+                    for b in _cycle(lambda: loader))
+        if variant in ('fused', 'per-hop'):
+            from ..loader import FusedNeighborLoader
+            loader = FusedNeighborLoader(
+                d, num_neighbors=fanout, batch_size=batch_size,
+                input_nodes=d.train_mask, shuffle=True, seed=self.seed,
+                fused=variant == 'fused')
+            return _cycle(lambda: loader)
+        if variant == 'torch-gpu':
+            from ..sampler import build_csc
+            g = build_csc(d.edge_index, d.num_nodes)
+            s = TorchGPUSampler(g.colptr, g.row, d.x, d.y,
+                                d.train_mask.nonzero().view(-1), fanout,
+                                batch_size, self.seed)
+            return _cycle(lambda: s)
+        if variant == 'model-only':
+            from ..loader import FusedNeighborLoader
+            loader = FusedNeighborLoader(
+                d, num_neighbors=fanout, batch_size=batch_size,
+                input_nodes=d.train_mask, shuffle=True, seed=self.seed)
+            it = iter(loader)
+            fixed = [next(it) for _ in range(8)]
+            return _cycle(lambda: fixed)
+        raise ValueError(f"unknown variant '{variant}', expected one of "
+                         f"{STEP_VARIANTS}")
+
+    def model(self, num_layers: int, hidden: int = 256):
+        from torch_geometric.nn.models import GraphSAGE
+        torch.manual_seed(self.seed)
+        model = GraphSAGE(self.data_cpu.num_features, hidden, num_layers,
+                          out_channels=self.num_classes).to(self.device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        return model, opt
+
+
+def _sync(device):
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
+            amp: bool, variant: str, num_workers: int, steps: int,
+            warmup: int, train: bool = True) -> Dict:
+    dev = bench.device
+    batches = bench.batches(variant, fanout, batch_size, num_workers)
+    if train:
+        model, opt = bench.model(len(fanout))
+    autocast = (torch.autocast(dev.type, dtype=torch.bfloat16) if amp
+                else contextlib.nullcontext())
+    loader_ms, step_ms, edges = [], [], []
+    peak = transient = float('nan')
+    for i in range(warmup + steps):
+        if i == warmup and dev.type == 'cuda':
+            _sync(dev)
+            torch.cuda.reset_peak_memory_stats(dev)
+            before = torch.cuda.memory_allocated(dev)
+        _sync(dev)
+        t0 = time.perf_counter()
+        batch = next(batches)
+        _sync(dev)
+        t1 = time.perf_counter()
+        if train:
+            opt.zero_grad(set_to_none=True)
+            with autocast:
+                out = model(batch.x, batch.edge_index)[:batch.batch_size]
+                loss = F.cross_entropy(out.float(),
+                                       batch.y[:batch.batch_size])
+            loss.backward()
+            opt.step()
+            _sync(dev)
+        t2 = time.perf_counter()
+        if i >= warmup:
+            loader_ms.append((t1 - t0) * 1e3)
+            step_ms.append((t2 - t0) * 1e3)
+            edges.append(batch.edge_index.size(1))
+    if dev.type == 'cuda':
+        peak = torch.cuda.max_memory_allocated(dev) / 2**20
+        transient = peak - before / 2**20
+    lm = statistics.median(loader_ms)
+    sm = statistics.median(step_ms)
+    loader_total_s = sum(loader_ms) / 1e3
+    return {
+        'device': device_name(dev), **versions(), 'graph': graph,
+        'num_nodes': bench.data_cpu.num_nodes,
+        'num_edges': bench.data_cpu.num_edges,
+        'fanout': '-'.join(map(str, fanout)), 'batch_size': batch_size,
+        'amp': 'bf16' if amp else 'off', 'variant': variant,
+        'num_workers': num_workers, 'step_ms': f'{sm:.3f}',
+        'loader_ms': f'{lm:.3f}' if variant != 'model-only' else '0',
+        'batches_per_s': f'{1e3 / sm:.2f}',
+        'sampled_edges_per_s': (f'{sum(edges) / loader_total_s:.4g}'
+                                if variant != 'model-only' else ''),
+        'peak_mem_mb': f'{peak:.1f}', 'transient_mem_mb': f'{transient:.1f}',
+        'steps': steps,
+    }
+
+
+def time_epoch(bench: Bench, graph: str, fanout: List[int], batch_size: int,
+               variant: str) -> Dict:
+    """One full epoch of loading over the training seeds (after one warm
+    epoch), as a row with step_ms = epoch ms and steps = batches."""
+    dev = bench.device
+    batches = bench.batches(variant, fanout, batch_size, 0)
+    n = -(-int(bench.data_cpu.train_mask.sum()) // batch_size)
+    for _ in range(n):
+        next(batches)
+    _sync(dev)
+    t0 = time.perf_counter()
+    edges = 0
+    for _ in range(n):
+        edges += next(batches).edge_index.size(1)
+    _sync(dev)
+    ms = (time.perf_counter() - t0) * 1e3
+    return {
+        'device': device_name(dev), **versions(), 'graph': graph,
+        'num_nodes': bench.data_cpu.num_nodes,
+        'num_edges': bench.data_cpu.num_edges,
+        'fanout': '-'.join(map(str, fanout)), 'batch_size': batch_size,
+        'amp': 'off', 'variant': f'{variant}-epoch', 'num_workers': 0,
+        'step_ms': f'{ms:.3f}', 'loader_ms': f'{ms:.3f}',
+        'batches_per_s': f'{n / ms * 1e3:.2f}',
+        'sampled_edges_per_s': f'{edges / ms * 1e3:.4g}', 'steps': n,
+    }
+
+
+def fill_model_ms(rows: List[Dict]):
+    """model_ms of every row = the model-only step of the same setting."""
+    floor = {(r['graph'], r['fanout'], r['batch_size'], r['amp']):
+             r['step_ms'] for r in rows if r['variant'] == 'model-only'}
+    for r in rows:
+        r['model_ms'] = floor.get(
+            (r['graph'], r['fanout'], r['batch_size'], r['amp']), '')

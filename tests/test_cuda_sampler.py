@@ -1,0 +1,156 @@
+"""The CUDA sampler: bitwise agreement with the CPU kernel (both launch
+modes), uniformity on the GPU, errors, opcheck, >2^31-edge graphs, and the
+loader on GPU data. Skipped without a GPU."""
+import pytest
+import torch
+
+import pyg_fusesample  # noqa: F401
+from pyg_fusesample.ops import csc_from_coo, induced_subgraph, neighbor_sample
+
+import reference as ref
+
+pytestmark = pytest.mark.cuda
+scipy_stats = pytest.importorskip('scipy.stats')
+
+
+def graph(num_nodes=3000, num_edges=60000, seed=0, hubs=2, isolated=10):
+    ei = ref.random_graph(num_nodes, num_edges, seed, hubs, isolated)
+    colptr, row, perm = csc_from_coo(ei, num_nodes)
+    return ei, colptr, row, perm
+
+
+@pytest.mark.parametrize('fused', [True, False])
+@pytest.mark.parametrize('fanout,replace,disjoint', [
+    ([15, 10], False, False),
+    ([15, 10, 5], False, False),
+    ([25, 10], True, False),
+    ([10, 5], False, True),
+    ([-1, 3], False, False),      # unbounded: per-hop path with growth
+    ([3, -1], False, True),
+    ([100, 2], False, False),     # k > 32: Floyd's membership over 4 chunks
+    ([0, 4], False, False),
+])
+@pytest.mark.parametrize('row_dtype', [torch.long, torch.int])
+def test_cuda_equals_cpu(fused, fanout, replace, disjoint, row_dtype):
+    _, colptr, row, perm = graph()
+    row = row.to(row_dtype)
+    seed = torch.randperm(3000, generator=torch.Generator().manual_seed(1))[:512]
+    seed = torch.cat([seed, torch.tensor([0, 1, 2999])])  # hubs, isolated
+    cpu = neighbor_sample(colptr, row, perm, seed, fanout, replace, disjoint,
+                          rng_seed=42)
+    gpu = neighbor_sample(colptr.cuda(), row.cuda(), perm.cuda(), seed.cuda(),
+                          fanout, replace, disjoint, rng_seed=42, fused=fused)
+    for name, a, b in zip(cpu._fields, cpu, gpu):
+        if a is None:
+            assert b is None
+            continue
+        assert torch.equal(a, b.cpu()), name
+    assert gpu.num_sampled_nodes.device.type == 'cpu'
+
+
+def test_cuda_empty_and_isolated():
+    _, colptr, row, perm = graph()
+    g = [t.cuda() for t in (colptr, row, perm)]
+    out = neighbor_sample(*g, torch.empty(0, dtype=torch.long, device='cuda'),
+                          [5, 5])
+    assert out.node.numel() == 0 and out.num_sampled_nodes.tolist() == [0, 0, 0]
+    out = neighbor_sample(*g, torch.tensor([2999], device='cuda'), [5, 5])
+    assert out.node.tolist() == [2999] and out.edge.numel() == 0
+    out = neighbor_sample(*g, torch.tensor([3], device='cuda'), [])
+    assert out.node.tolist() == [3]
+
+
+def test_cuda_uniform_subsets_chi_square():
+    """20,000 disjoint copies of one seed draw independent 3-subsets of its
+    8 in-edges in one launch; all 56 subsets are equally likely."""
+    d, k, trials = 8, 3, 20000
+    ei = torch.stack([torch.arange(1, d + 1), torch.zeros(d, dtype=torch.long)])
+    colptr, row, perm = (t.cuda() for t in csc_from_coo(ei, d + 1))
+    seed = torch.zeros(trials, dtype=torch.long, device='cuda')
+    out = neighbor_sample(colptr, row, perm, seed, [k], disjoint=True,
+                          rng_seed=3)
+    edges = out.edge.view(trials, k).sort(dim=1).values.cpu()
+    assert (edges[:, 1:] != edges[:, :-1]).all()
+    code = (1 << edges).sum(dim=1)
+    counts = torch.unique(code, return_counts=True)[1]
+    assert counts.numel() == 56
+    p = scipy_stats.chisquare(counts.tolist()).pvalue
+    assert p > 1e-3, f'subset frequencies not uniform on the GPU (p={p:.2e})'
+
+
+def test_cuda_bad_inputs():
+    _, colptr, row, perm = (t.cuda() if torch.is_tensor(t) else t
+                            for t in graph())
+    with pytest.raises(RuntimeError, match="'seed' holds ids outside"):
+        neighbor_sample(colptr, row, perm, torch.tensor([0, 5000], device='cuda'),
+                        [3])
+    with pytest.raises(RuntimeError, match="'seed' is on cpu"):
+        neighbor_sample(colptr, row, perm, torch.tensor([0]), [3])
+    with pytest.raises(RuntimeError, match=r"num_neighbors\[0\]"):
+        neighbor_sample(colptr, row, perm, torch.tensor([0], device='cuda'), [-3])
+
+
+def test_cuda_induced_equals_cpu():
+    _, colptr, row, perm = graph()
+    node = torch.randperm(3000, generator=torch.Generator().manual_seed(2))[:700]
+    cpu = induced_subgraph(colptr, row, perm, node)
+    gpu = induced_subgraph(colptr.cuda(), row.int().cuda(), perm.cuda(),
+                           node.cuda())
+    for a, b in zip(cpu, gpu):
+        assert torch.equal(a, b.cpu())
+
+
+def test_cuda_opcheck():
+    _, colptr, row, perm = graph()
+    args = [t.cuda() for t in (colptr, row, perm)]
+    seed = torch.tensor([0, 5, 12], device='cuda')
+    for fused in (True, False):
+        torch.library.opcheck(
+            torch.ops.fusesample.neighbor_sample.default,
+            (*args, seed, [3, 2], False, False, 5, fused),
+            test_utils=('test_schema', 'test_faketensor'))
+
+
+@pytest.mark.slow
+def test_cuda_more_than_2_31_edges():
+    """A graph with 2^31 + 2^20 edges, made on the device: offsets past 2^31
+    sample correctly (int64 colptr, int32 row)."""
+    num_nodes = 2048
+    deg = (2**31 + 2**20) // num_nodes
+    total = deg * num_nodes
+    assert total > 2**31
+    free = torch.cuda.mem_get_info()[0]
+    if free < total * 4 * 1.5:
+        pytest.skip('needs ~10 GB of free GPU memory')
+    colptr = torch.arange(num_nodes + 1, device='cuda') * deg
+    # in-edge e of any target comes from node e % num_nodes
+    row = (torch.arange(total, device='cuda', dtype=torch.int64)
+           % num_nodes).to(torch.int32)
+    seed = torch.tensor([num_nodes - 1, num_nodes - 2], device='cuda')
+    for fused in (True, False):
+        out = neighbor_sample(colptr, row, None, seed, [20, 3], rng_seed=1,
+                              fused=fused)
+        edge, node = out.edge.cpu(), out.node.cpu()
+        assert int(edge[:40].min()) > 2**31  # the seeds' lists lie past 2^31
+        # each edge id decodes to (source = e % N, target = e // deg)
+        assert torch.equal(node[out.row.cpu()], edge % num_nodes)
+        assert torch.equal(node[out.col.cpu()], edge // deg)
+    del row
+
+
+def test_loader_on_gpu_data_equals_cpu():
+    from torch_geometric.data import Data
+    from pyg_fusesample import FusedNeighborLoader
+    ei, *_ = graph(num_nodes=2000, num_edges=30000)
+    data = Data(x=torch.randn(2000, 16), y=torch.randint(0, 5, (2000, )),
+                edge_index=ei, edge_attr=torch.randn(ei.size(1), 3))
+    kw = dict(num_neighbors=[10, 5], batch_size=128, shuffle=True, seed=7)
+    cpu_batches = list(FusedNeighborLoader(data, **kw))
+    gpu_batches = list(FusedNeighborLoader(data.to('cuda'), **kw))
+    assert len(cpu_batches) == len(gpu_batches)
+    for a, b in zip(cpu_batches, gpu_batches):
+        assert b.x.is_cuda and b.edge_index.is_cuda
+        for key in ('x', 'y', 'edge_index', 'edge_attr', 'n_id', 'e_id'):
+            assert torch.equal(a[key], b[key].cpu()), key
+        assert a.num_sampled_nodes == b.num_sampled_nodes
+        assert a.num_sampled_edges == b.num_sampled_edges
