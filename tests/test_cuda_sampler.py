@@ -113,25 +113,27 @@ def test_cuda_opcheck():
 
 @pytest.mark.slow
 def test_cuda_more_than_2_31_edges():
-    """A graph with 2^31 + 2^20 edges, made on the device: offsets past 2^31
-    sample correctly (int64 colptr, int32 row)."""
+    """A graph with 1.5 * 2^31 edges, made on the device: in-edge lists that
+    start past 2^31 sample correctly (int64 colptr, int32 row)."""
     num_nodes = 2048
-    deg = (2**31 + 2**20) // num_nodes
+    deg = 768 * num_nodes          # 1,572,864 in-edges per node
     total = deg * num_nodes
-    assert total > 2**31
+    assert total > 1.5 * 2**31 - 1
     free = torch.cuda.mem_get_info()[0]
     if free < total * 4 * 1.5:
-        pytest.skip('needs ~10 GB of free GPU memory')
+        pytest.skip('needs ~20 GB of free GPU memory')
     colptr = torch.arange(num_nodes + 1, device='cuda') * deg
-    # in-edge e of any target comes from node e % num_nodes
-    row = (torch.arange(total, device='cuda', dtype=torch.int64)
-           % num_nodes).to(torch.int32)
+    # in-edge e of any target comes from node e % num_nodes; deg is a
+    # multiple of num_nodes, so every list is the same repeated pattern
+    row = (torch.arange(deg, device='cuda', dtype=torch.int32)
+           % num_nodes).repeat(num_nodes)
     seed = torch.tensor([num_nodes - 1, num_nodes - 2], device='cuda')
     for fused in (True, False):
         out = neighbor_sample(colptr, row, None, seed, [20, 3], rng_seed=1,
                               fused=fused)
         edge, node = out.edge.cpu(), out.node.cpu()
         assert int(edge[:40].min()) > 2**31  # the seeds' lists lie past 2^31
+        assert colptr[num_nodes - 2] > 2**31
         # each edge id decodes to (source = e % N, target = e // deg)
         assert torch.equal(node[out.row.cpu()], edge % num_nodes)
         assert torch.equal(node[out.col.cpu()], edge // deg)

@@ -6,7 +6,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.loader import NodeLoader
 from torch_geometric.loader.utils import get_input_nodes, infer_filter_per_worker
-from torch_geometric.sampler import NodeSamplerInput
+from torch_geometric.sampler import NodeSamplerInput, SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputNodes, OptTensor
 
@@ -48,6 +48,23 @@ class SeededBatchSampler(torch.utils.data.Sampler):
             yield order[i * self.batch_size:(i + 1) * self.batch_size], key
 
 
+def _check_input_nodes(input_nodes, num_nodes: int):
+    if not isinstance(input_nodes, Tensor):
+        return  # None (all nodes), or a name/tuple PyG resolves and checks
+    if input_nodes.dim() != 1:
+        raise ValueError(f"'input_nodes' must be 1-dimensional (indices or "
+                         f"a boolean mask), got shape "
+                         f"{list(input_nodes.shape)}")
+    if input_nodes.dtype == torch.bool:
+        if input_nodes.numel() != num_nodes:
+            raise ValueError(f"'input_nodes' is a boolean mask of length "
+                             f"{input_nodes.numel()}, but the graph has "
+                             f"{num_nodes} nodes")
+    elif input_nodes.dtype.is_floating_point or input_nodes.is_complex():
+        raise ValueError(f"'input_nodes' must hold integer node indices or "
+                         f"be a boolean mask, got {input_nodes.dtype}")
+
+
 class _BatchDataset(torch.utils.data.Dataset):
     # With batch_size=None the DataLoader hands each item of the sampler to
     # collate_fn unchanged: one item is one whole (positions, key) batch.
@@ -59,6 +76,31 @@ class _BatchDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, item):
         return item
+
+
+class _InProcessIterator:
+    # With num_workers=0 a batch is sample + filter; DataLoader's generic
+    # iterator (fetcher, collation checks, worker bookkeeping) costs more host
+    # time than a GPU takes to sample a batch, so it is bypassed.
+    def __init__(self, loader: 'FusedNeighborLoader'):
+        self.loader = loader
+        self.batches = iter(loader.sampler)
+        self.pin = loader.pin_memory and torch.cuda.is_available()
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return len(self.loader.sampler)
+
+    def __next__(self):
+        loader = self.loader
+        out = loader.collate_fn(next(self.batches))
+        if not loader.filter_per_worker:
+            out = loader.filter_fn(out)
+        if self.pin:
+            out = out.pin_memory()
+        return out
 
 
 class FusedNeighborLoader(NodeLoader):
@@ -182,6 +224,7 @@ class FusedNeighborLoader(NodeLoader):
         self.custom_cls = None
         self.input_id = None
 
+        _check_input_nodes(input_nodes, data.num_nodes)
         input_type, nodes, input_id = get_input_nodes(data, input_nodes)
         if nodes.numel() > 0 and (int(nodes.min()) < 0
                                   or int(nodes.max()) >= data.num_nodes):
@@ -218,6 +261,77 @@ class FusedNeighborLoader(NodeLoader):
         if self.filter_per_worker:
             out = self.filter_fn(out)
         return out
+
+    def _get_iterator(self):
+        if self.num_workers == 0:
+            return _InProcessIterator(self)
+        return super()._get_iterator()
+
+    def filter_fn(self, out):
+        r"""Joins the sampled subgraph with the node and edge attributes,
+        returning what :class:`~torch_geometric.loader.NodeLoader` returns.
+
+        The common case (a plain :class:`Data`, no sampler-output transform)
+        takes a fast path: which attributes are node- or edge-level is
+        decided once per set of keys, and the batch's storage is filled in
+        one update -- PyG's generic filter spends most of a GPU batch's host
+        time on per-attribute checks and ``Data.__setattr__``. Anything else
+        goes through PyG's own ``filter_fn``."""
+        if (self.transform_sampler_output is not None
+                or not isinstance(out, SamplerOutput)
+                or type(self.data) is not Data
+                or out.orig_row is not None):
+            return super().filter_fn(out)
+        node, edge = out.node, out.edge
+        mapping = {}
+        for key, kind, dim, value in self._filter_plan():
+            if kind == 'edge_index':
+                mapping[key] = torch.stack([out.row, out.col], dim=0)
+            elif kind == 'num_nodes':
+                mapping[key] = node.numel()
+            elif kind == 'node':
+                mapping[key] = value.index_select(dim, node)
+            elif kind == 'edge':
+                mapping[key] = value.index_select(dim, edge)
+            else:
+                mapping[key] = value
+        mapping.setdefault('n_id', node)
+        mapping.setdefault('e_id', edge)
+        for key in ('batch', 'num_sampled_nodes', 'num_sampled_edges'):
+            if getattr(out, key) is not None:
+                mapping[key] = getattr(out, key)
+        input_id, seed_time = out.metadata[0], out.metadata[1]
+        mapping['input_id'] = input_id
+        if seed_time is not None:
+            mapping['seed_time'] = seed_time
+        mapping['batch_size'] = input_id.size(0)
+        batch = Data()
+        batch._store._mapping.update(mapping)
+        return batch if self.transform is None else self.transform(batch)
+
+    def _filter_plan(self):
+        # (key, kind, cat dim, value) per attribute, in storage order, as
+        # torch_geometric.loader.utils.filter_data classifies them; rebuilt
+        # when the data's keys or tensors change.
+        store = self.data._store
+        signature = tuple((k, id(v)) for k, v in store.items())
+        if getattr(self, '_plan_signature', None) != signature:
+            plan = []
+            for key, value in store.items():
+                if key == 'edge_index':
+                    plan.append((key, 'edge_index', None, None))
+                elif key == 'num_nodes':
+                    plan.append((key, 'num_nodes', None, None))
+                elif isinstance(value, Tensor) and store.is_node_attr(key):
+                    plan.append((key, 'node', self.data.__cat_dim__(key, value),
+                                 value))
+                elif isinstance(value, Tensor) and store.is_edge_attr(key):
+                    plan.append((key, 'edge', self.data.__cat_dim__(key, value),
+                                 value))
+                else:
+                    plan.append((key, 'other', None, value))
+            self._plan, self._plan_signature = plan, signature
+        return self._plan
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(num_neighbors='

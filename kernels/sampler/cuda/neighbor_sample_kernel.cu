@@ -55,15 +55,19 @@ struct Table {
   }
 };
 
-// Open-addressing table of at least 2 * entries slots (load <= 1/2).
-Table make_table(int64_t entries, const at::TensorOptions& opts) {
+// Open-addressing table of at least 2 * entries slots (load <= 1/2), in one
+// allocation initialised by two memsets: keys to all-ones (kEmptyKey), and
+// first/value to 0x7f7f... -- a large positive "infinity" for atomicMin.
+Table make_table(int64_t entries, const at::TensorOptions& opts,
+                 cudaStream_t stream) {
   int64_t cap = 1024;
   while (cap < 2 * entries) cap <<= 1;
-  Table t{at::empty({cap}, opts), at::empty({cap}, opts), at::empty({cap}, opts)};
-  t.key.fill_(-1);  // all bits set: kEmptyKey
-  t.first.fill_(std::numeric_limits<int64_t>::max());
-  t.value.fill_(std::numeric_limits<int64_t>::max());
-  return t;
+  auto all = at::empty({3 * cap}, opts);
+  int64_t* p = all.data_ptr<int64_t>();
+  C10_CUDA_CHECK(cudaMemsetAsync(p, 0xff, cap * sizeof(int64_t), stream));
+  C10_CUDA_CHECK(cudaMemsetAsync(p + cap, 0x7f, 2 * cap * sizeof(int64_t), stream));
+  return Table{all.narrow(0, 0, cap), all.narrow(0, cap, cap),
+               all.narrow(0, 2 * cap, cap)};
 }
 
 struct State {
@@ -118,19 +122,33 @@ std::vector<at::Tensor> sample(const at::Tensor& colptr, const at::Tensor& row,
   }
   node_cap = std::min(node_cap, key_space + num_seeds);
 
+  // Outputs are separate tensors (they outlive the call); the scratch is
+  // carved out of one allocation.
   State s;
   s.node = at::empty({std::max<int64_t>(node_cap, 1)}, opts);
   if (disjoint) s.batch = at::empty({std::max<int64_t>(node_cap, 1)}, opts);
   s.out_row = at::empty({std::max<int64_t>(edge_cap, 1)}, opts);
   s.out_col = at::empty_like(s.out_row);
   s.out_edge = at::empty_like(s.out_row);
-  s.pos = at::empty({hop_edge_cap + 1}, opts);
-  s.nbr = at::empty({hop_edge_cap + 1}, opts);
-  s.flags = at::empty({hop_edge_cap + 1}, opts);
-  s.offsets = at::empty({frontier_cap + 1}, opts);
-  s.partials = at::empty({tiles(std::max(frontier_cap, hop_edge_cap))}, opts);
-  s.meta = at::zeros({4 + 2 * num_hops}, opts);
-  Table table = make_table(std::min(node_cap, key_space), opts);
+  {
+    const int64_t sizes[] = {hop_edge_cap + 1, hop_edge_cap + 1, hop_edge_cap + 1,
+                             frontier_cap + 1,
+                             tiles(std::max(frontier_cap, hop_edge_cap)),
+                             4 + 2 * num_hops};
+    int64_t total = 0;
+    for (int64_t n : sizes) total += n;
+    auto scratch = at::empty({total}, opts);
+    at::Tensor* views[] = {&s.pos, &s.nbr, &s.flags, &s.offsets, &s.partials,
+                           &s.meta};
+    int64_t at_ = 0;
+    for (int i = 0; i < 6; ++i) {
+      *views[i] = scratch.narrow(0, at_, sizes[i]);
+      at_ += sizes[i];
+    }
+    C10_CUDA_CHECK(cudaMemsetAsync(s.meta.data_ptr<int64_t>(), 0,
+                                   s.meta.numel() * sizeof(int64_t), stream));
+  }
+  Table table = make_table(std::min(node_cap, key_space), opts, stream);
 
   int blocks = 0;
   C10_CUDA_CHECK(persistent_blocks<index_t>(colptr.get_device(), &blocks));
@@ -184,7 +202,7 @@ std::vector<at::Tensor> sample(const at::Tensor& colptr, const at::Tensor& row,
       if (disjoint) grow(s.batch, host.end + host.edges, host.end);
       b = s.view(num_hops);
       if (2 * (host.end + host.edges) > table.key.numel()) {
-        table = make_table(host.end + host.edges, opts);
+        table = make_table(host.end + host.edges, opts, stream);
         rehash_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
             g, p, b, table.view(), host.end);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -214,8 +232,14 @@ std::vector<at::Tensor> sample(const at::Tensor& colptr, const at::Tensor& row,
     }
   }
 
-  // The one synchronisation of the batch: sizes, per-hop counts, errors.
-  const auto meta = s.meta.cpu();
+  // The one synchronisation of the batch: sizes, per-hop counts, errors,
+  // through one copy into pinned memory.
+  auto meta = at::empty({s.meta.numel()},
+                        at::TensorOptions().dtype(at::kLong).pinned_memory(true));
+  C10_CUDA_CHECK(cudaMemcpyAsync(meta.data_ptr<int64_t>(), s.meta.data_ptr<int64_t>(),
+                                 s.meta.numel() * sizeof(int64_t),
+                                 cudaMemcpyDeviceToHost, stream));
+  C10_CUDA_CHECK(cudaStreamSynchronize(stream));
   const int64_t* m = meta.data_ptr<int64_t>();
   *error = m[3 + 2 * num_hops];
   if (*error != kOk) return {};

@@ -209,9 +209,10 @@ struct Launch {
 };
 
 // Largest grid that is co-resident (required by the cooperative launch and
-// a good persistent grid for the per-hop kernels too).
+// a good persistent grid for the per-hop kernels too). Queried once per
+// (device, index type): the occupancy API is not free on a hot path.
 template <typename index_t>
-inline cudaError_t persistent_blocks(int device, int* blocks) {
+inline cudaError_t query_persistent_blocks(int device, int* blocks) {
   int sms = 0, per_sm = 0;
   cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err != cudaSuccess) return err;
@@ -226,6 +227,20 @@ inline cudaError_t persistent_blocks(int device, int* blocks) {
     if (want > 0 && want < per_sm) per_sm = want;
   }
   *blocks = sms * per_sm;
+  return cudaSuccess;
+}
+
+template <typename index_t>
+inline cudaError_t persistent_blocks(int device, int* blocks) {
+  constexpr int kMaxDevices = 64;
+  static int cached[kMaxDevices] = {};
+  if (device < 0 || device >= kMaxDevices)
+    return query_persistent_blocks<index_t>(device, blocks);
+  if (cached[device] == 0) {
+    const cudaError_t err = query_persistent_blocks<index_t>(device, &cached[device]);
+    if (err != cudaSuccess) return err;
+  }
+  *blocks = cached[device];
   return cudaSuccess;
 }
 
