@@ -53,6 +53,22 @@ inline void check_csc(const char* op, const at::Tensor& colptr,
   }
 }
 
+// A 1-D int64 index tensor on the graph's device (seeds, node sets).
+inline void check_node_ids(const char* op, const char* name,
+                           const at::Tensor& ids, const at::Tensor& colptr) {
+  check_1d(op, name, ids);
+  check_dtype(op, name, ids, at::kLong);
+  check_same_device(op, name, ids, "colptr", colptr);
+}
+
+// Fan-outs: -1 (all in-edges) or a count.
+inline void check_fanouts(const char* op, at::IntArrayRef num_neighbors) {
+  for (size_t h = 0; h < num_neighbors.size(); ++h)
+    TORCH_CHECK(num_neighbors[h] >= -1, op, ": 'num_neighbors[", h, "]' is ",
+                num_neighbors[h],
+                "; use a count >= 0, or -1 for all neighbours");
+}
+
 // On the CPU the value checks are cheap; CUDA kernels check the same ranges
 // on the device and report through an error flag instead of syncing.
 inline void check_ids_in_range_cpu(const char* op, const char* name,

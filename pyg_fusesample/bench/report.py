@@ -56,7 +56,7 @@ def plot(rows: List[Dict], path: str) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    settings = sorted({(r['graph'], r['fanout'], r['batch_size'])
+    settings = sorted({(r['graph'], r['fanout'], r['batch_size'], r['amp'])
                        for r in rows})
     variants = sorted({(r['variant'], r['num_workers']) for r in rows})
     fig, ax = plt.subplots(figsize=(max(6, 2.5 * len(settings)), 4))
@@ -65,14 +65,15 @@ def plot(rows: List[Dict], path: str) -> bool:
         ys = []
         for s in settings:
             match = [1e3 / float(r['step_ms']) for r in rows
-                     if (r['graph'], r['fanout'], r['batch_size']) == s
+                     if (r['graph'], r['fanout'], r['batch_size'],
+                         r['amp']) == s
                      and (r['variant'], r['num_workers']) == (variant, nw)]
             ys.append(match[0] if match else 0.0)
         ax.bar([j + i * width for j in range(len(settings))], ys, width,
                label=f'{variant} ({nw} workers)')
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(settings))])
-    ax.set_xticklabels([f'{g}\n[{f}] b={b}' for g, f, b in settings],
-                       fontsize=8)
+    ax.set_xticklabels([f'{g}\n[{f}] b={b} amp={a}'
+                        for g, f, b, a in settings], fontsize=7)
     ax.set_ylabel('steps / s (higher is better)')
     ax.set_title(rows[0]['device'] if rows else '')
     ax.legend()

@@ -1,4 +1,4 @@
-"""Seeded, vectorised generators of SYNTHETIC graphs with real graphs' statistics.
+"""Seeded, vectorised generators of SYNTHETIC graphs with real statistics.
 
 Every graph returned here is synthetic: it is drawn from a random model whose
 parameters were chosen so that its size, average in-degree, maximum in-degree,
@@ -627,10 +627,7 @@ def _swap_homophily(sampler: _EdgeSampler, parts: List[Tensor], count: int,
         part_of, local, keys = _sample_keys(parts, k, gen)
         cross = candidate(keys).nonzero().view(-1)
         # Distinct candidate edges (sampling was with replacement).
-        flat, first = torch.unique(part_of[cross] * total + local[cross],
-                                   return_inverse=False, return_counts=False,
-                                   sorted=True), None
-        del first
+        flat = torch.unique(part_of[cross] * total + local[cross])
         part_of, local = flat // total, flat % total
         keys = torch.empty(flat.numel(), dtype=torch.long)
         for i, p in enumerate(parts):
@@ -641,7 +638,8 @@ def _swap_homophily(sampler: _EdgeSampler, parts: List[Tensor], count: int,
         lo_first = ya < yb
         x = torch.where(lo_first, a, b)   # end in the smaller class
         z = torch.where(lo_first, b, a)   # end in the larger class
-        pair_class = torch.minimum(ya, yb) * num_classes + torch.maximum(ya, yb)
+        pair_class = (torch.minimum(ya, yb) * num_classes
+                      + torch.maximum(ya, yb))
         del a, b, ya, yb, lo_first
         m = flat.numel()
         # Random order within each class pair, then pair neighbours.
@@ -666,8 +664,8 @@ def _swap_homophily(sampler: _EdgeSampler, parts: List[Tensor], count: int,
         s = i.numel()
         if s == 0:
             return
-        k1 = _encode(x[i].clone(), x[j], n, True)
-        k2 = _encode(z[i].clone(), z[j], n, True)
+        k1 = _encode(x[i], x[j], n, True)
+        k2 = _encode(z[i], z[j], n, True)
         ok = (x[i] != x[j]) & (z[i] != z[j])
         both = torch.cat([k1, k2])
         sorted_keys, pos = torch.sort(both)
@@ -745,7 +743,8 @@ def _edges(sampler: _EdgeSampler, count: int, undirected: bool,
 def _split_masks(num_nodes: int, split: Sequence[float],
                  gen: torch.Generator) -> Tuple[Tensor, Tensor, Tensor]:
     if len(split) != 3 or any(f < 0 for f in split):
-        raise ValueError(f"split must be 3 non-negative fractions, got {split}")
+        raise ValueError(
+            f"split must be 3 non-negative fractions, got {split}")
     if sum(split) > 1.0 + 1e-6:
         raise ValueError(f"split fractions sum to more than 1: {split}")
     n_train = int(round(split[0] * num_nodes))
@@ -891,17 +890,20 @@ def power_law_graph(num_nodes: int, avg_degree: float, num_features: int,
     Args:
         num_nodes: Number of nodes ``N``.
         avg_degree: Target average in-degree; ``E = round(N * avg_degree)``
-            directed edges are drawn (slightly fewer may remain if
-            de-duplication cannot be fully topped up).
+            directed edges are drawn (with ``dedup``, typically <0.1% fewer
+            remain: duplicates that cannot be replaced are dropped).
         num_features: Feature width ``F``.
         num_classes: Number of classes ``C``.
         max_degree: Expected in-degree of the heaviest node (the weights'
-            offset is solved for it).  ``None`` uses ``sqrt(E)``; capped at
-            ``N - 1``.
+            offset is solved for it); the realised maximum is usually within
+            a few percent.  ``None`` uses ``sqrt(E)``; capped at ``N - 1``.
         exponent: Power-law exponent of the in-degree tail
             (``P(k) ~ k ** -exponent``); ``None`` gives uniform weights.
-        homophily: Target fraction of edges whose endpoints share a label
-            (values below the chance level give the chance level).
+        homophily: Target edge homophily, the fraction of edges whose
+            endpoints share a label; realised to within ~0.01 unless it is
+            below the chance level (which is then what you get) or
+            infeasible without duplicates (dense graphs whose classes are
+            not much larger than the degrees).
         feature_noise: Std of the Gaussian noise added to the unit-variance
             class centroids.
         class_skew: ``0`` for uniform labels, otherwise Zipf exponent of the
@@ -913,7 +915,10 @@ def power_law_graph(num_nodes: int, avg_degree: float, num_features: int,
             out-degrees their own power law with this exponent and
             ``max_out_degree`` (default ``sqrt(E)``).
         max_out_degree: See ``source_exponent``.
-        dedup: Remove duplicate edges (and redraw the deficit).
+        dedup: Remove duplicate edges, replacing each by a new edge that
+            keeps one endpoint (see the module docstring).  ``False`` keeps
+            the raw multigraph draw (exact edge count and homophily in
+            expectation, a few percent duplicates).
         split: ``(train, val, test)`` fractions; if they sum to 1 the test
             set is all remaining nodes.
         seed: Seed of the local generator; same seed, same tensors.
@@ -970,6 +975,10 @@ def products_like(seed: int = 0, scale: float = 1.0, **kwargs) -> Data:
     at constant average degree (the maximum degree shrinks with
     ``sqrt(scale)``).  Purely synthetic (``data.synthetic = True``); extra
     keyword arguments override :func:`power_law_graph` parameters.
+
+    Measured (seed 0, full scale): 123,713,516 edges (avg in-degree 50.52),
+    max in-degree 21,159, median 17, edge homophily 0.810; ~41 s and
+    3.6 GiB peak RSS on 2 CPU cores.
     """
     n = _scaled(_PRODUCTS_N, scale)
     params = dict(
@@ -999,6 +1008,9 @@ def arxiv_like(seed: int = 0, scale: float = 1.0, **kwargs) -> Data:
     the node count at constant average degree.  Purely synthetic
     (``data.synthetic = True``); extra keyword arguments override
     :func:`power_law_graph` parameters.
+
+    Measured (seed 0, full scale): 1,166,212 edges, max in-degree 13,046,
+    15% of nodes never cited, edge homophily 0.650; ~1 s.
     """
     n = _scaled(_ARXIV_N, scale)
     params = dict(
@@ -1023,13 +1035,19 @@ def reddit_like(seed: int = 0, scale: float = 1.0, **kwargs) -> Data:
 
     Statistics at ``scale=1``: 232,965 nodes, ~114.6M directed edges
     (undirected, both directions stored; dense, average in-degree ~492),
-    expected maximum in-degree ~21,657, edge homophily 0.76, 602 features,
-    41 mildly skewed classes, split 153,431 / 23,831 / rest (~65.9% / 10.2%
-    / 23.9%).  At full scale the features alone are 232,965 x 602 float32
-    (~560 MB).  ``scale`` multiplies the node count at constant average
-    degree (capped by the node count on tiny versions).  Purely synthetic
-    (``data.synthetic = True``); extra keyword arguments override
-    :func:`power_law_graph` parameters.
+    expected maximum in-degree ~21,657, a broad but lighter tail than the
+    sparse graphs (exponent 3; a heavier one cannot be this dense *and*
+    this homophilous without duplicate edges), edge homophily 0.76, 602
+    features, 41 mildly skewed classes, split 153,431 / 23,831 / rest
+    (~65.9% / 10.2% / 23.9%).  At full scale the features alone are
+    232,965 x 602 float32 (~560 MB).  ``scale`` multiplies the node count at
+    constant average degree (tiny versions are very dense and fall short
+    of the homophily).  Purely synthetic (``data.synthetic = True``); extra
+    keyword arguments override :func:`power_law_graph` parameters.
+
+    Measured (seed 0, full scale): 114,475,398 edges (avg in-degree 491.4),
+    max in-degree 21,550, median 357, edge homophily 0.761; ~30-50 s and
+    3.1 GiB peak RSS on 2 CPU cores.
     """
     n = _scaled(_REDDIT_N, scale)
     params = dict(
@@ -1060,6 +1078,10 @@ def hub_skewed(num_nodes: int = 1_000_000, avg_degree: float = 20.0,
     not skewed and hub in-neighbourhoods are mostly distinct nodes.
     ``scale`` multiplies the node count (and, as ``sqrt(scale)``, the maximum
     degree).  Purely synthetic (``data.synthetic = True``).
+
+    Measured (seed 0, defaults): 19,979,429 edges, max in-degree 299,113,
+    top 100 nodes receive 28.7% of in-edges, median in-degree 3, edge
+    homophily 0.70; ~15 s.
     """
     n = _scaled(num_nodes, scale)
     if scale != 1.0:
@@ -1097,6 +1119,9 @@ def erdos_renyi(num_nodes: int = 1_000_000, avg_degree: float = 20.0,
     value biases sources to the target's class without changing the degree
     distribution.  ``scale`` multiplies the node count.  Purely synthetic
     (``data.synthetic = True``).
+
+    Measured (seed 0, defaults): 20,000,000 edges, max in-degree 45,
+    edge homophily 0.0625 (= 1/16); ~12 s.
     """
     n = _scaled(num_nodes, scale)
     if name is None:
@@ -1123,6 +1148,9 @@ def power_law_1m(seed: int = 0, scale: float = 1.0, **kwargs) -> Data:
     ``scale`` multiplies the node count.  Purely synthetic
     (``data.synthetic = True``); extra keyword arguments override
     :func:`power_law_graph` parameters.
+
+    Measured (seed 0): 49,995,242 edges, max in-degree 10,228, median 18,
+    edge homophily 0.800; ~20-40 s and 2 GiB peak RSS on 2 CPU cores.
     """
     n = _scaled(1_000_000, scale)
     params = dict(
@@ -1193,7 +1221,8 @@ def graph_stats(data: Data) -> Dict[str, object]:
     if y is not None and e:
         same = 0
         for s in range(0, e, _CHUNK):  # chunked: no [E] int64 temporaries
-            same += int((y[ei[0, s:s + _CHUNK]] == y[ei[1, s:s + _CHUNK]]).sum())
+            src, dst = ei[0, s:s + _CHUNK], ei[1, s:s + _CHUNK]
+            same += int((y[src] == y[dst]).sum())
         homophily = same / e
         num_classes = int(y.max()) + 1 if y.numel() else 0
     else:
@@ -1204,7 +1233,8 @@ def graph_stats(data: Data) -> Dict[str, object]:
         "synthetic": bool(getattr(data, "synthetic", False)),
         "num_nodes": n,
         "num_edges": e,
-        "num_features": int(x.size(1)) if x is not None and x.dim() == 2 else 0,
+        "num_features": (int(x.size(1)) if x is not None and x.dim() == 2
+                         else 0),
         "num_classes": num_classes,
         "avg_in_degree": e / n if n else 0.0,
         "max_in_degree": int(deg.max()) if n else 0,

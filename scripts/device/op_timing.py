@@ -36,3 +36,18 @@ for fan in ([15, 10], [15, 10, 5], [10, 10, 10]):
               f'{res[False]:.3f} ms, ratio {res[False] / res[True]:.2f}, '
               f'{e:,} edges, {e / res[True] / 1e6:.2f}e9 edges/s fused',
               flush=True)
+
+# Overhead probe: one seed, one neighbour per hop -- no work, only launches,
+# barriers and the host sync.
+seeds = torch.randperm(n, device='cuda')[:1]
+for fused in (True, False):
+    ts = []
+    for i in range(60):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        neighbor_sample(g.colptr, g.row, g.edge_id, seeds, [1, 1, 1], rng_seed=i,
+                        fused=fused)
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t)
+    ts.sort()
+    print(f'overhead probe (batch 1, [1,1,1]) fused={fused}: {ts[30] * 1e6:.0f} us')

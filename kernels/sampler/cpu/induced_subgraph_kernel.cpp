@@ -70,9 +70,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_cpu(
     const at::Tensor& colptr, const at::Tensor& row,
     const c10::optional<at::Tensor>& edge_id, const at::Tensor& node) {
   check_csc(kOp, colptr, row, edge_id);
-  check_1d(kOp, "node", node);
-  check_dtype(kOp, "node", node, at::kLong);
-  check_same_device(kOp, "node", node, "colptr", colptr);
+  check_node_ids(kOp, "node", node, colptr);
   check_ids_in_range_cpu(kOp, "node", node, colptr.numel() - 1);
   const auto colptr_c = colptr.contiguous();
   const auto row_c = row.contiguous();

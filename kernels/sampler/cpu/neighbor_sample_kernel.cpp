@@ -170,13 +170,8 @@ neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
                     bool replace, bool disjoint, int64_t rng_seed,
                     bool /*fused: a CUDA launch mode*/) {
   check_csc(kOp, colptr, row, edge_id);
-  check_1d(kOp, "seed", seed);
-  check_dtype(kOp, "seed", seed, at::kLong);
-  check_same_device(kOp, "seed", seed, "colptr", colptr);
-  for (size_t h = 0; h < num_neighbors.size(); ++h)
-    TORCH_CHECK(num_neighbors[h] >= -1, kOp, ": 'num_neighbors[", h,
-                "]' is ", num_neighbors[h],
-                "; use a count >= 0, or -1 for all neighbours");
+  check_node_ids(kOp, "seed", seed, colptr);
+  check_fanouts(kOp, num_neighbors);
   const int64_t num_nodes = colptr.numel() - 1;
   check_ids_in_range_cpu(kOp, "seed", seed, num_nodes);
   TORCH_CHECK(colptr[num_nodes].item<int64_t>() == row.numel(), kOp,

@@ -82,9 +82,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_cuda(
     const at::Tensor& colptr, const at::Tensor& row,
     const c10::optional<at::Tensor>& edge_id, const at::Tensor& node) {
   check_csc(kOp, colptr, row, edge_id);
-  check_1d(kOp, "node", node);
-  check_dtype(kOp, "node", node, at::kLong);
-  check_same_device(kOp, "node", node, "colptr", colptr);
+  check_node_ids(kOp, "node", node, colptr);
   c10::cuda::CUDAGuard guard(colptr.device());
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const auto opts = colptr.options();

@@ -181,8 +181,6 @@ std::vector<at::Tensor> sample(const at::Tensor& colptr, const at::Tensor& row,
       Buffers b = s.view(num_hops);
       count_kernel<index_t><<<blocks, kThreads, 0, stream>>>(g, p, b, dh);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
-      offsets_partials_kernel<<<1, kThreads, 0, stream>>>(b, dh);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
       offsets_apply_kernel<<<blocks, kThreads, 0, stream>>>(b, dh);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       set_edges_kernel<<<1, 1, 0, stream>>>(b, dh, h, fanouts[h]);
@@ -211,8 +209,6 @@ std::vector<at::Tensor> sample(const at::Tensor& colptr, const at::Tensor& row,
       sample_kernel<index_t><<<blocks, kThreads, 0, stream>>>(g, p, b, t, dh);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       flag_kernel<index_t><<<blocks, kThreads, 0, stream>>>(g, p, b, t, dh);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      flag_partials_kernel<<<1, kThreads, 0, stream>>>(b, dh);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       assign_kernel<index_t><<<blocks, kThreads, 0, stream>>>(g, p, b, t, dh);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -262,15 +258,11 @@ neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row,
                      bool replace, bool disjoint, int64_t rng_seed,
                      bool fused) {
   check_csc(kOp, colptr, row, edge_id);
-  check_1d(kOp, "seed", seed);
-  check_dtype(kOp, "seed", seed, at::kLong);
-  check_same_device(kOp, "seed", seed, "colptr", colptr);
+  check_node_ids(kOp, "seed", seed, colptr);
+  check_fanouts(kOp, num_neighbors);
   TORCH_CHECK(static_cast<int>(num_neighbors.size()) <= kMaxHops, kOp,
               ": at most ", kMaxHops, " hops are supported, got ",
               num_neighbors.size());
-  for (size_t h = 0; h < num_neighbors.size(); ++h)
-    TORCH_CHECK(num_neighbors[h] >= -1, kOp, ": 'num_neighbors[", h, "]' is ",
-                num_neighbors[h], "; use a count >= 0, or -1 for all neighbours");
   c10::cuda::CUDAGuard guard(colptr.device());
   const auto colptr_c = colptr.contiguous();
   const auto row_c = row.contiguous();

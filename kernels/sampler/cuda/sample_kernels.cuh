@@ -59,8 +59,6 @@ fused_sample_kernel(Graph<index_t> g, Params p, const int64_t* seed,
     if (hop > 0) phase_relabel(g, p, prev, prev_b, t);
     phase_count_reduce(g, p, h, b);
     grid.sync();
-    scan_partials(frontier, b.offsets, b.partials);
-    grid.sync();
     phase_offsets_apply(h, b);
     grid.sync();
     h.edges = b.offsets[frontier];
@@ -69,8 +67,6 @@ fused_sample_kernel(Graph<index_t> g, Params p, const int64_t* seed,
     phase_floyd(g, p, h, b, t);
     grid.sync();
     phase_flag_reduce(g, p, h, b, t);
-    grid.sync();
-    scan_partials(h.edges, b.flags, b.partials);
     grid.sync();
     phase_flag_apply_assign(g, p, h, b, t);
     grid.sync();
@@ -117,10 +113,6 @@ __global__ void count_kernel(Graph<index_t> g, Params p, Buffers b,
   phase_count_reduce(g, p, h, hop_view(b, h));
 }
 
-__global__ void offsets_partials_kernel(Buffers b, const Hop* dh) {
-  const Hop h = *dh;
-  scan_partials(h.end - h.begin, b.offsets, b.partials);
-}
 
 __global__ void offsets_apply_kernel(Buffers b, Hop* dh) {
   const Hop h = *dh;
@@ -156,9 +148,6 @@ __global__ void flag_kernel(Graph<index_t> g, Params p, Buffers b, HashTable t,
   phase_flag_reduce(g, p, h, hop_view(b, h), t);
 }
 
-__global__ void flag_partials_kernel(Buffers b, const Hop* dh) {
-  scan_partials(dh->edges, b.flags, b.partials);
-}
 
 template <typename index_t>
 __global__ void assign_kernel(Graph<index_t> g, Params p, Buffers b,

@@ -2,12 +2,12 @@
 // ../neighbor_sample.cpp). Plain CUDA, no ATen, so it compiles on its own.
 //
 // One hop is a fixed sequence of grid-wide phases:
-//   count+reduce | scan partials | scan apply   -> offsets of each target's slots
+//   count+reduce | scan apply                 -> offsets of each target's slots
 //   fill (all / with-replacement slots, a thread each) + floyd (a warp per
 //        target sampled without replacement): each slot's neighbour and edge
 //        id are read and inserted into the hash table by whoever picked it,
 //        atomicMin-ing the slot's global position into the key's `first`
-//   flag+reduce | scan partials | scan apply+assign -> new nodes get local ids
+//   flag+reduce | scan apply+assign          -> new nodes get local ids
 //                   in order of first appearance (what makes CUDA == CPU)
 //   relabel: out_row from the table (overlaps the next hop's count)
 // The fused kernel runs every phase of every hop in one cooperative launch
@@ -129,8 +129,10 @@ __device__ void phase_seeds(const Graph<index_t>& g, const Params& p,
 
 // --------------------------------------------------------------- scans --
 // Exclusive scan of n values produced by `load(i)` into out[0..n), total in
-// out[n]. Three phases: per-tile reduce, scan of tile totals (block 0),
-// per-tile scan + `consume(i, exclusive, value)`.
+// out[n]. Two grid-wide phases: per-tile reduce into `partials`, then per-tile
+// scan + `consume(i, exclusive, value)`, where each block sums the totals of
+// the tiles before its own (a few hundred values, read coalesced) instead of
+// waiting for a separate scan of the totals -- one grid barrier fewer.
 template <typename Load>
 __device__ void scan_reduce(int64_t n, int64_t* out, int64_t* partials,
                             Load load) {
@@ -153,34 +155,22 @@ __device__ void scan_reduce(int64_t n, int64_t* out, int64_t* partials,
   }
 }
 
-__device__ inline void scan_partials(int64_t n, int64_t* out, int64_t* partials) {
-  if (blockIdx.x != 0) return;
-  using Scan = cub::BlockScan<int64_t, kThreads>;
-  __shared__ typename Scan::TempStorage tmp;
-  __shared__ int64_t carry;
-  if (threadIdx.x == 0) carry = 0;
-  __syncthreads();
-  const int64_t tiles = (n + kTile - 1) / kTile;
-  for (int64_t base = 0; base < tiles; base += kThreads) {
-    const int64_t i = base + threadIdx.x;
-    const int64_t v = i < tiles ? partials[i] : 0;
-    int64_t excl, chunk;
-    Scan(tmp).ExclusiveSum(v, excl, chunk);
-    if (i < tiles) partials[i] = carry + excl;
-    __syncthreads();
-    if (threadIdx.x == 0) carry += chunk;
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[n] = carry;
-}
-
 template <typename Consume>
 __device__ void scan_apply(int64_t n, int64_t* out, const int64_t* partials,
                            Consume consume) {
   using Scan = cub::BlockScan<int64_t, kThreads>;
+  using Reduce = cub::BlockReduce<int64_t, kThreads>;
   __shared__ typename Scan::TempStorage tmp;
+  __shared__ typename Reduce::TempStorage reduce_tmp;
+  __shared__ int64_t tile_offset;
   const int64_t tiles = (n + kTile - 1) / kTile;
+  if (n == 0 && blockIdx.x == 0 && threadIdx.x == 0) out[0] = 0;
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    int64_t before = 0;
+    for (int64_t t = threadIdx.x; t < tile; t += kThreads) before += partials[t];
+    before = Reduce(reduce_tmp).Sum(before);
+    if (threadIdx.x == 0) tile_offset = before;
+    __syncthreads();
     int64_t vals[kItems];
     int64_t sum = 0;
     for (int k = 0; k < kItems; ++k) {
@@ -188,9 +178,10 @@ __device__ void scan_apply(int64_t n, int64_t* out, const int64_t* partials,
       vals[k] = i < n ? out[i] : 0;
       sum += vals[k];
     }
-    int64_t excl;
-    Scan(tmp).ExclusiveSum(sum, excl);
-    excl += partials[tile];
+    int64_t excl, tile_total;
+    Scan(tmp).ExclusiveSum(sum, excl, tile_total);
+    excl += tile_offset;
+    if (tile == tiles - 1 && threadIdx.x == 0) out[n] = tile_offset + tile_total;
     for (int k = 0; k < kItems; ++k) {
       const int64_t i = tile * kTile + threadIdx.x * kItems + k;
       if (i < n) {
