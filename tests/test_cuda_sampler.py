@@ -156,3 +156,28 @@ def test_loader_on_gpu_data_equals_cpu():
             assert torch.equal(a[key], b[key].cpu()), key
         assert a.num_sampled_nodes == b.num_sampled_nodes
         assert a.num_sampled_edges == b.num_sampled_edges
+
+
+def test_prefetch_equals_plain_and_stops_cleanly():
+    from torch_geometric.data import Data
+    from pyg_fusesample import FusedNeighborLoader
+    ei, *_ = graph(num_nodes=2000, num_edges=30000)
+    data = Data(x=torch.randn(2000, 16), y=torch.randint(0, 5, (2000, )),
+                edge_index=ei).to('cuda')
+    kw = dict(num_neighbors=[10, 5], batch_size=100, shuffle=True, seed=3)
+    plain = FusedNeighborLoader(data, **kw)
+    ahead = FusedNeighborLoader(data, prefetch=True, **kw)
+    for epoch in range(2):
+        a, b = list(plain), list(ahead)
+        assert len(a) == len(b) == len(plain)
+        for x, y in zip(a, b):
+            for key in ('x', 'y', 'edge_index', 'n_id', 'e_id'):
+                assert torch.equal(x[key], y[key]), key
+    it = iter(ahead)  # abandoned mid-epoch: the helper thread must exit
+    next(it)
+    thread = it.thread
+    del it
+    thread.join(timeout=5)
+    assert not thread.is_alive()
+    with pytest.raises(ValueError, match='prefetch'):
+        FusedNeighborLoader(data.cpu(), prefetch=True, **kw)

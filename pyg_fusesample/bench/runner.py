@@ -13,8 +13,11 @@ the timed loop and transient = peak - allocated before the loop.
 
 Variants: pyg (NeighborLoader, CPU data, torch_sparse), fused / per-hop
 (FusedNeighborLoader on GPU data, one launch vs one launch per phase),
-torch-gpu (plain PyTorch per-hop GPU sampler), model-only (pre-sampled
-batches already on the GPU: the floor for the step).
+fused-prefetch (fused, sampling the next batch on a side stream while the
+step runs), torch-gpu (plain PyTorch per-hop GPU sampler), model-only
+(pre-sampled batches already on the GPU: the floor for the step).
+Synchronisation is of the stream the step runs on: work a loader overlaps
+on another stream is charged only where the step has to wait for it.
 """
 import contextlib
 import statistics
@@ -28,7 +31,8 @@ import torch.nn.functional as F
 from .env_info import device_name, versions
 from .torch_gpu_sampler import TorchGPUSampler
 
-STEP_VARIANTS = ('pyg', 'fused', 'per-hop', 'torch-gpu', 'model-only')
+STEP_VARIANTS = ('pyg', 'fused', 'fused-prefetch', 'per-hop', 'torch-gpu',
+                 'model-only')
 
 
 def _cycle(make):
@@ -66,12 +70,13 @@ class Bench:
             loader = self._pyg_loaders[key]
             return (b.to(self.device, non_blocking=True)
                     for b in _cycle(lambda: loader))
-        if variant in ('fused', 'per-hop'):
+        if variant in ('fused', 'per-hop', 'fused-prefetch'):
             from ..loader import FusedNeighborLoader
             loader = FusedNeighborLoader(
                 d, num_neighbors=fanout, batch_size=batch_size,
                 input_nodes=d.train_mask, shuffle=True, seed=self.seed,
-                fused=variant == 'fused')
+                fused=variant != 'per-hop',
+                prefetch=variant == 'fused-prefetch')
             return _cycle(lambda: loader)
         if variant == 'torch-gpu':
             from ..sampler import build_csc
@@ -102,7 +107,7 @@ class Bench:
 
 def _sync(device):
     if device.type == 'cuda':
-        torch.cuda.synchronize(device)
+        torch.cuda.current_stream(device).synchronize()
 
 
 def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,

@@ -1,4 +1,6 @@
 """FusedNeighborLoader: a drop-in for PyG's NeighborLoader."""
+import queue
+import threading
 from typing import Callable, Iterator, List, Optional, Tuple, Union
 
 import torch
@@ -103,6 +105,98 @@ class _InProcessIterator:
         return out
 
 
+class _End:
+    pass
+
+
+class _Failure:
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+def _cuda_tensors(batch: Data):
+    for value in batch._store._mapping.values():
+        if isinstance(value, Tensor) and value.is_cuda:
+            yield value
+
+
+def _put(ready: queue.Queue, stop: threading.Event, item) -> bool:
+    while not stop.is_set():
+        try:
+            ready.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            pass
+    return False
+
+
+def _produce(inner, ready, stop, stream, device):
+    try:
+        with torch.cuda.device(device), torch.cuda.stream(stream):
+            while not stop.is_set():
+                try:
+                    batch = next(inner)
+                except StopIteration:
+                    _put(ready, stop, _End())
+                    return
+                event = torch.cuda.Event()
+                event.record(stream)
+                if not _put(ready, stop, (batch, event)):
+                    return
+    except BaseException as e:  # surfaced in the caller's thread
+        _put(ready, stop, _Failure(e))
+
+
+class _PrefetchIterator:
+    # Builds batch i+1 in a helper thread on a side CUDA stream while the
+    # caller trains on batch i, so sampling overlaps the model's kernels. The
+    # batch order and RNG keys are those of the plain iterator (the helper
+    # consumes the same seeded batch sampler), so results are bitwise equal.
+    # The caller's stream waits on an event recorded after each batch, and
+    # every tensor is marked as used by it (record_stream) so the caching
+    # allocator cannot hand its memory back to the side stream too early.
+    def __init__(self, loader: 'FusedNeighborLoader'):
+        self.inner = _InProcessIterator(loader)
+        self.device = loader.node_sampler.device
+        self.stream = torch.cuda.Stream(self.device)
+        self.ready: queue.Queue = queue.Queue(maxsize=1)
+        self.stop = threading.Event()
+        self.done = False
+        # The helper gets the pieces it needs, not `self`: an abandoned
+        # iterator is then collected, and its __del__ stops the helper.
+        self.thread = threading.Thread(
+            target=_produce,
+            args=(self.inner, self.ready, self.stop, self.stream, self.device),
+            daemon=True)
+        self.thread.start()
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __next__(self):
+        if self.done:
+            raise StopIteration
+        item = self.ready.get()
+        if isinstance(item, (_End, _Failure)):
+            self.done = True
+            self.thread.join()
+            if isinstance(item, _Failure):
+                raise item.exc
+            raise StopIteration
+        batch, event = item
+        current = torch.cuda.current_stream(self.device)
+        current.wait_event(event)
+        for tensor in _cuda_tensors(batch):
+            tensor.record_stream(current)
+        return batch
+
+    def __del__(self):
+        self.stop.set()
+
+
 class FusedNeighborLoader(NodeLoader):
     r"""A data loader that samples multi-hop neighbourhoods with fused C++
     (and, on GPUs, CUDA) kernels; a drop-in replacement for
@@ -148,6 +242,10 @@ class FusedNeighborLoader(NodeLoader):
         fused (bool): on a GPU, sample all hops in one kernel launch with
             one host sync per batch (default); ``False`` launches per phase
             with a sync per hop (the ablation baseline).
+        prefetch (bool): on a GPU with ``num_workers=0``, build the next
+            batch in a helper thread on a side CUDA stream while the current
+            one is used, overlapping sampling with training. Batches are the
+            same as without it. (default: ``False``)
         batch_size (int): seeds per mini-batch. (default: ``1``)
         shuffle (bool): reshuffle seeds every epoch. (default: ``False``)
         drop_last (bool): drop the last incomplete batch.
@@ -175,6 +273,7 @@ class FusedNeighborLoader(NodeLoader):
         seed: Optional[int] = None,
         generator: Optional[torch.Generator] = None,
         fused: bool = True,
+        prefetch: bool = False,
         batch_size: int = 1,
         shuffle: bool = False,
         drop_last: bool = False,
@@ -243,6 +342,12 @@ class FusedNeighborLoader(NodeLoader):
         # one as NeighborLoader does (it only informs, nothing reads it).
         object.__setattr__(self, 'batch_size', batch_size)
         object.__setattr__(self, 'drop_last', drop_last)
+        self.prefetch = prefetch
+        if prefetch and (neighbor_sampler.device.type != 'cuda'
+                         or self.num_workers > 0):
+            raise ValueError("'prefetch=True' overlaps GPU sampling with "
+                             "training: it needs the graph on a CUDA device "
+                             "and num_workers=0")
 
     def collate_fn(self, batch) -> Union[Data, object]:
         r"""Samples the subgraph of one mini-batch. :obj:`batch` is a
@@ -264,6 +369,8 @@ class FusedNeighborLoader(NodeLoader):
 
     def _get_iterator(self):
         if self.num_workers == 0:
+            if self.prefetch:
+                return _PrefetchIterator(self)
             return _InProcessIterator(self)
         return super()._get_iterator()
 
