@@ -1,11 +1,9 @@
 """Accuracy parity on real Cora: PyG GraphSAGE trained on mini-batches from
 torch_geometric's NeighborLoader and from FusedNeighborLoader reaches the same
 test accuracy (means over seeds within one point)."""
-import shutil
 import statistics
 import time
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,9 +14,6 @@ from pyg_fusesample import FusedNeighborLoader
 from torch_geometric.loader import NeighborLoader
 from torch_geometric.nn.models import GraphSAGE
 
-CORA_RAW = (Path(__file__).resolve().parents[2] / 'shared' / 'data' /
-            'planetoid' / 'Cora' / 'raw')
-
 SEEDS = range(10)
 EPOCHS = 30
 # Test accuracy of a run: the mean over its last EVAL_LAST epochs (full-batch
@@ -27,17 +22,6 @@ EPOCHS = 30
 # 1-point bound: the std of the difference of the means is then ~0.27 points.
 EVAL_LAST = 5
 BOUND = 0.01
-
-
-@pytest.fixture(scope='session')
-def cora(tmp_path_factory):
-    if not CORA_RAW.is_dir():
-        pytest.skip(f'real Cora raw files not found at {CORA_RAW} (expected '
-                    f'../shared/data/planetoid/Cora/raw beside the repo)')
-    from torch_geometric.datasets import Planetoid
-    root = tmp_path_factory.mktemp('planetoid_acc')
-    shutil.copytree(CORA_RAW, root / 'Cora' / 'raw')
-    return Planetoid(str(root), 'Cora')[0]
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """examples/cora_sage.py runs with either loader (the one-line swap)."""
 import ast
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,21 +9,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / 'examples' / 'cora_sage.py'
-CORA_RAW = (Path(__file__).resolve().parents[2] / 'shared' / 'data' /
-            'planetoid' / 'Cora' / 'raw')
-
 PYG_IMPORT = 'from torch_geometric.loader import NeighborLoader'
 SWAP = 'from pyg_fusesample import FusedNeighborLoader as NeighborLoader'
-
-
-@pytest.fixture(scope='session')
-def cora_root(tmp_path_factory):
-    if not CORA_RAW.is_dir():
-        pytest.skip(f'real Cora raw files not found at {CORA_RAW} (expected '
-                    f'../shared/data/planetoid/Cora/raw beside the repo)')
-    root = tmp_path_factory.mktemp('planetoid_example')
-    shutil.copytree(CORA_RAW, root / 'Cora' / 'raw')
-    return root
 
 
 def run_example(*args, timeout=300):

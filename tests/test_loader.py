@@ -1,7 +1,6 @@
 """FusedNeighborLoader against PyG's NeighborLoader and a plain BFS reference:
 batch contents, fan-out semantics, subgraph types, disjoint subtrees,
 determinism, trim_to_layer models, argument checks, LinkNeighborLoader."""
-import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -19,9 +18,6 @@ from torch_geometric.loader import LinkNeighborLoader, NeighborLoader  # noqa: E
 
 import reference as ref  # noqa: E402
 
-CORA_RAW = (Path(__file__).resolve().parents[2] / 'shared' / 'data' /
-            'planetoid' / 'Cora' / 'raw')
-
 
 def pyg_loader(*args, **kwargs):
     # PyG warns that its torch_sparse backend (no pyg-lib) is deprecated.
@@ -31,17 +27,6 @@ def pyg_loader(*args, **kwargs):
 
 
 # Fixtures ###################################################################
-
-@pytest.fixture(scope='session')
-def cora(tmp_path_factory):
-    if not CORA_RAW.is_dir():
-        pytest.skip(f'real Cora raw files not found at {CORA_RAW} (expected '
-                    f'../shared/data/planetoid/Cora/raw beside the repo)')
-    from torch_geometric.datasets import Planetoid
-    root = tmp_path_factory.mktemp('planetoid')
-    shutil.copytree(CORA_RAW, root / 'Cora' / 'raw')
-    return Planetoid(str(root), 'Cora')[0]
-
 
 @pytest.fixture(scope='session')
 def plgraph():

@@ -7,13 +7,7 @@ export PYTHONUNBUFFERED=1
 REBUILD=${REBUILD:-0} bash scripts/device/build.sh || exit 1
 export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 M=/tmp/md; mkdir -p $M
-python3 -m pytest tests/test_cuda_sampler.py tests/test_neighbor_sample_op.py tests/test_loader.py -q -ra 2>&1 | tee $OUT/cuda_tests.log | tail -3
-timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 python3 -m pytest -q -x \
-  tests/test_cuda_sampler.py -k "not 2_31 and (long or induced or empty or loader or uniform or bad)" \
-  > $OUT/sanitizer.log 2>&1; echo "memcheck rc=$?"; tail -1 $OUT/sanitizer.log
-timeout 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m pytest -q -x \
-  tests/test_cuda_sampler.py -k "not 2_31 and (long or induced or empty or loader or uniform or bad)" \
-  >> $OUT/sanitizer.log 2>&1; echo "racecheck rc=$?"; tail -1 $OUT/sanitizer.log
+bash scripts/device/check.sh
 B="python3 -m pyg_fusesample.bench"
 $B loader --graph products --device cuda --variants fused per-hop torch-gpu \
   --fanouts 15,10 15,10,5 10,10,10 --batch-sizes 512 1024 4096 --out $M/loader_gpu.csv 2>&1 | grep "b=1024" 

@@ -6,12 +6,7 @@ export PYTHONUNBUFFERED=1
 REBUILD=1 bash scripts/device/build.sh || exit 1
 export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 cp pyg_fusesample/_C*.so $OUT/
-python3 -m pytest tests/test_cuda_sampler.py tests/test_neighbor_sample_op.py tests/test_loader.py -q -ra 2>&1 | tee $OUT/cuda_tests.log | tail -2
-for tool in memcheck racecheck; do
-timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m pytest -q -x \
-  tests/test_cuda_sampler.py -k "not 2_31 and (long or induced or empty or loader or uniform or bad)" \
-  >> $OUT/sanitizer.log 2>&1; echo "$tool rc=$?"; tail -1 $OUT/sanitizer.log
-done
+bash scripts/device/check.sh
 python3 scripts/device/op_timing.py 2449029 2>&1 | tee $OUT/op_timing.log
 M=/tmp/md; mkdir -p $M; B="python3 -m pyg_fusesample.bench"
 $B loader --graph products --device cuda --variants fused per-hop torch-gpu \
