@@ -181,3 +181,22 @@ def test_prefetch_equals_plain_and_stops_cleanly():
     assert not thread.is_alive()
     with pytest.raises(ValueError, match='prefetch'):
         FusedNeighborLoader(data.cpu(), prefetch=True, **kw)
+
+
+def test_loader_gpu_input_ids_match_cpu():
+    """GPU seeds are selected without a pageable copy; the batch still carries
+    the same input_id / n_id[:batch_size] as on the CPU, for a CPU mask, a
+    GPU mask and an index list."""
+    from torch_geometric.data import Data
+    from pyg_fusesample import FusedNeighborLoader
+    ei, *_ = graph(num_nodes=2000, num_edges=30000)
+    mask = torch.rand(2000, generator=torch.Generator().manual_seed(0)) < 0.3
+    data = Data(x=torch.randn(2000, 4), edge_index=ei)
+    gdata = data.to('cuda')
+    for nodes, gnodes in [(mask, mask), (mask, mask.cuda()),
+                          (mask.nonzero().view(-1), mask.nonzero().view(-1))]:
+        kw = dict(num_neighbors=[4], batch_size=64, shuffle=True, seed=1)
+        for a, b in zip(FusedNeighborLoader(data, input_nodes=nodes, **kw),
+                        FusedNeighborLoader(gdata, input_nodes=gnodes, **kw)):
+            assert torch.equal(a.input_id, b.input_id.cpu())
+            assert torch.equal(a.n_id, b.n_id.cpu())

@@ -360,12 +360,30 @@ class FusedNeighborLoader(NodeLoader):
             batch, rng_seed = batch
         if not isinstance(batch, Tensor):
             batch = torch.tensor(batch, dtype=torch.long)
-        input_data: NodeSamplerInput = self.input_data[batch]
+        input_data = self._select_inputs(batch)
         out = self.node_sampler.sample_from_nodes(input_data,
                                                   rng_seed=rng_seed)
         if self.filter_per_worker:
             out = self.filter_fn(out)
         return out
+
+    def _select_inputs(self, batch: Tensor) -> NodeSamplerInput:
+        # The seeds live on the sampling device. Indexing them with a CPU
+        # index would copy it from pageable memory, which waits for the
+        # stream: a second host sync per batch. A pinned, non-blocking copy
+        # keeps the op's own read-back the only one. input_id keeps the
+        # device get_input_nodes gave it (the CPU unless a GPU mask was
+        # passed), as in NeighborLoader.
+        data = self.input_data
+        if not data.node.is_cuda:
+            return data[batch]
+        index = batch.pin_memory().to(data.node.device, non_blocking=True)
+        if data.input_id is None:
+            input_id = batch
+        else:
+            input_id = data.input_id[index if data.input_id.is_cuda else batch]
+        return NodeSamplerInput(input_id=input_id, node=data.node[index],
+                                time=None, input_type=data.input_type)
 
     def _get_iterator(self):
         if self.num_workers == 0:
