@@ -1,6 +1,8 @@
 """The CUDA sampler: bitwise agreement with the CPU kernel (both launch
 modes), uniformity on the GPU, errors, opcheck, >2^31-edge graphs, and the
 loader on GPU data. Skipped without a GPU."""
+import copy
+
 import pytest
 import torch
 
@@ -192,7 +194,7 @@ def test_loader_gpu_input_ids_match_cpu():
     ei, *_ = graph(num_nodes=2000, num_edges=30000)
     mask = torch.rand(2000, generator=torch.Generator().manual_seed(0)) < 0.3
     data = Data(x=torch.randn(2000, 4), edge_index=ei)
-    gdata = data.to('cuda')
+    gdata = copy.copy(data).to('cuda')  # Data.to() is in place
     for nodes, gnodes in [(mask, mask), (mask, mask.cuda()),
                           (mask.nonzero().view(-1), mask.nonzero().view(-1))]:
         kw = dict(num_neighbors=[4], batch_size=64, shuffle=True, seed=1)

@@ -20,6 +20,7 @@ Synchronisation is of the stream the step runs on: work a loader overlaps
 on another stream is charged only where the step has to wait for it.
 """
 import contextlib
+import copy
 import statistics
 import time
 import warnings
@@ -45,7 +46,9 @@ class Bench:
     def __init__(self, data, device: torch.device, seed: int = 0):
         self.data_cpu = data
         self.device = device
-        self.data_dev = data.to(device)
+        # Data.to() moves tensors in place; a shallow copy keeps `data` (the
+        # NeighborLoader baseline's CPU data) where it is without copying it.
+        self.data_dev = copy.copy(data).to(device)
         self.seed = seed
         self.num_classes = int(data.y.max()) + 1
         # NeighborLoader re-sorts the whole graph on construction (seconds on

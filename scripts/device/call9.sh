@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Device call: final validation of the committed tree -- rebuild, CUDA tests,
-# sanitizers, and the loader/step numbers for [15,10] at batch 1024.
+# sanitizers, and the training-step CSV (NeighborLoader on CPU-resident data).
 set -o pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1
 REBUILD=1 bash scripts/device/build.sh || exit 1
 export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 bash scripts/device/check.sh
-python3 -m pyg_fusesample.bench loader --graph products --device cuda --variants fused per-hop \
-  --fanouts 15,10 15,10,5 --batch-sizes 1024 --out /tmp/loader_check.csv 2>&1 | grep "w=" | grep -v "^|"
+M=/tmp/md; mkdir -p $M
+python3 -m pyg_fusesample.bench step --graph products --device cuda --variants pyg fused fused-prefetch per-hop torch-gpu model-only --num-workers 0 8 --fanouts 15,10 15,10,5 --amp off on --out $M/step_products.csv 2>&1 | grep "w=" | grep -v "^|"; cp $M/*.csv $OUT/
