@@ -207,3 +207,26 @@ def test_opcheck():
             torch.ops.fusesample.neighbor_sample.default,
             (colptr, row, perm, seed, [3, 2], replace, disjoint, 5),
             test_utils=('test_schema', 'test_faketensor'))
+
+
+def test_induced_subgraph_and_csc_match_reference_and_opcheck():
+    from pyg_fusesample.ops import induced_subgraph
+    ei, colptr, row, perm = graph(num_nodes=80, num_edges=600, seed=4)
+    ref_csc = ref.csc_from_coo(ei, 80)
+    for a, b in zip((colptr, row, perm), ref_csc):
+        assert torch.equal(a, b)
+    node = torch.randperm(80, generator=torch.Generator().manual_seed(0))[:30]
+    for edge_id in (perm, None):
+        out = induced_subgraph(colptr, row, edge_id, node)
+        for a, b in zip(out, ref.induced_subgraph(colptr, row, edge_id, node)):
+            assert torch.equal(a, b)
+    with pytest.raises(RuntimeError, match="'node' must hold unique ids"):
+        induced_subgraph(colptr, row, perm, torch.tensor([1, 1]))
+    with pytest.raises(RuntimeError, match="'col' holds ids"):
+        csc_from_coo(torch.tensor([[0, 1], [1, 9]]), 5)
+    torch.library.opcheck(torch.ops.fusesample.induced_subgraph.default,
+                          (colptr, row, perm, node),
+                          test_utils=('test_schema', 'test_faketensor'))
+    torch.library.opcheck(torch.ops.fusesample.csc_from_coo.default,
+                          (ei[0], ei[1], 80),
+                          test_utils=('test_schema', 'test_faketensor'))
