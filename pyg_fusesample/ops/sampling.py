@@ -77,6 +77,16 @@ def csc_from_coo(edge_index: Tensor, num_nodes: int):
     return _ops.csc_from_coo(edge_index[0], edge_index[1], int(num_nodes))
 
 
+def gather_rows(src: Tensor, index: Tensor, check_index: bool = True
+                ) -> Tensor:
+    r"""``src[index]`` along dimension 0 for any dtype, with a vectorised
+    row copy on CUDA. ``check_index=False`` skips the range check (and its
+    host sync on CUDA) when the caller guarantees ``0 <= index < len(src)``;
+    the CUDA kernel then writes zeros for a bad index instead of reading out
+    of bounds."""
+    return _ops.gather_rows(src, index, check_index)
+
+
 # Fake kernels ###############################################################
 
 @torch.library.register_fake('fusesample::neighbor_sample')
@@ -110,3 +120,8 @@ def _csc_from_coo_fake(row, col, num_nodes):
     return (row.new_empty(num_nodes + 1, dtype=torch.long),
             row.new_empty(row.numel(), dtype=torch.long),
             row.new_empty(row.numel(), dtype=torch.long))
+
+
+@torch.library.register_fake('fusesample::gather_rows')
+def _gather_rows_fake(src, index, check_index=True):
+    return src.new_empty((index.numel(), *src.shape[1:]))
