@@ -438,6 +438,16 @@ def test_global_seed_determinism(plgraph):
 
 # 7. Models with trim_to_layer ###############################################
 
+def untrimmed_and_trimmed(model, batch):
+    """Seed outputs of one batch without and with trim_to_layer."""
+    bs = batch.batch_size
+    out = model(batch.x, batch.edge_index)[:bs]
+    trimmed = model(batch.x, batch.edge_index,
+                    num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                    num_sampled_edges_per_hop=batch.num_sampled_edges)
+    return out, trimmed
+
+
 def test_graphsage_trim_to_layer_full_neighbourhood(cora):
     from torch_geometric.nn.models import GraphSAGE
     torch.manual_seed(0)
@@ -448,11 +458,7 @@ def test_graphsage_trim_to_layer_full_neighbourhood(cora):
                                      input_nodes=cora.train_mask)
         for batch in loader:
             bs = batch.batch_size
-            out = model(batch.x, batch.edge_index)[:bs]
-            trimmed = model(
-                batch.x, batch.edge_index,
-                num_sampled_nodes_per_hop=batch.num_sampled_nodes,
-                num_sampled_edges_per_hop=batch.num_sampled_edges)
+            out, trimmed = untrimmed_and_trimmed(model, batch)
             assert trimmed.size(0) < batch.num_nodes  # trimming happened
             # The full 2-hop neighbourhood gives the full-graph output.
             assert torch.allclose(out, full[batch.n_id[:bs]], atol=1e-5)
@@ -470,11 +476,7 @@ def test_graphsage_trim_to_layer_sampled(plgraph, fanouts):
     with torch.no_grad():
         for batch in loader:
             bs = batch.batch_size
-            out = model(batch.x, batch.edge_index)[:bs]
-            trimmed = model(
-                batch.x, batch.edge_index,
-                num_sampled_nodes_per_hop=batch.num_sampled_nodes,
-                num_sampled_edges_per_hop=batch.num_sampled_edges)
+            out, trimmed = untrimmed_and_trimmed(model, batch)
             assert trimmed.size(0) < batch.num_nodes
             assert torch.allclose(trimmed[:bs], out, atol=1e-5)
 

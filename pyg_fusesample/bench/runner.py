@@ -89,11 +89,7 @@ class Bench:
                                 batch_size, self.seed)
             return _cycle(lambda: s)
         if variant == 'model-only':
-            from ..loader import FusedNeighborLoader
-            loader = FusedNeighborLoader(
-                d, num_neighbors=fanout, batch_size=batch_size,
-                input_nodes=d.train_mask, shuffle=True, seed=self.seed)
-            it = iter(loader)
+            it = self.batches('fused', fanout, batch_size, num_workers)
             fixed = [next(it) for _ in range(8)]
             return _cycle(lambda: fixed)
         raise ValueError(f"unknown variant '{variant}', expected one of "
@@ -106,6 +102,17 @@ class Bench:
                           out_channels=self.num_classes).to(self.device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         return model, opt
+
+
+def _setting(bench: Bench, graph: str, fanout: List[int],
+             batch_size: int) -> Dict:
+    # The columns that say where and on what a row was measured.
+    return {
+        'device': device_name(bench.device), **versions(), 'graph': graph,
+        'num_nodes': bench.data_cpu.num_nodes,
+        'num_edges': bench.data_cpu.num_edges,
+        'fanout': '-'.join(map(str, fanout)), 'batch_size': batch_size,
+    }
 
 
 def _sync(device):
@@ -155,10 +162,7 @@ def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
     sm = statistics.median(step_ms)
     loader_total_s = sum(loader_ms) / 1e3
     return {
-        'device': device_name(dev), **versions(), 'graph': graph,
-        'num_nodes': bench.data_cpu.num_nodes,
-        'num_edges': bench.data_cpu.num_edges,
-        'fanout': '-'.join(map(str, fanout)), 'batch_size': batch_size,
+        **_setting(bench, graph, fanout, batch_size),
         'amp': 'bf16' if amp else 'off', 'variant': variant,
         'num_workers': num_workers, 'step_ms': f'{sm:.3f}',
         'loader_ms': f'{lm:.3f}' if variant != 'model-only' else '0',
@@ -187,10 +191,7 @@ def time_epoch(bench: Bench, graph: str, fanout: List[int], batch_size: int,
     _sync(dev)
     ms = (time.perf_counter() - t0) * 1e3
     return {
-        'device': device_name(dev), **versions(), 'graph': graph,
-        'num_nodes': bench.data_cpu.num_nodes,
-        'num_edges': bench.data_cpu.num_edges,
-        'fanout': '-'.join(map(str, fanout)), 'batch_size': batch_size,
+        **_setting(bench, graph, fanout, batch_size),
         'amp': 'off', 'variant': f'{variant}-epoch', 'num_workers': 0,
         'step_ms': f'{ms:.3f}', 'loader_ms': f'{ms:.3f}',
         'batches_per_s': f'{n / ms * 1e3:.2f}',

@@ -863,6 +863,11 @@ def _scaled_max_degree(max_degree: float, scale: float,
     return min(max_degree * math.sqrt(scale), 0.5 * (num_nodes - 1))
 
 
+def _split_from_counts(train: int, val: int, total: int) -> Tuple[float, float, float]:
+    """(train, val, test) fractions of a real data set's split sizes."""
+    return (train / total, val / total, 1.0 - (train + val) / total)
+
+
 def _preset_name(base: str, scale: float) -> str:
     return base if scale == 1.0 else f"{base}(scale={scale:g})"
 
@@ -986,8 +991,7 @@ def products_like(seed: int = 0, scale: float = 1.0, **kwargs) -> Data:
         num_classes=47, max_degree=_scaled_max_degree(20_605, scale, n),
         exponent=2.1, homophily=0.81, feature_noise=6.0, class_skew=1.0,
         undirected=True,
-        split=(196_615 / _PRODUCTS_N, 39_323 / _PRODUCTS_N,
-               1.0 - (196_615 + 39_323) / _PRODUCTS_N),
+        split=_split_from_counts(196_615, 39_323, _PRODUCTS_N),
         seed=seed, name=_preset_name("products_like", scale))
     params.update(kwargs)
     return power_law_graph(**params)
@@ -1019,8 +1023,7 @@ def arxiv_like(seed: int = 0, scale: float = 1.0, **kwargs) -> Data:
         exponent=2.1, source_exponent=3.0,
         max_out_degree=_scaled_max_degree(500, scale, n),
         homophily=0.65, feature_noise=4.0, class_skew=0.7, undirected=False,
-        split=(90_941 / _ARXIV_N, 29_799 / _ARXIV_N,
-               1.0 - (90_941 + 29_799) / _ARXIV_N),
+        split=_split_from_counts(90_941, 29_799, _ARXIV_N),
         seed=seed, name=_preset_name("arxiv_like", scale))
     params.update(kwargs)
     return power_law_graph(**params)
@@ -1055,8 +1058,7 @@ def reddit_like(seed: int = 0, scale: float = 1.0, **kwargs) -> Data:
         num_classes=41, max_degree=_scaled_max_degree(21_657, scale, n),
         exponent=3.0, homophily=0.76, feature_noise=8.0, class_skew=0.5,
         undirected=True,
-        split=(153_431 / _REDDIT_N, 23_831 / _REDDIT_N,
-               1.0 - (153_431 + 23_831) / _REDDIT_N),
+        split=_split_from_counts(153_431, 23_831, _REDDIT_N),
         seed=seed, name=_preset_name("reddit_like", scale))
     params.update(kwargs)
     return power_law_graph(**params)

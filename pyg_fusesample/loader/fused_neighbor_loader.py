@@ -14,7 +14,7 @@ from torch_geometric.typing import InputNodes, OptTensor
 
 from ..ops import gather_rows
 from ..sampler import FusedNeighborSampler
-from ..sampler.fused_neighbor_sampler import _RNG_HIGH
+from ..sampler.fused_neighbor_sampler import draw_rng_seeds
 
 
 class SeededBatchSampler(torch.utils.data.Sampler):
@@ -46,7 +46,7 @@ class SeededBatchSampler(torch.utils.data.Sampler):
             order = torch.randperm(self.num_inputs, generator=g)
         else:
             order = torch.arange(self.num_inputs)
-        keys = torch.randint(_RNG_HIGH, (len(self), ), generator=g).tolist()
+        keys = draw_rng_seeds(len(self), g)
         for i, key in enumerate(keys):
             yield order[i * self.batch_size:(i + 1) * self.batch_size], key
 

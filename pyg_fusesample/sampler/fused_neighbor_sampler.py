@@ -16,11 +16,12 @@ from .graph_store import CSCGraph, build_csc
 _RNG_HIGH = 2**62
 
 
-def draw_rng_seed(generator: Optional[torch.Generator] = None) -> int:
-    r"""A fresh 62-bit key for the op's counter-based RNG, from
+def draw_rng_seeds(count: int,
+                   generator: Optional[torch.Generator] = None) -> List[int]:
+    r"""Fresh 62-bit keys for the op's counter-based RNG, from
     :obj:`generator` (or PyTorch's global RNG, so ``torch.manual_seed``
     makes runs repeatable)."""
-    return int(torch.randint(_RNG_HIGH, (1, ), generator=generator))
+    return torch.randint(_RNG_HIGH, (count, ), generator=generator).tolist()
 
 
 def _as_fanouts(num_neighbors) -> List[int]:
@@ -163,7 +164,7 @@ class FusedNeighborSampler(BaseSampler):
 
     def _sampler_fn(self, rng_seed: Optional[int]):
         if rng_seed is None:
-            rng_seed = draw_rng_seed(self.generator)
+            rng_seed = draw_rng_seeds(1, self.generator)[0]
         return lambda seed, seed_time=None: self._sample(seed, seed_time,
                                                          rng_seed)
 

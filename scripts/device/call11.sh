@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Device call: rebuild (with gather_rows), CUDA tests + sanitizers, then the
 # loader sweep and epoch CSVs.
-set -o pipefail
-cd "$(dirname "$0")/../.."
-export PYTHONUNBUFFERED=1
-REBUILD=1 bash scripts/device/build.sh || exit 1
-export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+export REBUILD=1
+source "$(dirname "$0")/prelude.sh"
 bash scripts/device/check.sh
 M=/tmp/md; mkdir -p $M; B="python3 -m pyg_fusesample.bench"
 $B loader --graph products --device cuda --variants fused per-hop torch-gpu \

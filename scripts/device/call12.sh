@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
 # Device call: the training-step CSV on the tree validated by call11.sh
 # (same CUDA code; build + benchmark only, to fit the remaining device time).
-set -o pipefail
-cd "$(dirname "$0")/../.."
-export PYTHONUNBUFFERED=1
-REBUILD=1 bash scripts/device/build.sh > /dev/null || exit 1
-export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+export REBUILD=1
+export QUIET_BUILD=1
+source "$(dirname "$0")/prelude.sh"
 M=/tmp/md; mkdir -p $M
 python3 -m pyg_fusesample.bench step --graph products --device cuda \
   --variants pyg fused fused-prefetch per-hop torch-gpu model-only --num-workers 0 8 \

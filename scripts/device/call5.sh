@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Device call: CUDA tests (incl. >2^31 edges), sanitizers, then every GPU
 # benchmark CSV (loader sweep, epoch, training steps) with the prebuilt .so.
-set -o pipefail
-cd "$(dirname "$0")/../.."
-export PYTHONUNBUFFERED=1
-REBUILD=${REBUILD:-0} bash scripts/device/build.sh || exit 1
-export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+export REBUILD=${REBUILD:-0}
+source "$(dirname "$0")/prelude.sh"
 M=/tmp/md; mkdir -p $M
 bash scripts/device/check.sh
 B="python3 -m pyg_fusesample.bench"

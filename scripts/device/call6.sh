@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
 # Device call: rebuild, CUDA tests, sanitizers, op timing, GPU benchmark CSVs.
-set -o pipefail
-cd "$(dirname "$0")/../.."
-export PYTHONUNBUFFERED=1
-REBUILD=1 bash scripts/device/build.sh || exit 1
-export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+export REBUILD=1
+source "$(dirname "$0")/prelude.sh"
 cp pyg_fusesample/_C*.so $OUT/
 bash scripts/device/check.sh
 python3 scripts/device/op_timing.py 2449029 2>&1 | tee $OUT/op_timing.log

@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Device call: rebuild, CUDA tests (incl. prefetch), sanitizers, and the
 # training-step CSV with every variant (incl. fused-prefetch).
-set -o pipefail
-cd "$(dirname "$0")/../.."
-export PYTHONUNBUFFERED=1
-REBUILD=1 bash scripts/device/build.sh || exit 1
-export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+export REBUILD=1
+source "$(dirname "$0")/prelude.sh"
 bash scripts/device/check.sh
 M=/tmp/md; mkdir -p $M
 python3 -m pyg_fusesample.bench step --graph products --device cuda \
