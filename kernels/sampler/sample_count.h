@@ -8,10 +8,6 @@
 
 namespace fusesample {
 
-// Subsets up to this size test membership by scanning the draws so far
-// (cheaper than a bitmap); larger ones use a bitmap of the neighbour list.
-constexpr int64_t kFloydScanMax = 64;
-
 FS_HOST_DEVICE int64_t sample_count(int64_t d, int64_t k, bool replace) {
   if (k < 0) return d;                  // -1: all in-edges
   if (replace) return d > 0 ? k : 0;    // k draws, none from an isolated node

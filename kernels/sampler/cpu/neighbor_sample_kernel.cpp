@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../../common/checks.h"
+#include "../../common/floyd.h"
 #include "../../common/node_map.h"
 #include "../../common/rng.h"
 #include "../sample_count.h"
@@ -24,32 +25,6 @@ namespace fusesample {
 namespace {
 
 constexpr const char* kOp = "fusesample::neighbor_sample";
-
-// Floyd's algorithm draws a uniform k-subset of [0, d) in k steps. Membership
-// of small subsets is a scan of the draws so far; larger ones use a bitmap
-// (`seen`, d bytes, reused across targets and cleared after each).
-template <typename Emit>
-void floyd_sample(uint64_t rng_seed, int64_t hop, int64_t target_pos,
-                  int64_t d, int64_t k, std::vector<int64_t>& picks,
-                  std::vector<uint8_t>& seen, Emit emit) {
-  picks.clear();
-  const bool use_bitmap = k > kFloydScanMax;
-  if (use_bitmap && static_cast<int64_t>(seen.size()) < d) seen.resize(d, 0);
-  for (int64_t s = 0; s < k; ++s) {
-    const int64_t j = d - k + s;
-    int64_t t = static_cast<int64_t>(uniform_below(
-        random_bits(rng_seed, hop, target_pos, s), static_cast<uint64_t>(j + 1)));
-    const bool taken =
-        use_bitmap ? seen[t] != 0
-                   : std::find(picks.begin(), picks.end(), t) != picks.end();
-    if (taken) t = j;
-    if (use_bitmap) seen[t] = 1;
-    picks.push_back(t);
-    emit(s, t);
-  }
-  if (use_bitmap)
-    for (int64_t t : picks) seen[t] = 0;
-}
 
 template <typename index_t>
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 
+#include "../../common/floyd.cuh"
 #include "../../common/rng.h"
 #include "../sample_count.h"
 
@@ -296,16 +297,7 @@ __device__ void phase_floyd(const Graph<index_t>& g, const Params& p,
     if (d <= h.k) continue;
     const int64_t first_slot = b.offsets[i];
     int64_t* picks = b.pos + first_slot;
-    for (int64_t s = 0; s < h.k; ++s) {
-      const int64_t j = d - h.k + s;
-      const int64_t draw = static_cast<int64_t>(uniform_below(
-          random_bits(p.rng_seed, h.index, target, s), static_cast<uint64_t>(j + 1)));
-      bool taken = false;
-      for (int64_t q = 0; q < s && !taken; q += 32)
-        taken = __any_sync(0xffffffffu, q + lane < s && picks[q + lane] == draw);
-      if (lane == 0) picks[s] = taken ? j : draw;
-      __syncwarp();
-    }
+    warp_floyd(p.rng_seed, h.index, target, d, h.k, picks);
     // The picks are final: the warp resolves them, a lane per slot.
     const int64_t start = g.colptr[v];
     for (int64_t s = lane; s < h.k; s += 32)

@@ -1,0 +1,74 @@
+// Argument checks and small definitions shared by the CPU and CUDA kernels
+// of sample_aggregate and its backward (contract: sample_aggregate.cpp).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+#include "../common/checks.h"
+
+namespace fusesample {
+
+enum class Reduce { kSum, kMean, kMax };
+
+inline Reduce parse_reduce(const char* op, const std::string& reduce) {
+  if (reduce == "sum" || reduce == "add") return Reduce::kSum;
+  if (reduce == "mean") return Reduce::kMean;
+  TORCH_CHECK(reduce == "max", op,
+              ": 'reduce' must be 'sum', 'mean' or 'max', got '", reduce, "'");
+  return Reduce::kMax;
+}
+
+inline void check_features(const char* op, const char* name, const at::Tensor& x,
+                           const at::Tensor& colptr) {
+  TORCH_CHECK(x.dim() == 2, op, ": '", name, "' must be 2-dimensional [rows, F], got shape ",
+              x.sizes());
+  TORCH_CHECK(at::isFloatingType(x.scalar_type()), op, ": '", name,
+              "' must be float64, float32, float16 or bfloat16, got ",
+              x.scalar_type());
+  check_same_device(op, name, x, "colptr", colptr);
+}
+
+inline void check_sample_aggregate(const char* op, const at::Tensor& colptr,
+                                   const at::Tensor& row, const at::Tensor& x,
+                                   const at::Tensor& target,
+                                   int64_t num_neighbors) {
+  check_csc(op, colptr, row, c10::nullopt);
+  check_features(op, "x", x, colptr);
+  check_node_ids(op, "target", target, colptr);
+  TORCH_CHECK(num_neighbors >= -1, op, ": 'num_neighbors' is ", num_neighbors,
+              "; use a count >= 0, or -1 for all neighbours");
+}
+
+// nbr's width: k slots per target, none for k = -1 (the graph is replayed).
+inline int64_t nbr_width(int64_t num_neighbors) {
+  return num_neighbors < 0 ? 0 : num_neighbors;
+}
+
+inline void check_sample_aggregate_backward(
+    const char* op, const at::Tensor& grad_out, const at::Tensor& colptr,
+    const at::Tensor& row, const at::Tensor& target, const at::Tensor& nbr,
+    const at::Tensor& arg, int64_t num_neighbors, Reduce reduce,
+    int64_t num_src) {
+  check_csc(op, colptr, row, c10::nullopt);
+  check_features(op, "grad_out", grad_out, colptr);
+  check_node_ids(op, "target", target, colptr);
+  TORCH_CHECK(grad_out.size(0) == target.numel(), op, ": 'grad_out' has ",
+              grad_out.size(0), " rows but 'target' has ", target.numel());
+  TORCH_CHECK(num_src >= 0, op, ": 'num_src' must be >= 0, got ", num_src);
+  check_dtype(op, "nbr", nbr, at::kLong);
+  check_same_device(op, "nbr", nbr, "colptr", colptr);
+  TORCH_CHECK(nbr.dim() == 2 && nbr.size(0) == target.numel() &&
+                  nbr.size(1) == nbr_width(num_neighbors),
+              op, ": 'nbr' must have shape [", target.numel(), ", ",
+              nbr_width(num_neighbors), "], got ", nbr.sizes());
+  if (reduce == Reduce::kMax) {
+    check_dtype(op, "arg", arg, at::kLong);
+    check_same_device(op, "arg", arg, "colptr", colptr);
+    TORCH_CHECK(arg.sizes() == grad_out.sizes(), op, ": 'arg' must have shape ",
+                grad_out.sizes(), ", got ", arg.sizes());
+  }
+}
+
+}  // namespace fusesample

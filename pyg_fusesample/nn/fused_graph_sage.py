@@ -1,0 +1,190 @@
+"""FusedGraphSAGE: the original GraphSAGE minibatch algorithm (a sampled
+tree per seed) with every level's sampling fused into its aggregation."""
+from typing import Callable, List, Optional, Union
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.nn.resolver import activation_resolver
+
+from ..ops.aggregate import sample_aggregate
+from ..sampler.fused_neighbor_sampler import draw_rng_seeds
+from .fused_sage_conv import FusedSAGEConv, _check_target
+from .graph_input import as_csc
+
+
+class FusedGraphSAGE(torch.nn.Module):
+    r"""GraphSAGE over a sampled computation tree, as in Algorithm 2 of
+    `"Inductive Representation Learning on Large Graphs"
+    <https://arxiv.org/abs/1706.02216>`_, without any subgraph or block
+    tensors.
+
+    In training, each seed draws :obj:`num_neighbors[0]` children, each child
+    :obj:`num_neighbors[1]` children, and so on (level :math:`l` nodes are
+    tree positions, so a node reached twice is expanded twice, with the same
+    draws). Layer :math:`j` then computes, for the levels :math:`l \le L - j`,
+
+    .. math::
+        \mathbf{h}^{(j)}_v = \sigma\Big(\mathbf{W}^{(j)}_1 \mathbf{h}^{(j-1)}_v
+        + \mathbf{W}^{(j)}_2 \cdot \mathrm{aggr}_{c \in \mathrm{children}(v)}
+        \mathbf{h}^{(j-1)}_c\Big), \qquad \mathbf{h}^{(0)} = \mathbf{x},
+
+    with its own weights and nonlinearity (none after the last layer). The
+    first layer's aggregation over each level comes out of the fused
+    :func:`~pyg_fusesample.ops.sample_aggregate` that also draws the next
+    level, so the leaves' features are reduced without ever being gathered.
+    Gradients reach the weights and :math:`\mathbf{x}` (learnable node
+    embeddings work). In eval mode the model runs exact layer-wise
+    full-neighbour inference (:meth:`inference`).
+
+    Weights live in :obj:`convs` (:class:`FusedSAGEConv` with SAGEConv's
+    parameter names), so a state dict of
+    :class:`torch_geometric.nn.models.GraphSAGE` of the same shape loads.
+
+    Args:
+        in_channels (int): size of each input sample.
+        hidden_channels (int): size of each hidden sample.
+        out_channels (int): size of each output sample.
+        num_layers (int): number of layers :math:`L`.
+        num_neighbors (List[int]): children drawn per tree node at each
+            level, from the seeds outwards; the last may be ``-1`` (all).
+        aggr (str, optional): ``"mean"``, ``"sum"`` or ``"max"``.
+            (default: :obj:`"mean"`)
+        dropout (float, optional): dropout between layers. (default: :obj:`0.`)
+        act (str or Callable, optional): nonlinearity. (default: :obj:`"relu"`)
+        replace (bool, optional): draw with replacement. (default:
+            :obj:`False`)
+        generator (torch.Generator, optional): source of the RNG keys.
+
+    Shapes:
+        - **input:** node features :math:`(|\mathcal{V}|, F_{in})`, edge
+          indices :math:`(2, |\mathcal{E}|)` (or ``adj_t``), seed nodes
+          :math:`(B)`
+        - **output:** :math:`(B, F_{out})` (all nodes if no seeds are given)
+    """
+    def __init__(self, in_channels: int, hidden_channels: int,
+                 out_channels: int, num_layers: int,
+                 num_neighbors: List[int], aggr: str = 'mean',
+                 dropout: float = 0.0, act: Union[str, Callable] = 'relu',
+                 replace: bool = False,
+                 generator: Optional[torch.Generator] = None):
+        super().__init__()
+        num_neighbors = [int(k) for k in num_neighbors]
+        if num_layers < 1:
+            raise ValueError(f"FusedGraphSAGE: 'num_layers' must be >= 1, "
+                             f"got {num_layers}")
+        if len(num_neighbors) != num_layers:
+            raise ValueError(f"FusedGraphSAGE: 'num_neighbors' needs one "
+                             f"fan-out per layer ({num_layers}), got "
+                             f"{num_neighbors}")
+        if any(k < 0 for k in num_neighbors[:-1]) or num_neighbors[-1] < -1:
+            raise ValueError(f"FusedGraphSAGE: fan-outs must be >= 0 (only "
+                             f"the last may be -1: its level is never "
+                             f"expanded), got {num_neighbors}")
+        self.in_channels = in_channels
+        self.hidden_channels = hidden_channels
+        self.out_channels = out_channels
+        self.num_layers = num_layers
+        self.num_neighbors = num_neighbors
+        self.aggr = 'sum' if aggr == 'add' else aggr
+        self.dropout = float(dropout)
+        self.act = activation_resolver(act)
+        self.replace = replace
+        self.generator = generator
+        sizes = [in_channels] + [hidden_channels] * (num_layers - 1) + [out_channels]
+        self.convs = torch.nn.ModuleList([
+            FusedSAGEConv(sizes[i], sizes[i + 1], num_neighbors=k, aggr=aggr,
+                          replace=replace, generator=generator)
+            for i, k in enumerate(num_neighbors)
+        ])
+
+    def reset_parameters(self):
+        for conv in self.convs:
+            conv.reset_parameters()
+
+    # -- sampling -----------------------------------------------------------
+    def sample_tree(self, x: Tensor, edge_index, seed_nodes: Tensor,
+                    rng_seed: Optional[int] = None):
+        r"""Draws the tree and the first layer's aggregations.
+
+        Returns ``(levels, aggs)``: ``levels[l]`` are the node ids of tree
+        level :math:`l` (``[B * k_1 * ... * k_l]``, ``-1`` for an empty
+        slot; level :math:`L` is never materialised) and ``aggs[l]`` the
+        ``aggr`` of :math:`\mathbf{x}` over each level-:math:`l` node's
+        children, for :math:`l < L`.
+        """
+        colptr, row = as_csc(edge_index, x.size(0), x.size(0))
+        if rng_seed is None:
+            rng_seed = draw_rng_seeds(1, self.generator)[0]
+        levels, aggs = [seed_nodes], []
+        for level, k in enumerate(self.num_neighbors):
+            out = sample_aggregate(colptr, row, x, levels[-1], k, self.aggr,
+                                   self.replace, rng_seed, level)
+            aggs.append(out.out)
+            if level + 1 < self.num_layers:
+                levels.append(out.nbr.reshape(-1))
+        return levels, aggs
+
+    def _reduce_children(self, h: Tensor, nodes: Tensor, n: int,
+                         k: int) -> Tensor:
+        # h: [n * k, C] rows of the children of n parents; nodes: their ids.
+        if k == 0:
+            return h.new_zeros(n, h.size(-1))
+        h = h.view(n, k, h.size(-1))
+        mask = (nodes >= 0).view(n, k, 1)
+        if self.aggr == 'max':
+            out = h.masked_fill(~mask, float('-inf')).amax(dim=1)
+            return out.masked_fill(~mask.any(dim=1), 0.)
+        out = (h * mask).sum(dim=1)
+        if self.aggr == 'mean':
+            out = out / mask.sum(dim=1).clamp_min(1).to(out.dtype)
+        return out
+
+    def forward(self, x: Tensor, edge_index,
+                seed_nodes: Optional[Tensor] = None) -> Tensor:
+        if seed_nodes is not None:
+            _check_target(seed_nodes, x.device)
+        if not self.training:
+            out = self.inference(x, edge_index)
+            return out if seed_nodes is None else out[seed_nodes]
+        if seed_nodes is None:
+            seed_nodes = torch.arange(x.size(0), device=x.device)
+        levels, aggs = self.sample_tree(x, edge_index, seed_nodes)
+        sizes = [lv.numel() for lv in levels]
+        # Layer 1 over levels 0..L-1 in one matmul each; padded slots read
+        # row 0 and are masked out by their parents.
+        nodes = torch.cat(levels) if len(levels) > 1 else levels[0]
+        conv = self.convs[0]
+        h = conv.lin_l(torch.cat(aggs) if len(aggs) > 1 else aggs[0])
+        h = h + conv.lin_r(x[nodes.clamp_min(0)])
+        for j in range(1, self.num_layers):
+            h = self.act(h)
+            h = F.dropout(h, p=self.dropout, training=self.training)
+            parts = list(torch.split(h, sizes[:len(sizes) - j + 1]))
+            conv = self.convs[j]
+            agg = torch.cat([
+                self._reduce_children(parts[l + 1], levels[l + 1],
+                                      parts[l].size(0), self.num_neighbors[l])
+                for l in range(len(parts) - 1)
+            ])
+            h = conv.lin_l(agg) + conv.lin_r(torch.cat(parts[:-1]))
+        return h
+
+    @torch.no_grad()
+    def inference(self, x: Tensor, edge_index) -> Tensor:
+        r"""Exact layer-wise full-neighbour evaluation of every node (as
+        PyG's products example does, without the loader): one fused
+        :math:`k = -1` aggregation per layer."""
+        for j, conv in enumerate(self.convs):
+            colptr, row = as_csc(edge_index, x.size(0), x.size(0))
+            target = torch.arange(x.size(0), device=x.device)
+            agg = sample_aggregate(colptr, row, x, target, -1, self.aggr).out
+            x = conv.lin_l(agg) + conv.lin_r(x)
+            if j < self.num_layers - 1:
+                x = self.act(x)
+        return x
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}({self.in_channels}, '
+                f'{self.out_channels}, num_layers={self.num_layers}, '
+                f'num_neighbors={self.num_neighbors}, aggr={self.aggr})')

@@ -1,0 +1,155 @@
+"""FusedSAGEConv: SAGEConv whose neighbour sampling happens inside the
+aggregation (FuseSampleAgg), with an exact backward."""
+from typing import Optional, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.nn.conv import MessagePassing
+from torch_geometric.nn.dense.linear import Linear
+
+from ..ops.aggregate import REDUCTIONS, sample_aggregate
+from ..sampler.fused_neighbor_sampler import draw_rng_seeds
+from .graph_input import as_csc
+
+
+class FusedSAGEConv(MessagePassing):
+    r"""The GraphSAGE operator of `"Inductive Representation Learning on Large
+    Graphs" <https://arxiv.org/abs/1706.02216>`_, with neighbour sampling
+    fused into the aggregation:
+
+    .. math::
+        \mathbf{x}^{\prime}_i = \mathbf{W}_1 \mathbf{x}_i + \mathbf{W}_2 \cdot
+        \mathrm{aggr}_{j \in \mathcal{S}(i)} \mathbf{x}_j
+
+    where in training :math:`\mathcal{S}(i)` holds up to
+    :obj:`num_neighbors` in-neighbours of :math:`i` drawn uniformly without
+    replacement (or with, :obj:`replace=True`) in the same pass that reduces
+    their features -- no subgraph and no per-edge message tensor is built;
+    in eval mode, or with :obj:`num_neighbors=-1`,
+    :math:`\mathcal{S}(i) = \mathcal{N}(i)` and the layer computes exactly
+    what :class:`torch_geometric.nn.conv.SAGEConv` computes. Gradients reach
+    the weights and :math:`\mathbf{x}` (the saved draws are replayed).
+
+    Parameter names match SAGEConv's (``lin_l`` aggregates, ``lin_r`` is the
+    root weight), so state dicts load across.
+
+    Args:
+        in_channels (int or tuple): size of each input sample, or a pair of
+            (source, target) sizes for bipartite graphs.
+        out_channels (int): size of each output sample.
+        num_neighbors (int, optional): neighbours drawn per target in
+            training; ``-1`` aggregates all of them. (default: :obj:`10`)
+        aggr (str, optional): ``"mean"``, ``"sum"`` (``"add"``) or ``"max"``.
+            (default: :obj:`"mean"`)
+        normalize (bool, optional): :math:`\ell_2`-normalise the output.
+            (default: :obj:`False`)
+        root_weight (bool, optional): add the transformed root features.
+            (default: :obj:`True`)
+        bias (bool, optional): learn an additive bias in ``lin_l``.
+            (default: :obj:`True`)
+        replace (bool, optional): draw with replacement. (default:
+            :obj:`False`)
+        generator (torch.Generator, optional): source of the per-call RNG
+            keys (default: PyTorch's global RNG, so ``torch.manual_seed``
+            makes training repeatable).
+        **kwargs (optional): arguments of
+            :class:`torch_geometric.nn.conv.MessagePassing`.
+
+    Shapes:
+        - **input:** node features :math:`(|\mathcal{V}|, F_{in})` or
+          :math:`((|\mathcal{V_s}|, F_{s}), (|\mathcal{V_t}|, F_{t}))`,
+          edge indices :math:`(2, |\mathcal{E}|)` (or a ``SparseTensor`` /
+          CSR ``adj_t`` of shape :math:`(|\mathcal{V_t}|, |\mathcal{V_s}|)`),
+          optional target nodes :math:`(T)`
+        - **output:** node features :math:`(T, F_{out})`, with :math:`T` all
+          target nodes unless ``target`` is given
+    """
+    def __init__(
+        self,
+        in_channels: Union[int, Tuple[int, int]],
+        out_channels: int,
+        num_neighbors: int = 10,
+        aggr: str = 'mean',
+        normalize: bool = False,
+        root_weight: bool = True,
+        bias: bool = True,
+        replace: bool = False,
+        generator: Optional[torch.Generator] = None,
+        **kwargs,
+    ):
+        aggr = 'sum' if aggr == 'add' else aggr
+        if aggr not in REDUCTIONS:
+            raise ValueError(f"FusedSAGEConv: 'aggr' must be one of "
+                             f"{REDUCTIONS} (or 'add'), got {aggr!r}")
+        if int(num_neighbors) < -1:
+            raise ValueError(f"FusedSAGEConv: 'num_neighbors' must be >= 0 "
+                             f"or -1 (all), got {num_neighbors}")
+        super().__init__(aggr=aggr, **kwargs)
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.num_neighbors = int(num_neighbors)
+        self.normalize = normalize
+        self.root_weight = root_weight
+        self.replace = replace
+        self.generator = generator
+        if isinstance(in_channels, int):
+            in_channels = (in_channels, in_channels)
+        self.lin_l = Linear(in_channels[0], out_channels, bias=bias)
+        if self.root_weight:
+            self.lin_r = Linear(in_channels[1], out_channels, bias=False)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        super().reset_parameters()
+        self.lin_l.reset_parameters()
+        if self.root_weight:
+            self.lin_r.reset_parameters()
+
+    def sampling(self) -> bool:
+        r"""Whether a call draws neighbours (training with ``k >= 0``)."""
+        return self.training and self.num_neighbors >= 0
+
+    def aggregate_sampled(self, x: Tensor, edge_index, target: Optional[Tensor],
+                          num_dst: int, level: int = 0,
+                          rng_seed: Optional[int] = None):
+        r"""The fused op: ``(aggregated, nbr)`` with :obj:`nbr` the draws."""
+        colptr, row = as_csc(edge_index, x.size(0), num_dst)
+        if target is None:
+            target = torch.arange(num_dst, device=x.device)
+        k = self.num_neighbors if self.sampling() else -1
+        if rng_seed is None:
+            rng_seed = draw_rng_seeds(1, self.generator)[0] if k >= 0 else 0
+        out = sample_aggregate(colptr, row, x, target, k, self.aggr,
+                               self.replace, rng_seed, level)
+        return out.out, out.nbr
+
+    def forward(self, x: Union[Tensor, Tuple[Tensor, Optional[Tensor]]],
+                edge_index, target: Optional[Tensor] = None) -> Tensor:
+        if isinstance(x, Tensor):
+            x = (x, x)
+        x_src, x_dst = x
+        num_dst = x_dst.size(0) if x_dst is not None else x_src.size(0)
+        if target is not None:
+            _check_target(target, x_src.device)
+        agg, _ = self.aggregate_sampled(x_src, edge_index, target, num_dst)
+        out = self.lin_l(agg)
+        if self.root_weight and x_dst is not None:
+            out = out + self.lin_r(x_dst if target is None else x_dst[target])
+        if self.normalize:
+            out = F.normalize(out, p=2., dim=-1)
+        return out
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}({self.in_channels}, '
+                f'{self.out_channels}, num_neighbors={self.num_neighbors}, '
+                f'aggr={self.aggr})')
+
+
+def _check_target(target: Tensor, device: torch.device):
+    if not isinstance(target, Tensor) or target.dim() != 1 \
+            or target.dtype != torch.long:
+        raise ValueError("'target' must be a 1-D int64 tensor of node ids")
+    if target.device != device:
+        raise ValueError(f"'target' is on {target.device} but 'x' is on "
+                         f"{device}")

@@ -1,0 +1,43 @@
+"""The graph argument of the fused layers, as the CSC arrays the op reads.
+
+A layer is called like SAGEConv, with an ``edge_index`` tensor, a
+``torch_sparse.SparseTensor`` ``adj_t`` or a ``torch.sparse`` CSR ``adj_t``.
+Building CSC from ``edge_index`` sorts every edge, so it is memoised per
+tensor (:func:`~pyg_fusesample.sampler.build_csc`); the sparse formats
+already hold it (the rows of ``adj_t`` are the targets).
+"""
+from typing import Tuple
+
+import torch
+from torch import Tensor
+from torch_geometric.typing import SparseTensor
+
+from ..sampler.graph_store import build_csc
+
+
+def as_csc(edge_index, num_src: int, num_dst: int) -> Tuple[Tensor, Tensor]:
+    r"""``(colptr, row)`` of the graph: ``row[colptr[v]:colptr[v + 1]]`` are
+    the sources (rows of ``x``) of target :math:`v`."""
+    if isinstance(edge_index, SparseTensor):
+        rowptr, col, _ = edge_index.csr()
+        _check_sparse_size(tuple(edge_index.sparse_sizes()), num_src, num_dst)
+        return rowptr, col
+    if isinstance(edge_index, Tensor) and edge_index.layout == torch.sparse_csr:
+        _check_sparse_size(tuple(edge_index.shape), num_src, num_dst)
+        return (edge_index.crow_indices().to(torch.long),
+                edge_index.col_indices())
+    if isinstance(edge_index, Tensor) and edge_index.is_sparse:
+        raise ValueError("a torch.sparse COO 'edge_index' is not supported; "
+                         "pass edge_index, a CSR adj_t (.to_sparse_csr()) or "
+                         "a SparseTensor")
+    graph = build_csc(edge_index, max(num_src, num_dst))
+    colptr = graph.colptr
+    if colptr.numel() > num_dst + 1:
+        colptr = colptr[:num_dst + 1]
+    return colptr, graph.row
+
+
+def _check_sparse_size(size, num_src: int, num_dst: int):
+    if size[0] != num_dst or size[1] != num_src:
+        raise ValueError(f"'adj_t' has shape {list(size)} but the layer got "
+                         f"{num_dst} target and {num_src} source nodes")
