@@ -9,7 +9,11 @@
 //            float32/float16/bfloat16, target [T] int64 in [-1, N_dst) (-1 is
 //            a padding slot: zero output, no neighbours), num_neighbors k >= -1
 //            (-1 = all in-edges), reduce 'sum' | 'mean' | 'max', replace,
-//            rng_seed, level (a key that separates the draws of tree levels).
+//            rng_seed (>= 0: the RNG key; -1: a fresh key from PyTorch's
+//            default generator of the device -- on CUDA read in the kernel
+//            from the Philox state, so it is safe under CUDA graph capture
+//            and advances on every replay), level (separates the draws of
+//            tree levels).
 //   outputs  out [T, F] (x's dtype, accumulated in float32; float64 stays
 //              float64): the reduction over the sampled neighbours' rows; 0
 //              for a target without neighbours;
@@ -41,7 +45,7 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "sample_aggregate(Tensor colptr, Tensor row, Tensor x, Tensor target, "
       "int num_neighbors, str reduce='mean', bool replace=False, "
-      "int rng_seed=0, int level=0) -> (Tensor out, Tensor nbr, Tensor arg)");
+      "int rng_seed=-1, int level=0) -> (Tensor out, Tensor nbr, Tensor arg)");
   m.def(
       "sample_aggregate_backward(Tensor grad_out, Tensor colptr, Tensor row, "
       "Tensor target, Tensor nbr, Tensor arg, int num_neighbors, str reduce, "

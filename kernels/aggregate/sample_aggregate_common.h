@@ -3,6 +3,9 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <mutex>
 
 #include <string>
 
@@ -69,6 +72,21 @@ inline void check_sample_aggregate_backward(
     TORCH_CHECK(arg.sizes() == grad_out.sizes(), op, ": 'arg' must have shape ",
                 grad_out.sizes(), ", got ", arg.sizes());
   }
+}
+
+// rng_seed >= 0 is the key; -1 draws one from PyTorch's default CPU
+// generator (so torch.manual_seed makes runs repeatable). The CUDA kernels
+// draw theirs from the CUDA generator instead (graph-capture safe).
+inline uint64_t cpu_rng_key(int64_t rng_seed) {
+  if (rng_seed >= 0) return static_cast<uint64_t>(rng_seed);
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
+}
+
+inline void check_rng_seed(const char* op, int64_t rng_seed) {
+  TORCH_CHECK(rng_seed >= -1, op, ": 'rng_seed' must be >= 0, or -1 for a "
+              "key from PyTorch's generator, got ", rng_seed);
 }
 
 }  // namespace fusesample

@@ -5,6 +5,11 @@
     python -m pyg_fusesample.bench step --graph products --device cuda \\
         --variants pyg fused per-hop torch-gpu model-only --amp off on
     python -m pyg_fusesample.bench epoch --graph products --variants fused
+    python -m pyg_fusesample.bench sage --graph products --fanouts 15,10 \\
+        --variants pyg fused-loader fused-sage fused-sage-emb --amp off on \\
+        --num-workers 0 8
+    python -m pyg_fusesample.bench sage-curve --graph products \\
+        --fanouts 15,10 --epochs 10 --num-workers 8
     python -m pyg_fusesample.bench report benchmarks/results/x.csv
 
 Graphs are pyg_fusesample.datasets names: SYNTHETIC graphs with real
@@ -52,6 +57,14 @@ def main(argv=None):
             'benchmarks/results/step.csv')
     _common(sub.add_parser('epoch', help='one epoch of loading'),
             ['fused'], 'benchmarks/results/epoch.csv')
+    _common(sub.add_parser('sage', help='FusedGraphSAGE vs PyG GraphSAGE '
+                           'training steps (bench/sage_runner.py)'),
+            ['pyg', 'fused-loader', 'fused-sage', 'fused-sage-emb'],
+            'benchmarks/results/sage.csv')
+    cp = sub.add_parser('sage-curve', help='accuracy vs wall-clock, PyG '
+                        'GraphSAGE vs FusedGraphSAGE (no --steps/--warmup)')
+    _common(cp, ['pyg', 'fused-sage'], 'benchmarks/results/sage_curve.csv')
+    cp.add_argument('--epochs', type=int, default=10)
     rp = sub.add_parser('report', help='markdown + PNG from a CSV')
     rp.add_argument('csv')
     args = parser.parse_args(argv)
@@ -72,6 +85,9 @@ def main(argv=None):
     print(f'SYNTHETIC graph {name}: {data.num_nodes:,} nodes, '
           f'{data.num_edges:,} edges', flush=True)
     bench = Bench(data, torch.device(args.device), args.seed)
+    if args.cmd in ('sage', 'sage-curve'):
+        from . import sage_runner
+        return sage_runner.main(bench, name, args)
     rows = []
     for fanout, bs, amp, variant in itertools.product(
             args.fanouts, args.batch_sizes, args.amp, args.variants):

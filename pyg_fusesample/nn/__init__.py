@@ -1,5 +1,6 @@
 """PyG layers built on the fused ops."""
 from .fused_sage_conv import FusedSAGEConv
 from .fused_graph_sage import FusedGraphSAGE
+from .captured_step import CapturedStep
 
-__all__ = ['FusedSAGEConv', 'FusedGraphSAGE']
+__all__ = ['FusedSAGEConv', 'FusedGraphSAGE', 'CapturedStep']

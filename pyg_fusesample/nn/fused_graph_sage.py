@@ -8,8 +8,7 @@ from torch import Tensor
 from torch_geometric.nn.resolver import activation_resolver
 
 from ..ops.aggregate import sample_aggregate
-from ..sampler.fused_neighbor_sampler import draw_rng_seeds
-from .fused_sage_conv import FusedSAGEConv, _check_target
+from .fused_sage_conv import FusedSAGEConv, _check_target, rng_key
 from .graph_input import as_csc
 
 
@@ -54,7 +53,9 @@ class FusedGraphSAGE(torch.nn.Module):
         act (str or Callable, optional): nonlinearity. (default: :obj:`"relu"`)
         replace (bool, optional): draw with replacement. (default:
             :obj:`False`)
-        generator (torch.Generator, optional): source of the RNG keys.
+        generator (torch.Generator, optional): a CPU generator for the RNG
+            keys (default: the device's generator, drawn inside the op --
+            CUDA-graph safe; see :class:`FusedSAGEConv`).
 
     Shapes:
         - **input:** node features :math:`(|\mathcal{V}|, F_{in})`, edge
@@ -115,7 +116,7 @@ class FusedGraphSAGE(torch.nn.Module):
         """
         colptr, row = as_csc(edge_index, x.size(0), x.size(0))
         if rng_seed is None:
-            rng_seed = draw_rng_seeds(1, self.generator)[0]
+            rng_seed = rng_key(self.generator)
         levels, aggs = [seed_nodes], []
         for level, k in enumerate(self.num_neighbors):
             out = sample_aggregate(colptr, row, x, levels[-1], k, self.aggr,

@@ -50,9 +50,11 @@ class FusedSAGEConv(MessagePassing):
             (default: :obj:`True`)
         replace (bool, optional): draw with replacement. (default:
             :obj:`False`)
-        generator (torch.Generator, optional): source of the per-call RNG
-            keys (default: PyTorch's global RNG, so ``torch.manual_seed``
-            makes training repeatable).
+        generator (torch.Generator, optional): a CPU generator for the
+            per-call RNG keys. By default the op draws its key from PyTorch's
+            generator of the device (``torch.manual_seed`` makes training
+            repeatable) inside the kernel on CUDA, so a training step with
+            this layer can be captured in a CUDA graph.
         **kwargs (optional): arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
 
@@ -119,7 +121,7 @@ class FusedSAGEConv(MessagePassing):
             target = torch.arange(num_dst, device=x.device)
         k = self.num_neighbors if self.sampling() else -1
         if rng_seed is None:
-            rng_seed = draw_rng_seeds(1, self.generator)[0] if k >= 0 else 0
+            rng_seed = rng_key(self.generator)
         out = sample_aggregate(colptr, row, x, target, k, self.aggr,
                                self.replace, rng_seed, level)
         return out.out, out.nbr
@@ -144,6 +146,13 @@ class FusedSAGEConv(MessagePassing):
         return (f'{self.__class__.__name__}({self.in_channels}, '
                 f'{self.out_channels}, num_neighbors={self.num_neighbors}, '
                 f'aggr={self.aggr})')
+
+
+def rng_key(generator: Optional[torch.Generator]) -> int:
+    r"""The op's ``rng_seed``: drawn from :obj:`generator` if given, else
+    ``-1`` (the op draws from the device's default generator; no host work,
+    CUDA-graph safe)."""
+    return -1 if generator is None else draw_rng_seeds(1, generator)[0]
 
 
 def _check_target(target: Tensor, device: torch.device):

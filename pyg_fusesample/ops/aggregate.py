@@ -26,7 +26,7 @@ class SampleAggregateOutput(NamedTuple):
 
 def sample_aggregate(colptr: Tensor, row: Tensor, x: Tensor, target: Tensor,
                      num_neighbors: int, reduce: str = 'mean',
-                     replace: bool = False, rng_seed: int = 0,
+                     replace: bool = False, rng_seed: int = -1,
                      level: int = 0) -> SampleAggregateOutput:
     r"""Samples up to :obj:`num_neighbors` in-neighbours of every node in
     :obj:`target` and reduces their rows of :obj:`x` in the same pass:
@@ -49,7 +49,11 @@ def sample_aggregate(colptr: Tensor, row: Tensor, x: Tensor, target: Tensor,
         reduce (str): ``'sum'``, ``'mean'`` or ``'max'``.
         replace (bool): draw with replacement.
         rng_seed (int): RNG key; draws are keyed by
-            ``(rng_seed, level, node, slot)``, equal on CPU and CUDA.
+            ``(rng_seed, level, node, slot)``, equal on CPU and CUDA. ``-1``
+            (default) takes a fresh key from PyTorch's generator of the
+            device (``torch.manual_seed`` makes it repeatable); on CUDA it is
+            read from the Philox state inside the kernel, so a captured CUDA
+            graph draws new neighbours on every replay.
         level (int): separates the draws of different tree levels.
 
     Returns:
@@ -66,7 +70,8 @@ def sample_aggregate(colptr: Tensor, row: Tensor, x: Tensor, target: Tensor,
 
 @torch.library.register_fake('fusesample::sample_aggregate')
 def _sample_aggregate_fake(colptr, row, x, target, num_neighbors,
-                           reduce='mean', replace=False, rng_seed=0, level=0):
+                           reduce='mean', replace=False, rng_seed=-1,
+                           level=0):
     T, F = target.shape[0], x.shape[1]
     out = x.new_empty((T, F))
     nbr = target.new_empty((T, max(num_neighbors, 0)))

@@ -117,6 +117,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_aggregate_cpu(
     bool replace, int64_t rng_seed, int64_t level) {
   check_sample_aggregate(kOp, colptr, row, x, target, num_neighbors);
   const Reduce reduce = parse_reduce(kOp, std::string(reduce_name));
+  check_rng_seed(kOp, rng_seed);
   // -1 pads tree levels; anything else must be a node of the graph.
   if (target.numel() > 0) {
     auto minmax = at::aminmax(target);
@@ -133,12 +134,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_aggregate_cpu(
   auto nbr = at::empty({T, nbr_width(num_neighbors)}, target.options());
   auto arg = reduce == Reduce::kMax ? at::empty({T, F}, target.options())
                                     : at::empty({0}, target.options());
+  const uint64_t key = cpu_rng_key(rng_seed);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(),
                                   "sample_aggregate_cpu", [&] {
     using scalar_t_ = scalar_t;
     AT_DISPATCH_INDEX_TYPES(row.scalar_type(), "sample_aggregate_cpu", [&] {
       forward<scalar_t_, index_t>(colptr_c, row_c, x_c, target_c, num_neighbors,
-                                  reduce, replace, static_cast<uint64_t>(rng_seed),
+                                  reduce, replace, key,
                                   level, out, nbr, arg);
     });
   });

@@ -17,6 +17,8 @@
 #include <ATen/ATen.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <ATen/cuda/PhiloxUtils.cuh>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
@@ -51,6 +53,32 @@ __device__ __forceinline__ int64_t warp_count() {
 }
 
 // ------------------------------------------------------------- forward --
+// The RNG key: fixed (rng_seed >= 0), or drawn from the CUDA generator. The
+// generator's Philox state is unpacked in the kernel, so under CUDA graph
+// capture every replay reads the generator's current offset -- fresh draws
+// per replay, as torch's own random ops behave.
+struct RngKey {
+  uint64_t fixed;
+  bool from_generator;
+  at::PhiloxCudaState philox;
+};
+
+RngKey make_rng_key(int64_t rng_seed, const at::Device& device) {
+  RngKey key{static_cast<uint64_t>(rng_seed), rng_seed < 0, {}};
+  if (key.from_generator) {
+    auto gen = at::cuda::detail::getDefaultCUDAGenerator(device.index());
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    key.philox = at::check_generator<at::CUDAGeneratorImpl>(gen)->philox_cuda_state(1);
+  }
+  return key;
+}
+
+__device__ __forceinline__ uint64_t resolve(const RngKey& key) {
+  if (!key.from_generator) return key.fixed;
+  const auto state = at::cuda::philox::unpack(key.philox);
+  return random_bits(std::get<0>(state), std::get<1>(state), 0, 0);
+}
+
 template <typename scalar_t, typename index_t, bool kMax>
 __global__ void __launch_bounds__(kThreads)
 sample_aggregate_kernel(const int64_t* __restrict__ colptr,
@@ -58,12 +86,13 @@ sample_aggregate_kernel(const int64_t* __restrict__ colptr,
                         const scalar_t* __restrict__ x,
                         const int64_t* __restrict__ target, int64_t T, int64_t F,
                         int64_t num_dst, int64_t num_src, int64_t k, bool mean,
-                        bool replace, uint64_t rng_seed, int64_t level,
+                        bool replace, RngKey rng_key, int64_t level,
                         scalar_t* __restrict__ out, int64_t* __restrict__ nbr,
                         int64_t* __restrict__ arg) {
   using acc_t = at::opmath_type<scalar_t>;
   const int lane = threadIdx.x & 31;
   const int64_t K = k < 0 ? 0 : k;
+  const uint64_t rng_seed = resolve(rng_key);
   for (int64_t t = global_warp(); t < T; t += warp_count()) {
     const int64_t v = target[t];
     CUDA_KERNEL_ASSERT(v >= -1 && v < num_dst);
@@ -140,6 +169,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_aggregate_cuda(
     bool replace, int64_t rng_seed, int64_t level) {
   check_sample_aggregate(kOp, colptr, row, x, target, num_neighbors);
   const Reduce reduce = parse_reduce(kOp, std::string(reduce_name));
+  check_rng_seed(kOp, rng_seed);
   c10::cuda::CUDAGuard guard(colptr.device());
   const auto colptr_c = colptr.contiguous(), row_c = row.contiguous(),
              x_c = x.contiguous(), target_c = target.contiguous();
@@ -150,6 +180,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_aggregate_cuda(
                                     : at::empty({0}, target.options());
   if (T == 0) return std::make_tuple(out, nbr, arg);
   const int64_t blocks = warp_blocks(T);
+  const RngKey key = make_rng_key(rng_seed, colptr.device());
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(),
                                   "sample_aggregate_cuda", [&] {
@@ -160,8 +191,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_aggregate_cuda(
             colptr_c.data_ptr<int64_t>(), row_c.data_ptr<index_t>(),
             x_c.data_ptr<scalar_t_>(), target_c.data_ptr<int64_t>(), T, F,
             colptr.numel() - 1, x.size(0), num_neighbors,
-            reduce == Reduce::kMean, replace, static_cast<uint64_t>(rng_seed),
-            level, out.data_ptr<scalar_t_>(), nbr.data_ptr<int64_t>(),
+            reduce == Reduce::kMean, replace, key, level, out.data_ptr<scalar_t_>(), nbr.data_ptr<int64_t>(),
             reduce == Reduce::kMax ? arg.data_ptr<int64_t>() : nullptr);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       };
