@@ -179,7 +179,8 @@ class FusedGraphSAGE(torch.nn.Module):
         for j, conv in enumerate(self.convs):
             colptr, row = as_csc(edge_index, x.size(0), x.size(0))
             target = torch.arange(x.size(0), device=x.device)
-            agg = sample_aggregate(colptr, row, x, target, -1, self.aggr).out
+            agg = sample_aggregate(colptr, row, x, target, -1, self.aggr,
+                                   rng_seed=0).out
             x = conv.lin_l(agg) + conv.lin_r(x)
             if j < self.num_layers - 1:
                 x = self.act(x)

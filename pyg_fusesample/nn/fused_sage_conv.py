@@ -63,7 +63,8 @@ class FusedSAGEConv(MessagePassing):
           :math:`((|\mathcal{V_s}|, F_{s}), (|\mathcal{V_t}|, F_{t}))`,
           edge indices :math:`(2, |\mathcal{E}|)` (or a ``SparseTensor`` /
           CSR ``adj_t`` of shape :math:`(|\mathcal{V_t}|, |\mathcal{V_s}|)`),
-          optional target nodes :math:`(T)`
+          optional target nodes :math:`(T)` (ids of target nodes; unlike
+          the op, the layer takes no ``-1`` padding)
         - **output:** node features :math:`(T, F_{out})`, with :math:`T` all
           target nodes unless ``target`` is given
     """
@@ -120,8 +121,8 @@ class FusedSAGEConv(MessagePassing):
         if target is None:
             target = torch.arange(num_dst, device=x.device)
         k = self.num_neighbors if self.sampling() else -1
-        if rng_seed is None:
-            rng_seed = rng_key(self.generator)
+        if rng_seed is None:  # eval / k = -1 draws nothing: RNG untouched
+            rng_seed = rng_key(self.generator) if k >= 0 else 0
         out = sample_aggregate(colptr, row, x, target, k, self.aggr,
                                self.replace, rng_seed, level)
         return out.out, out.nbr

@@ -15,6 +15,9 @@ from torch_geometric.typing import SparseTensor
 from ..sampler.graph_store import build_csc
 
 
+# Memo look-ups (weak references, finalisers) are host bookkeeping that
+# torch.compile must not trace: the graph tensors come in as inputs.
+@torch.compiler.disable
 def as_csc(edge_index, num_src: int, num_dst: int) -> Tuple[Tensor, Tensor]:
     r"""``(colptr, row)`` of the graph: ``row[colptr[v]:colptr[v + 1]]`` are
     the sources (rows of ``x``) of target :math:`v`."""

@@ -134,7 +134,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_aggregate_cpu(
   auto nbr = at::empty({T, nbr_width(num_neighbors)}, target.options());
   auto arg = reduce == Reduce::kMax ? at::empty({T, F}, target.options())
                                     : at::empty({0}, target.options());
-  const uint64_t key = cpu_rng_key(rng_seed);
+  // k = -1 draws nothing, so it leaves the generator alone.
+  const uint64_t key = num_neighbors >= 0 ? cpu_rng_key(rng_seed) : 0;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(),
                                   "sample_aggregate_cpu", [&] {
     using scalar_t_ = scalar_t;

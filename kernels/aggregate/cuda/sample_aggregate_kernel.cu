@@ -180,7 +180,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_aggregate_cuda(
                                     : at::empty({0}, target.options());
   if (T == 0) return std::make_tuple(out, nbr, arg);
   const int64_t blocks = warp_blocks(T);
-  const RngKey key = make_rng_key(rng_seed, colptr.device());
+  // k = -1 draws nothing, so it leaves the generator alone.
+  const RngKey key = make_rng_key(num_neighbors >= 0 ? rng_seed : 0, colptr.device());
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(),
                                   "sample_aggregate_cuda", [&] {
