@@ -136,12 +136,10 @@ class FusedGraphSAGE(torch.nn.Module):
         if self.aggr == 'max':
             out = h.masked_fill(~mask, float('-inf')).amax(dim=1)
             return out.masked_fill(~mask.any(dim=1), 0.)
-        # A weighted sum as one batched matmul: no [n, k, C] product tensor
-        # (h itself is already saved for the backward by the activation).
-        w = mask.squeeze(-1).to(h.dtype)
+        out = (h * mask).sum(dim=1)
         if self.aggr == 'mean':
-            w = w / w.sum(dim=1, keepdim=True).clamp_min(1)
-        return torch.bmm(w.unsqueeze(1), h).squeeze(1)
+            out = out / mask.sum(dim=1).clamp_min(1).to(out.dtype)
+        return out
 
     def forward(self, x: Tensor, edge_index,
                 seed_nodes: Optional[Tensor] = None) -> Tensor:
@@ -157,23 +155,20 @@ class FusedGraphSAGE(torch.nn.Module):
         # Layer 1 over levels 0..L-1 in one matmul each; padded slots read
         # row 0 and are masked out by their parents.
         nodes = torch.cat(levels) if len(levels) > 1 else levels[0]
-        h = _sage_linear(self.convs[0],
-                         torch.cat(aggs) if len(aggs) > 1 else aggs[0],
-                         x[nodes.clamp_min(0)])
+        conv = self.convs[0]
+        h = conv.lin_l(torch.cat(aggs) if len(aggs) > 1 else aggs[0])
+        h = h + conv.lin_r(x[nodes.clamp_min(0)])
         for j in range(1, self.num_layers):
-            # In place where autograd allows: the largest activations (the
-            # deepest expanded level) dominate a step's transient memory.
-            h = h.relu_() if isinstance(self.act, torch.nn.ReLU) else self.act(h)
+            h = self.act(h)
             h = F.dropout(h, p=self.dropout, training=self.training)
             parts = list(torch.split(h, sizes[:len(sizes) - j + 1]))
+            conv = self.convs[j]
             agg = torch.cat([
                 self._reduce_children(parts[l + 1], levels[l + 1],
                                       parts[l].size(0), self.num_neighbors[l])
                 for l in range(len(parts) - 1)
             ])
-            # The parents' rows are a prefix of h: a view, not a copy.
-            h = _sage_linear(self.convs[j], agg,
-                             h.narrow(0, 0, sum(sizes[:len(parts) - 1])))
+            h = conv.lin_l(agg) + conv.lin_r(torch.cat(parts[:-1]))
         return h
 
     @torch.no_grad()
@@ -195,12 +190,3 @@ class FusedGraphSAGE(torch.nn.Module):
         return (f'{self.__class__.__name__}({self.in_channels}, '
                 f'{self.out_channels}, num_layers={self.num_layers}, '
                 f'num_neighbors={self.num_neighbors}, aggr={self.aggr})')
-
-
-def _sage_linear(conv: FusedSAGEConv, agg: Tensor, root: Tensor) -> Tensor:
-    # lin_l(agg) + lin_r(root) with the root term accumulated in place (one
-    # [n, C] output instead of three; neither matmul needs its output for
-    # the backward). Under autocast lin_l's output sets the dtype.
-    out = conv.lin_l(agg)
-    weight = conv.lin_r.weight
-    return out.addmm_(root.to(out.dtype), weight.t().to(out.dtype))
