@@ -38,7 +38,7 @@ def one_thread():
     torch.set_num_threads(old)
 
 
-def test_accuracy(model, data) -> float:
+def eval_test_accuracy(model, data) -> float:
     model.eval()
     with torch.no_grad():
         pred = model(data.x, data.edge_index).argmax(dim=-1)
@@ -68,7 +68,7 @@ def train_and_test(loader_cls, data, seed):
             loss.backward()
             optimizer.step()
         if epoch >= EPOCHS - EVAL_LAST:
-            accs.append(test_accuracy(model, data))
+            accs.append(eval_test_accuracy(model, data))
     return statistics.mean(accs), accs[-1]
 
 
@@ -91,7 +91,7 @@ def train_and_test_fused_sage(data, seed):
             loss.backward()
             optimizer.step()
         if epoch >= EPOCHS - EVAL_LAST:
-            accs.append(test_accuracy(model, data))
+            accs.append(eval_test_accuracy(model, data))
     return statistics.mean(accs), accs[-1]
 
 
