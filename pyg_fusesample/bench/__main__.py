@@ -10,6 +10,7 @@
         --num-workers 0 8
     python -m pyg_fusesample.bench sage-curve --graph products \\
         --fanouts 15,10 --epochs 10 --num-workers 8
+    python -m pyg_fusesample.bench spmm --graphs products reddit hub er
     python -m pyg_fusesample.bench report benchmarks/results/x.csv
 
 Graphs are pyg_fusesample.datasets names: SYNTHETIC graphs with real
@@ -65,6 +66,18 @@ def main(argv=None):
                         'GraphSAGE vs FusedGraphSAGE (no --steps/--warmup)')
     _common(cp, ['pyg', 'fused-sage'], 'benchmarks/results/sage_curve.csv')
     cp.add_argument('--epochs', type=int, default=10)
+    sp = sub.add_parser('spmm', help='scheduler choice vs cuSPARSE and the '
+                        'gather floor; GCN step vs GCNConv (bench/spmm_runner.py)')
+    sp.add_argument('--graphs', nargs='+', default=['products', 'reddit', 'hub', 'er'])
+    sp.add_argument('--features', type=int, nargs='+',
+                    default=[16, 32, 64, 128, 256, 512])
+    sp.add_argument('--dtypes', nargs='+', default=['float32', 'bfloat16'])
+    sp.add_argument('--scale', type=float, default=1.0)
+    sp.add_argument('--seed', type=int, default=0)
+    sp.add_argument('--steps', type=int, default=30)
+    sp.add_argument('--no-gcn', action='store_true')
+    sp.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    sp.add_argument('--out', default='benchmarks/results/spmm.csv')
     rp = sub.add_parser('report', help='markdown + PNG from a CSV')
     rp.add_argument('csv')
     args = parser.parse_args(argv)
@@ -75,6 +88,9 @@ def main(argv=None):
         print(write_report(args.csv, base + '.md', base + '.png'))
         return 0
 
+    if args.cmd == 'spmm':
+        from . import spmm_runner
+        return spmm_runner.main(args)
     from ..datasets import get_dataset
     from .csv_schema import append_rows
     from .runner import Bench, fill_model_ms, run_row, time_epoch

@@ -2,5 +2,7 @@
 from .fused_sage_conv import FusedSAGEConv
 from .fused_graph_sage import FusedGraphSAGE
 from .captured_step import CapturedStep
+from .auto_spmm_conv import AutoSpMMConv
 
-__all__ = ['FusedSAGEConv', 'FusedGraphSAGE', 'CapturedStep']
+__all__ = ['FusedSAGEConv', 'FusedGraphSAGE', 'CapturedStep',
+           'AutoSpMMConv']

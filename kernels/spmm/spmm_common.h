@@ -1,0 +1,80 @@
+// Argument checks shared by the CPU and CUDA kernels of spmm, sddmm and
+// csr_softmax (contract: spmm.cpp).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+#include "../common/checks.h"
+
+namespace fusesample {
+
+inline void check_csr(const char* op, const at::Tensor& rowptr,
+                      const at::Tensor& col) {
+  check_1d(op, "rowptr", rowptr);
+  check_dtype(op, "rowptr", rowptr, at::kLong);
+  TORCH_CHECK(rowptr.numel() >= 1, op,
+              ": 'rowptr' needs num_rows + 1 >= 1 entries, got 0");
+  check_1d(op, "col", col);
+  check_index_dtype(op, "col", col);
+  check_same_device(op, "col", col, "rowptr", rowptr);
+}
+
+inline void check_float(const char* op, const char* name, const at::Tensor& t,
+                        const at::Tensor& rowptr) {
+  TORCH_CHECK(at::isFloatingType(t.scalar_type()), op, ": '", name,
+              "' must be float64, float32, float16 or bfloat16, got ",
+              t.scalar_type());
+  check_same_device(op, name, t, "rowptr", rowptr);
+}
+
+// Heads of an edge-value tensor: [E] -> 1, [E, H] -> H.
+inline int64_t check_edge_values(const char* op, const char* name,
+                                 const at::Tensor& v, const at::Tensor& col,
+                                 const at::Tensor& rowptr) {
+  check_float(op, name, v, rowptr);
+  TORCH_CHECK((v.dim() == 1 || v.dim() == 2) && v.size(0) == col.numel(), op,
+              ": '", name, "' must have shape [", col.numel(), "] or [",
+              col.numel(), ", heads], got ", v.sizes());
+  return v.dim() == 2 ? v.size(1) : 1;
+}
+
+enum class SpmmVariant { kWarp, kSubwarp, kHub };
+
+inline SpmmVariant parse_spmm_variant(const char* op, const std::string& v) {
+  if (v == "warp" || v == "cpu") return SpmmVariant::kWarp;
+  if (v == "subwarp") return SpmmVariant::kSubwarp;
+  TORCH_CHECK(v == "hub", op, ": 'variant' must be 'warp', 'subwarp' or 'hub', got '",
+              v, "'");
+  return SpmmVariant::kHub;
+}
+
+inline bool parse_spmm_mean(const char* op, const std::string& reduce) {
+  TORCH_CHECK(reduce == "sum" || reduce == "add" || reduce == "mean", op,
+              ": 'reduce' must be 'sum' or 'mean', got '", reduce, "'");
+  return reduce == "mean";
+}
+
+// Heads of spmm's value (1 without value); checks x's width divides by them.
+inline int64_t check_spmm(const char* op, const at::Tensor& rowptr,
+                          const at::Tensor& col,
+                          const c10::optional<at::Tensor>& value,
+                          const at::Tensor& x) {
+  check_csr(op, rowptr, col);
+  check_float(op, "x", x, rowptr);
+  TORCH_CHECK(x.dim() == 2, op, ": 'x' must be 2-dimensional [N, F], got shape ",
+              x.sizes());
+  int64_t heads = 1;
+  if (value.has_value()) {
+    heads = check_edge_values(op, "value", *value, col, rowptr);
+    TORCH_CHECK(value->scalar_type() == x.scalar_type(), op,
+                ": 'value' is ", value->scalar_type(), " but 'x' is ",
+                x.scalar_type());
+    TORCH_CHECK(x.size(1) % heads == 0, op, ": 'x' has ", x.size(1),
+                " columns, not a multiple of the ", heads, " heads of 'value'");
+  }
+  return heads;
+}
+
+}  // namespace fusesample

@@ -1,0 +1,199 @@
+"""SpMM, SDDMM and CSR softmax with autograd: the ops behind AutoSpMMConv.
+
+``torch.ops.fusesample.{spmm, sddmm, csr_softmax, csr_softmax_backward}``
+(contracts: ``kernels/spmm/spmm.cpp``) take raw CSR arrays; the functions
+here take a :class:`~pyg_fusesample.sparse.CSRGraph`, which caches what the
+backward needs (the transposed structure) so no call rebuilds it.
+
+Gradients: for ``out = A @ x`` (``A`` scaled by ``1 / deg`` for ``'mean'``),
+``dx = A^T @ dout`` (an SpMM over the cached transpose) and, for weighted
+``A``, ``dvalue[e] = <dout[row(e)], x[col(e)]>`` (an SDDMM, per head).
+"""
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from .. import _extension  # noqa: F401  (registers the ops)
+from ..sparse import CSRGraph
+
+_ops = torch.ops.fusesample
+
+SPMM_VARIANTS = ('warp', 'subwarp', 'hub')
+
+
+def _raw_spmm(graph: CSRGraph, value: Optional[Tensor], x: Tensor, reduce: str,
+              variant: str, hub_threshold: int) -> Tensor:
+    hub_rows = graph.hub_rows(hub_threshold) if variant == 'hub' else None
+    return _ops.spmm(graph.rowptr, graph.col, value, x, reduce, variant,
+                     hub_threshold, hub_rows)
+
+
+def _row_scale(graph: CSRGraph, dtype) -> Tensor:
+    return graph.degree().clamp_min(1).to(dtype).reciprocal()
+
+
+class _SpMM(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, value, graph, reduce, variant, hub_threshold):
+        ctx.graph, ctx.reduce = graph, reduce
+        ctx.save_for_backward(x, value)
+        return _raw_spmm(graph, value, x, reduce, variant, hub_threshold)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, value = ctx.saved_tensors
+        graph = ctx.graph
+        heads = 1 if value is None or value.dim() == 1 else value.size(1)
+        if ctx.reduce == 'mean':
+            grad_out = grad_out * _row_scale(graph, grad_out.dtype).unsqueeze(-1)
+        grad_x = grad_value = None
+        if ctx.needs_input_grad[0]:
+            t = graph.transpose()
+            value_t = value[t._cache['perm']] if value is not None else None
+            grad_x = _raw_spmm(t, value_t, grad_out.contiguous(), 'sum',
+                               'warp', -1)
+        if value is not None and ctx.needs_input_grad[1]:
+            a = grad_out.reshape(grad_out.size(0), heads, -1)
+            b = x.reshape(x.size(0), heads, -1)
+            grad_value = _ops.sddmm(graph.rowptr, graph.col, a.contiguous(),
+                                    b.contiguous())
+            grad_value = grad_value.view_as(value)
+        return grad_x, grad_value, None, None, None, None
+
+
+def spmm(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
+         variant: str = 'warp', hub_threshold: int = -1,
+         value: Optional[Tensor] = None) -> Tensor:
+    r"""``A @ x`` with the CSR :obj:`graph` (rows aggregate), differentiable
+    in :obj:`x` and the edge values.
+
+    Args:
+        graph (CSRGraph): the matrix; its ``value`` is used unless
+            :obj:`value` is given.
+        x (Tensor): ``[num_cols, F]``.
+        reduce (str): ``'sum'`` or ``'mean'`` (divide by the row's count).
+        variant (str): the CUDA kernel: ``'warp'``, ``'subwarp'`` or
+            ``'hub'`` (ignored on the CPU); normally chosen by
+            :func:`pyg_fusesample.autotune.run_spmm`.
+        hub_threshold (int): rows with more non-zeros go to a thread block
+            each (``'hub'`` only).
+        value (Tensor, optional): ``[nnz]`` or ``[nnz, heads]`` edge values
+            (heads split the columns of :obj:`x` evenly).
+    """
+    if reduce == 'add':
+        reduce = 'sum'
+    if variant not in SPMM_VARIANTS + ('cpu',):
+        raise ValueError(f"spmm: 'variant' must be one of {SPMM_VARIANTS}, "
+                         f"got {variant!r}")
+    value = graph.value if value is None else value
+    return _SpMM.apply(x, value, graph, reduce, variant, int(hub_threshold))
+
+
+def spmm_cusparse(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
+                  value: Optional[Tensor] = None) -> Tensor:
+    r"""The same product through ``torch.sparse.mm`` (cuSPARSE on CUDA): the
+    baseline the scheduler's guardrail measures every candidate against.
+    Single-head values only."""
+    value = graph.value if value is None else value
+    if value is not None and value.dim() != 1:
+        raise ValueError('spmm_cusparse: multi-head values are not supported')
+    adj = graph.with_value(value).to_torch_sparse() if value is not None \
+        else graph.to_torch_sparse()
+    if adj.dtype != x.dtype:
+        adj = adj.to(x.dtype)
+    out = torch.sparse.mm(adj, x)
+    if reduce == 'mean':
+        out = out * _row_scale(graph, x.dtype).unsqueeze(-1)
+    return out
+
+
+class _Softmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, value, rowptr):
+        out = _ops.csr_softmax(rowptr, value)
+        ctx.save_for_backward(out, rowptr)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        out, rowptr = ctx.saved_tensors
+        return _ops.csr_softmax_backward(rowptr, out, grad.contiguous()), None
+
+
+def csr_softmax(graph: CSRGraph, value: Tensor) -> Tensor:
+    r"""Softmax of edge scores :obj:`value` (``[nnz]`` or ``[nnz, heads]``)
+    over each row's non-zeros, numerically stable, differentiable."""
+    return _Softmax.apply(value, graph.rowptr)
+
+
+class _SDDMM(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, graph):
+        ctx.graph = graph
+        ctx.save_for_backward(a, b)
+        return _ops.sddmm(graph.rowptr, graph.col, a.contiguous(), b.contiguous())
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        graph = ctx.graph
+        heads = a.size(1) if a.dim() == 3 else 1
+        g = grad.reshape(-1, heads)
+        grad_a = grad_b = None
+        # d a[r] = sum_e g[e] b[col(e)]: an SpMM with the scores as values;
+        # d b[c] = sum_e g[e] a[row(e)]: the same over the transpose.
+        if ctx.needs_input_grad[0]:
+            grad_a = _raw_spmm(graph, g.squeeze(-1) if heads == 1 else g,
+                               b.reshape(b.size(0), -1), 'sum', 'warp', -1)
+            grad_a = grad_a.view_as(a)
+        if ctx.needs_input_grad[1]:
+            t = graph.transpose()
+            gt = g[t._cache['perm']]
+            grad_b = _raw_spmm(t, gt.squeeze(-1) if heads == 1 else gt,
+                               a.reshape(a.size(0), -1), 'sum', 'warp', -1)
+            grad_b = grad_b.view_as(b)
+        return grad_a, grad_b, None
+
+
+def sddmm(graph: CSRGraph, a: Tensor, b: Tensor) -> Tensor:
+    r"""Per non-zero ``e = (r, c)`` of :obj:`graph`: ``<a[r], b[c]>`` (per
+    head for ``[rows, heads, C]`` inputs), differentiable in both."""
+    return _SDDMM.apply(a, b, graph)
+
+
+def csr_attention(graph: CSRGraph, query: Tensor, key: Tensor,
+                  value: Tensor) -> Tensor:
+    r"""Multi-head attention restricted to the sparsity pattern:
+    ``softmax_row(<q_r, k_c> / sqrt(C)) @ v`` (SDDMM -> row softmax -> SpMM).
+    :obj:`query` ``[R, H, C]``, :obj:`key` and :obj:`value` ``[N, H, C]``;
+    returns ``[R, H, C]``."""
+    scores = sddmm(graph, query * query.size(-1) ** -0.5, key)
+    alpha = csr_softmax(graph, scores)
+    out = spmm(graph, value.reshape(value.size(0), -1),
+               value=alpha if alpha.dim() == 2 else alpha)
+    return out.view(-1, *value.shape[1:])
+
+
+# Fake kernels ###############################################################
+
+@torch.library.register_fake('fusesample::spmm')
+def _spmm_fake(rowptr, col, value, x, reduce='sum', variant='warp',
+               hub_threshold=-1, hub_rows=None):
+    return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
+
+
+@torch.library.register_fake('fusesample::sddmm')
+def _sddmm_fake(rowptr, col, a, b):
+    shape = (col.shape[0], a.shape[1]) if a.dim() == 3 else (col.shape[0],)
+    return a.new_empty(shape)
+
+
+@torch.library.register_fake('fusesample::csr_softmax')
+def _csr_softmax_fake(rowptr, value):
+    return torch.empty_like(value)
+
+
+@torch.library.register_fake('fusesample::csr_softmax_backward')
+def _csr_softmax_backward_fake(rowptr, out, grad):
+    return torch.empty_like(out)
