@@ -37,18 +37,22 @@ for name in sys.argv[1:] or ['products']:
     for dtype in (torch.float32, torch.bfloat16):
         for f in (16, 32, 64, 128, 256, 512):
             x = torch.randn(g.num_cols, f, device='cuda', dtype=dtype)
-            ref = spmm_cusparse(g, x)
+            ref = spmm_cusparse(g, x.float())  # float32 reference
+            cus_err = ((spmm_cusparse(g, x).float() - ref).abs().max() /
+                       ref.abs().max().clamp_min(1)).item()
             res = {'cusparse': median_ms(lambda: spmm_cusparse(g, x))}
             for variant, th in [('warp', -1), ('subwarp', -1)] + [('hub', t) for t in thresholds]:
                 out = spmm(g, x, variant=variant, hub_threshold=th)
                 err = ((out.float() - ref.float()).abs().max() /
                        ref.float().abs().max().clamp_min(1)).item()
-                assert err < (1e-4 if dtype == torch.float32 else 2e-2), (variant, err)
+                assert err < (1e-4 if dtype == torch.float32 else max(2e-2, 2 * cus_err)), \
+                    (variant, err, cus_err)
                 res[f'{variant}{th if th >= 0 else ""}'] = median_ms(
                     lambda: spmm(g, x, variant=variant, hub_threshold=th))
             floor = g.nnz * f * x.element_size() / 4.2e12 * 1e3
             best = min((v, k) for k, v in res.items() if k != 'cusparse')
             print(f'  {str(dtype)[6:]} F={f}: ' + ', '.join(f'{k} {v:.3f}' for k, v in res.items())
-                  + f' | best/cusparse {best[0] / res["cusparse"]:.2f} floor(4.2TB/s) {floor:.3f}',
+                  + f' | best/cusparse {best[0] / res["cusparse"]:.2f} floor(4.2TB/s) {floor:.3f}'
+                  + f' | cuSPARSE rel. error {cus_err:.1e}',
                   flush=True)
             del x, ref
