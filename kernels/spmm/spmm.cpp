@@ -10,11 +10,12 @@
 //            divides by the row's non-zero count), variant (CUDA: 'warp' --
 //            a warp per row, lanes across feature vectors; 'subwarp' -- rows
 //            packed several per warp, a group of lanes sized to F; 'hub' --
-//            'warp' for rows with <= hub_threshold non-zeros plus a thread
-//            block per row of hub_rows, whose edges its warps split; the CPU
-//            kernel is one kernel whatever the variant), hub_threshold,
-//            hub_rows [Hr] int64 (the rows with more than hub_threshold
-//            non-zeros; required by 'hub').
+//            'warp' for rows with <= hub_threshold non-zeros plus the
+//            heavier rows in chunks of non-zeros, a thread block per chunk;
+//            the CPU kernel is one kernel whatever the variant),
+//            hub_threshold, hub_rows [K, 3] int64: the chunks (row, begin,
+//            end) of every row with more than hub_threshold non-zeros, a
+//            row's chunks adjacent (CSRGraph.hub_chunks; required by 'hub').
 //   output   [R, F] in x's dtype, accumulated in float32 (float64 stays).
 //   every variant computes the same sums; they differ in summation order
 //   only ('hub' splits a row over warps), so results agree to rounding.

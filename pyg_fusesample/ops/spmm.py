@@ -24,7 +24,7 @@ SPMM_VARIANTS = ('warp', 'subwarp', 'hub')
 
 def _raw_spmm(graph: CSRGraph, value: Optional[Tensor], x: Tensor, reduce: str,
               variant: str, hub_threshold: int) -> Tensor:
-    hub_rows = graph.hub_rows(hub_threshold) if variant == 'hub' else None
+    hub_rows = graph.hub_chunks(hub_threshold) if variant == 'hub' else None
     return _ops.spmm(graph.rowptr, graph.col, value, x, reduce, variant,
                      hub_threshold, hub_rows)
 

@@ -83,9 +83,10 @@ class CSRGraph:
         r"""The same structure with other edge values; shares the caches that
         do not depend on values (degree, statistics, hub rows)."""
         g = CSRGraph(self.rowptr, self.col, value, self.num_cols)
-        for key in ('degree', 'stats'):
-            if key in self._cache:
-                g._cache[key] = self._cache[key]
+        for key, item in self._cache.items():
+            if key in ('degree', 'stats') or (
+                    isinstance(key, tuple) and key[0] in ('hub_rows', 'hub_chunks')):
+                g._cache[key] = item
         g._cache['structure'] = self._cache.setdefault('structure', {})
         return g
 
@@ -118,6 +119,26 @@ class CSRGraph:
         key = ('hub_rows', int(threshold))
         if key not in self._cache:
             self._cache[key] = (self.degree() > threshold).nonzero().view(-1)
+        return self._cache[key]
+
+    def hub_chunks(self, threshold: int, chunk: int = 2048) -> Tensor:
+        r"""``[K, 3]`` int64 ``(row, begin, end)``: the rows with more than
+        :obj:`threshold` non-zeros cut into runs of at most :obj:`chunk`
+        non-zeros, a row's chunks adjacent (cached; one host sync to size
+        it): the work list of the ``'hub'`` SpMM variant."""
+        key = ('hub_chunks', int(threshold), int(chunk))
+        if key not in self._cache:
+            rows = self.hub_rows(threshold)
+            start = self.rowptr[rows]
+            deg = self.rowptr[rows + 1] - start
+            n = (deg + chunk - 1) // chunk
+            total = int(n.sum())
+            row = torch.repeat_interleave(rows, n, output_size=total)
+            first = torch.repeat_interleave(n.cumsum(0) - n, n, output_size=total)
+            k = torch.arange(total, device=self.device) - first
+            begin = self.rowptr[row] + k * chunk
+            end = torch.minimum(begin + chunk, self.rowptr[row + 1])
+            self._cache[key] = torch.stack([row, begin, end], 1).contiguous()
         return self._cache[key]
 
     def to_torch_sparse(self) -> Tensor:

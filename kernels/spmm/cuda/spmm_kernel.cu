@@ -6,10 +6,8 @@
 // the pointers allow) and the row's non-zeros, so narrow F does not idle
 // lanes; float32 accumulators, combined across non-zero slots by shuffles.
 // A feature tile is vlanes * kVecs vectors; wide F loops over tiles.
-// 'hub' runs the same kernel on rows with <= hub_threshold non-zeros and a
-// block per row of hub_rows: its warps split the row's non-zeros and combine
-// their partial sums in shared memory, so one huge row does not serialise a
-// single warp (AutoSAGE's CTA-per-hub split).
+// 'hub' runs the same kernel on rows with <= hub_threshold non-zeros, and the
+// heavier rows in chunks of non-zeros, a thread block each (see below).
 #include <ATen/ATen.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -17,6 +15,7 @@
 #include <torch/library.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../spmm_common.h"
 
@@ -43,13 +42,19 @@ struct Layout {
 };
 
 // This lane's partial sum over non-zeros e0 + slot, e0 + slot + step, ...
-// of its vectors of the tile starting at vector t0.
-template <typename scalar_t, typename index_t, int V, typename acc_t>
+// of its vectors of the tile starting at vector t0. Each vector lies in one
+// head (the host takes the vector path only when C is a multiple of V), so
+// the edge weight is one load per vector, its head offset computed once.
+template <bool kWeighted, typename scalar_t, typename index_t, int V, typename acc_t>
 __device__ __forceinline__ void accumulate(
     const index_t* __restrict__ col, const scalar_t* __restrict__ value,
     const scalar_t* __restrict__ x, int64_t F, int64_t C, int64_t heads,
     int64_t e0, int64_t e1, int64_t step, int64_t first, int vlanes,
     int64_t nvec, acc_t (&acc)[kVecs][V]) {
+  int64_t head[kVecs];
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j)
+    head[j] = kWeighted ? ((first + static_cast<int64_t>(j) * vlanes) * V) / C : 0;
 #pragma unroll 2
   for (int64_t e = e0; e < e1; e += step) {
     const int64_t src = static_cast<int64_t>(col[e]) * F;
@@ -59,11 +64,13 @@ __device__ __forceinline__ void accumulate(
       if (vi < nvec) {
         const Vec<scalar_t, V> xv =
             *reinterpret_cast<const Vec<scalar_t, V>*>(x + src + vi * V);
+        if (kWeighted) {
+          const acc_t w = static_cast<acc_t>(value[e * heads + head[j]]);
 #pragma unroll
-        for (int i = 0; i < V; ++i) {
-          const acc_t w = value ? static_cast<acc_t>(value[e * heads + (vi * V + i) / C])
-                                : acc_t(1);
-          acc[j][i] += w * static_cast<acc_t>(xv.v[i]);
+          for (int i = 0; i < V; ++i) acc[j][i] += w * static_cast<acc_t>(xv.v[i]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < V; ++i) acc[j][i] += static_cast<acc_t>(xv.v[i]);
         }
       }
     }
@@ -83,7 +90,7 @@ __device__ __forceinline__ void reduce_slots(acc_t (&acc)[kVecs][V], int vlanes,
         acc[j][i] += __shfl_xor_sync(0xffffffffu, acc[j][i], off);
 }
 
-template <typename scalar_t, typename index_t, int V>
+template <bool kWeighted, typename scalar_t, typename index_t, int V>
 __global__ void __launch_bounds__(kThreads)
 spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__ col,
                  const scalar_t* __restrict__ value, const scalar_t* __restrict__ x,
@@ -112,8 +119,9 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
     const acc_t scale = mean && e1 > e0 ? acc_t(1) / static_cast<acc_t>(e1 - e0) : acc_t(1);
     for (int64_t t0 = 0; t0 < nvec; t0 += tile) {
       acc_t acc[kVecs][V] = {};
-      accumulate<scalar_t, index_t, V>(col, value, x, F, C, heads, e0 + slot, e1,
-                                       group / vlanes, t0 + vl, vlanes, nvec, acc);
+      accumulate<kWeighted, scalar_t, index_t, V>(col, value, x, F, C, heads, e0 + slot,
+                                                  e1, group / vlanes, t0 + vl, vlanes,
+                                                  nvec, acc);
       reduce_slots<V>(acc, vlanes, group);
       if (!active || slot != 0) continue;
 #pragma unroll
@@ -130,53 +138,73 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
   }
 }
 
-// A block per hub row: its warps split the row's non-zeros (each warp laid
-// out as one 32-lane group), partial sums meet in shared memory, warp 0
-// writes.
-template <typename scalar_t, typename index_t, int V>
+// Hub rows in chunks: hub_chunks[c] = (row, begin, end), chunks of a row
+// adjacent. A block per chunk: its warps split the chunk's non-zeros (each
+// warp one 32-lane group), partial sums meet in shared memory and go to
+// partial[c]; spmm_hub_combine_kernel then adds each row's chunks in order.
+// A row of 300,000 non-zeros thus spreads over many blocks (AutoSAGE's
+// CTA-per-hub split, refined for rows too long for one block).
+template <bool kWeighted, typename scalar_t, typename index_t, int V>
 __global__ void __launch_bounds__(kThreads)
-spmm_hub_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__ col,
-                const scalar_t* __restrict__ value, const scalar_t* __restrict__ x,
-                scalar_t* __restrict__ out, const int64_t* __restrict__ hub_rows,
-                int64_t num_hubs, int64_t F, int64_t heads, bool mean, int vlanes) {
+spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ value,
+                const scalar_t* __restrict__ x, const int64_t* __restrict__ chunks,
+                int64_t num_chunks, int64_t F, int64_t heads, int vlanes,
+                at::opmath_type<scalar_t>* __restrict__ partial) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int kWarps = kThreads / 32;
-  __shared__ acc_t partial[kWarps][32 * kVecs * V];
+  __shared__ acc_t part[kWarps][32 * kVecs * V];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int vl = lane % vlanes, slot = lane / vlanes, slots = 32 / vlanes;
   const int64_t nvec = F / V, C = F / heads, tile = static_cast<int64_t>(vlanes) * kVecs;
-  for (int64_t h = blockIdx.x; h < num_hubs; h += gridDim.x) {
-    const int64_t r = hub_rows[h];
-    const int64_t e0 = rowptr[r], e1 = rowptr[r + 1];
-    const acc_t scale = mean && e1 > e0 ? acc_t(1) / static_cast<acc_t>(e1 - e0) : acc_t(1);
+  for (int64_t c = blockIdx.x; c < num_chunks; c += gridDim.x) {
+    const int64_t e0 = chunks[3 * c + 1], e1 = chunks[3 * c + 2];
     for (int64_t t0 = 0; t0 < nvec; t0 += tile) {
       acc_t acc[kVecs][V] = {};
-      accumulate<scalar_t, index_t, V>(col, value, x, F, C, heads,
-                                       e0 + warp * slots + slot, e1, kWarps * slots,
-                                       t0 + vl, vlanes, nvec, acc);
+      accumulate<kWeighted, scalar_t, index_t, V>(
+          col, value, x, F, C, heads, e0 + warp * slots + slot, e1, kWarps * slots,
+          t0 + vl, vlanes, nvec, acc);
       reduce_slots<V>(acc, vlanes, 32);
       if (slot == 0)
 #pragma unroll
         for (int j = 0; j < kVecs; ++j)
 #pragma unroll
-          for (int i = 0; i < V; ++i) partial[warp][(j * vlanes + vl) * V + i] = acc[j][i];
+          for (int i = 0; i < V; ++i) part[warp][(j * vlanes + vl) * V + i] = acc[j][i];
       __syncthreads();
       if (warp == 0 && slot == 0) {
 #pragma unroll
         for (int j = 0; j < kVecs; ++j) {
           const int64_t vi = t0 + vl + static_cast<int64_t>(j) * vlanes;
           if (vi >= nvec) continue;
-          Vec<scalar_t, V> o;
 #pragma unroll
           for (int i = 0; i < V; ++i) {
             acc_t sum = 0;
-            for (int w = 0; w < kWarps; ++w) sum += partial[w][(j * vlanes + vl) * V + i];
-            o.v[i] = static_cast<scalar_t>(sum * scale);
+            for (int w = 0; w < kWarps; ++w) sum += part[w][(j * vlanes + vl) * V + i];
+            partial[c * F + vi * V + i] = sum;
           }
-          *reinterpret_cast<Vec<scalar_t, V>*>(out + r * F + vi * V) = o;
         }
       }
       __syncthreads();
+    }
+  }
+}
+
+// A block per chunk that starts its row: the row's chunks summed in order.
+template <typename scalar_t>
+__global__ void __launch_bounds__(kThreads)
+spmm_hub_combine_kernel(const int64_t* __restrict__ rowptr,
+                        const int64_t* __restrict__ chunks, int64_t num_chunks,
+                        const at::opmath_type<scalar_t>* __restrict__ partial,
+                        scalar_t* __restrict__ out, int64_t F, bool mean) {
+  using acc_t = at::opmath_type<scalar_t>;
+  for (int64_t c = blockIdx.x; c < num_chunks; c += gridDim.x) {
+    const int64_t r = chunks[3 * c];
+    if (c > 0 && chunks[3 * (c - 1)] == r) continue;
+    const int64_t deg = rowptr[r + 1] - rowptr[r];
+    const acc_t scale = mean && deg > 0 ? acc_t(1) / static_cast<acc_t>(deg) : acc_t(1);
+    for (int64_t f = threadIdx.x; f < F; f += blockDim.x) {
+      acc_t sum = 0;
+      for (int64_t k = c; k < num_chunks && chunks[3 * k] == r; ++k) sum += partial[k * F + f];
+      out[r * F + f] = static_cast<scalar_t>(sum * scale);
     }
   }
 }
@@ -195,31 +223,39 @@ int64_t blocks_for(int64_t warps) {
                                                 static_cast<int64_t>(sms) * 64));
 }
 
-template <typename scalar_t, typename index_t, int V>
+template <bool kWeighted, typename scalar_t, typename index_t, int V>
 void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
             const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
-            SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_rows) {
+            SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks) {
   const int64_t R = rowptr.numel() - 1, F = x.size(1), nvec = F / V;
   // 'subwarp' packs 4 rows per warp (8 lanes each) for short rows.
   const int group = variant == SpmmVariant::kSubwarp ? kSubwarpLanes : 32;
   const Layout layout{group, vector_lanes(nvec, group)};
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const scalar_t* vp = value.defined() ? value.data_ptr<scalar_t>() : nullptr;
+  const scalar_t* vp = kWeighted ? value.data_ptr<scalar_t>() : nullptr;
   const int64_t skip = variant == SpmmVariant::kHub ? hub_threshold : -1;
   const int64_t warps = (R + 32 / group - 1) / (32 / group);
   if (R > 0) {
-    spmm_rows_kernel<scalar_t, index_t, V><<<blocks_for(warps), kThreads, 0, stream>>>(
-        rowptr.data_ptr<int64_t>(), col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(),
-        out.data_ptr<scalar_t>(), R, F, heads, mean, layout, skip);
+    spmm_rows_kernel<kWeighted, scalar_t, index_t, V>
+        <<<blocks_for(warps), kThreads, 0, stream>>>(
+            rowptr.data_ptr<int64_t>(), col.data_ptr<index_t>(), vp,
+            x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), R, F, heads, mean,
+            layout, skip);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  if (variant == SpmmVariant::kHub && hub_rows.numel() > 0) {
+  const int64_t K = variant == SpmmVariant::kHub ? hub_chunks.size(0) : 0;
+  if (K > 0) {
+    using acc_t = at::opmath_type<scalar_t>;
+    auto partial = at::empty({K, F}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
     const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-    const int64_t blocks = std::min<int64_t>(hub_rows.numel(), static_cast<int64_t>(sms) * 8);
-    spmm_hub_kernel<scalar_t, index_t, V><<<blocks, kThreads, 0, stream>>>(
-        rowptr.data_ptr<int64_t>(), col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(),
-        out.data_ptr<scalar_t>(), hub_rows.data_ptr<int64_t>(), hub_rows.numel(), F,
-        heads, mean, vector_lanes(nvec, 32));
+    const int64_t blocks = std::min<int64_t>(K, static_cast<int64_t>(sms) * 16);
+    spmm_hub_kernel<kWeighted, scalar_t, index_t, V><<<blocks, kThreads, 0, stream>>>(
+        col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(), hub_chunks.data_ptr<int64_t>(),
+        K, F, heads, vector_lanes(nvec, 32), partial.data_ptr<acc_t>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    spmm_hub_combine_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(
+        rowptr.data_ptr<int64_t>(), hub_chunks.data_ptr<int64_t>(), K,
+        partial.data_ptr<acc_t>(), out.data_ptr<scalar_t>(), F, mean);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
 }
@@ -238,9 +274,12 @@ at::Tensor spmm_cuda(const at::Tensor& rowptr, const at::Tensor& col,
   at::Tensor hubs;
   if (variant == SpmmVariant::kHub) {
     TORCH_CHECK(hub_threshold >= 0 && hub_rows.has_value(), kSpmm,
-                ": variant 'hub' needs hub_threshold >= 0 and hub_rows (the rows "
-                "with more non-zeros than the threshold)");
-    check_1d(kSpmm, "hub_rows", *hub_rows);
+                ": variant 'hub' needs hub_threshold >= 0 and hub_rows (the "
+                "chunks (row, begin, end) of the rows with more non-zeros than "
+                "the threshold: CSRGraph.hub_chunks)");
+    TORCH_CHECK(hub_rows->dim() == 2 && hub_rows->size(1) == 3, kSpmm,
+                ": 'hub_rows' must be [chunks, 3] (row, begin, end), got ",
+                hub_rows->sizes());
     check_dtype(kSpmm, "hub_rows", *hub_rows, at::kLong);
     check_same_device(kSpmm, "hub_rows", *hub_rows, "rowptr", rowptr);
     hubs = hub_rows->contiguous();
@@ -254,15 +293,24 @@ at::Tensor spmm_cuda(const at::Tensor& rowptr, const at::Tensor& col,
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "spmm_cuda", [&] {
     using scalar_t_ = scalar_t;
     AT_DISPATCH_INDEX_TYPES(col.scalar_type(), "spmm_cuda", [&] {
-      // 16-byte vectors when every row start is 16-byte aligned.
+      // 16-byte vectors when every row start is 16-byte aligned and every
+      // vector lies within one head.
       constexpr int V16 = 16 / sizeof(scalar_t_);
-      const bool vec = F % V16 == 0 && aligned(x_c, 16) && aligned(out, 16);
-      if (vec)
-        launch<scalar_t_, index_t, V16>(rowptr_c, col_c, value_c, x_c, out, heads, mean,
-                                        variant, hub_threshold, hubs);
+      const bool vec = F % V16 == 0 && (F / heads) % V16 == 0 &&
+                       aligned(x_c, 16) && aligned(out, 16);
+      auto run = [&](auto weighted) {
+        constexpr bool kW = decltype(weighted)::value;
+        if (vec)
+          launch<kW, scalar_t_, index_t, V16>(rowptr_c, col_c, value_c, x_c, out, heads,
+                                              mean, variant, hub_threshold, hubs);
+        else
+          launch<kW, scalar_t_, index_t, 1>(rowptr_c, col_c, value_c, x_c, out, heads,
+                                            mean, variant, hub_threshold, hubs);
+      };
+      if (value_c.defined())
+        run(std::true_type{});
       else
-        launch<scalar_t_, index_t, 1>(rowptr_c, col_c, value_c, x_c, out, heads, mean,
-                                      variant, hub_threshold, hubs);
+        run(std::false_type{});
     });
   });
   return out;
