@@ -1,0 +1,194 @@
+"""Persistent decisions: the key, the JSON file, the JSONL probe log.
+
+Why a file: a probe costs tens of milliseconds per (graph, F, dtype, op), and
+its answer changes only when the hardware, the software stack or the graph
+does, so the key names exactly those. Why so defensive: an entry picks which
+kernel runs, so a stale, foreign or half-written file must never pick it:
+writes replace the file atomically (temp file + ``os.replace``), loads check
+the schema and drop what they do not recognise (with a warning), and a file
+that is not ours is never overwritten.
+
+Schema (version 1)::
+
+    {"schema": "pyg_fusesample.autotune", "version": 1,
+     "entries": {KEY: {"key": {field: value}, "variant": "hub",
+                       "params": {"hub_threshold": 128}, "source": "probe",
+                       "timings": {"cusparse": 1.9, "warp": 1.7, ...},
+                       "alpha": 0.95, "created": 1718000000.0}}}
+
+``KEY`` is ``"|".join(f"{name}={value}")`` over :data:`KEY_FIELDS` and must
+match the entry's ``key`` object (a hand-edited mismatch is not trusted).
+"""
+import contextlib
+import ctypes
+import functools
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import warnings
+from typing import Dict, Iterable, Tuple
+
+import torch
+
+from ..bench.env_info import device_name, versions
+from .candidates import VARIANTS
+
+SCHEMA = 'pyg_fusesample.autotune'
+VERSION = 1
+KEY_FIELDS = ('op', 'reduce', 'F', 'dtype', 'device', 'driver', 'cuda',
+              'torch', 'lib', 'graph')
+SIGNATURE_SAMPLES = 64
+
+
+def structure_cache(graph) -> Dict:
+    """The part of ``graph._cache`` that ``CSRGraph.with_value`` shares:
+    signature and decisions depend on the structure, not the edge values."""
+    return graph._cache.setdefault('structure', {})
+
+
+def graph_signature(graph) -> str:
+    """Identifies a graph across processes without hashing all of it: rows,
+    cols, nnz, index dtype, the p50/p90/p99/max degree of ``stats()``, and a
+    blake2b of ``rowptr`` at 65 and ``col`` at 64 fixed, evenly spaced
+    positions. Two host syncs, once per graph structure (memoised)."""
+    memo = structure_cache(graph)
+    if 'signature' not in memo:
+        s, n, nnz = graph.stats(), graph.num_rows, graph.nnz
+        k = SIGNATURE_SAMPLES
+        at_row = torch.tensor([i * n // k for i in range(k + 1)])
+        at_col = torch.tensor([i * nnz // k for i in range(k)] if nnz else [],
+                              dtype=torch.long)
+        sample = torch.cat([graph.rowptr[at_row.to(graph.device)].long(),
+                            graph.col[at_col.to(graph.device)].long()])
+        digest = hashlib.blake2b(sample.cpu().numpy().tobytes(),
+                                 digest_size=8).hexdigest()
+        memo['signature'] = (
+            f"{n}x{graph.num_cols}:nnz={nnz}:{str(graph.col.dtype)[6:]}:"
+            f"deg={s['p50']:g}/{s['p90']:g}/{s['p99']:g}/{s['max_degree']:g}"
+            f":{digest}")
+    return memo['signature']
+
+
+def _driver_version() -> str:
+    """The CUDA driver (torch does not report it): ``cuDriverGetVersion``."""
+    try:
+        lib = ctypes.CDLL('nvcuda.dll' if os.name == 'nt' else 'libcuda.so.1')
+        v = ctypes.c_int()
+        if lib.cuDriverGetVersion(ctypes.byref(v)) == 0:
+            return f'{v.value // 1000}.{v.value % 1000 // 10}'
+    except (OSError, AttributeError):
+        pass
+    return ''
+
+
+@functools.lru_cache(maxsize=None)
+def environment(device: torch.device) -> Tuple[Tuple[str, str], ...]:
+    """Device name and software versions (once per device and process)."""
+    name = device_name(device)
+    if device.type == 'cuda':
+        major, minor = torch.cuda.get_device_capability(device)
+        name = f'{name} (sm_{major}{minor})'
+    v = versions()
+    lib = getattr(sys.modules.get('pyg_fusesample'), '__version__', 'dev')
+    return (('device', name),
+            ('driver', _driver_version() if device.type == 'cuda' else ''),
+            ('cuda', v['cuda']), ('torch', v['torch']), ('lib', lib))
+
+
+def key_string(fields: Dict) -> str:
+    return '|'.join(f'{name}={fields[name]}' for name in KEY_FIELDS)
+
+
+def make_key(graph, F: int, dtype: torch.dtype, op: str,
+             reduce: str) -> Tuple[str, Dict]:
+    fields = dict(op=op, reduce=reduce, F=int(F), dtype=str(dtype)[6:],
+                  graph=graph_signature(graph))
+    fields.update(environment(graph.device))
+    return key_string(fields), fields
+
+
+def _valid(key: str, e) -> bool:
+    return (isinstance(e, dict) and e.get('variant') in VARIANTS
+            and isinstance(e.get('params'), dict)
+            and all(isinstance(k, str) and type(v) is int
+                    for k, v in e['params'].items())
+            and isinstance(e.get('timings', {}), dict)
+            and isinstance(e.get('key'), dict)
+            and set(e['key']) == set(KEY_FIELDS)
+            and key_string(e['key']) == key)
+
+
+def load(path: str, quiet: bool = False) -> Tuple[Dict[str, Dict], bool]:
+    """``(entries, ours)``: the valid entries, and whether the file may be
+    (re)written -- a missing, corrupt or older-version file may, a file of
+    another schema (someone else's) may not."""
+    def warn(msg):
+        if not quiet:
+            warnings.warn(f'autotune cache {path}: {msg}', RuntimeWarning,
+                          stacklevel=4)
+    try:
+        with open(path, encoding='utf-8') as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return {}, True
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        warn(f'not valid JSON ({e}); ignored, will be rewritten')
+        return {}, True
+    except OSError as e:
+        warn(f'unreadable ({e}); ignored')
+        return {}, False
+    if not isinstance(data, dict) or data.get('schema') != SCHEMA:
+        warn(f'not a {SCHEMA} file; ignored and left untouched (point '
+             f'FUSESAMPLE_AUTOTUNE_CACHE elsewhere to persist decisions)')
+        return {}, False
+    if data.get('version') != VERSION or not isinstance(
+            data.get('entries'), dict):
+        warn(f'schema version {data.get("version")!r} (this build reads '
+             f'{VERSION}) or no entries; ignored, will be rewritten')
+        return {}, True
+    entries = {k: e for k, e in data['entries'].items() if _valid(k, e)}
+    if len(entries) < len(data['entries']):
+        warn(f'{len(data["entries"]) - len(entries)} malformed entries '
+             f'ignored')
+    return entries, True
+
+
+def store(path: str, key: str, entry: Dict) -> bool:
+    """Adds one entry; re-reads the file first so entries other processes
+    wrote meanwhile survive (a race between two writers can still drop one
+    of them: a cache miss later, never a wrong entry). False: not ours."""
+    entries, ours = load(path, quiet=True)
+    if not ours:
+        return False
+    entries[key] = entry
+    write_atomic(path, {'schema': SCHEMA, 'version': VERSION,
+                        'entries': entries})
+    return True
+
+
+def write_atomic(path: str, data: Dict) -> None:
+    """Readers see the old file or the new one, never a partial one."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix='.tmp',
+                               prefix=f'.{os.path.basename(path)}.')
+    try:
+        with os.fdopen(fd, 'w', encoding='utf-8') as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def log_probes(path: str, records: Iterable[Dict]) -> None:
+    """Appends one JSON line per probe, in a single write."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, 'a', encoding='utf-8') as f:
+        f.write(''.join(json.dumps(r, sort_keys=True) + '\n'
+                        for r in records))

@@ -1,0 +1,78 @@
+"""The shortlist: which SpMM kernels are worth probing for a graph, F, device.
+
+Probing is only cheap if the list is short, so rules on the input features
+(degree quantiles and skew of the *full* graph, F, device) cut it first.
+The hub thresholds are derived here, from the full graph's statistics, and
+nowhere else: the probe subgraph and the final call use the same number.
+(AutoSAGE re-derived them on its shrunken probe sample, whose p99 is not the
+graph's, and then applied them to the full graph.)
+"""
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+import torch
+
+BASELINE = 'cusparse'  # torch.sparse.mm: the guardrail's reference
+KERNELS = {'cpu': ('cpu',), 'cuda': ('warp', 'subwarp', 'hub')}
+VARIANTS = frozenset((BASELINE,) + KERNELS['cpu'] + KERNELS['cuda'])
+
+WARP = 32
+SUBWARP_MAX_F = 64   # several rows per warp pay off only for narrow features
+HUB_MIN_SKEW = 8.0   # max/mean degree below this: no row is worth a block
+
+
+@dataclass(frozen=True)
+class Candidate:
+    variant: str
+    params: Dict[str, int] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """Unique name in timings and telemetry, e.g. ``hub@128``."""
+        return self.variant + ''.join(f'@{v}' for v in self.params.values())
+
+
+def hub_thresholds(stats: Dict[str, float]) -> List[int]:
+    """Degrees above which a row gets a thread block: the full graph's p99
+    degree and 32 x its mean degree, each at least a warp, kept only when
+    some row exceeds it (else the hub path is just the warp path)."""
+    ts = {max(WARP, math.ceil(stats['p99'])),
+          max(WARP, WARP * math.ceil(stats['mean_degree']))}
+    return sorted(t for t in ts if t < stats['max_degree'])
+
+
+def shortlist(stats: Dict[str, float], F: int, dtype: torch.dtype,
+              device_type: str) -> List[Candidate]:
+    """Kernels to probe against the baseline (which is always probed).
+    ``dtype`` is part of the cache key, not of these rules: the kernels tile
+    features by elements and pick vector loads themselves."""
+    if device_type != 'cuda':
+        return [Candidate(v) for v in KERNELS.get(device_type, ())]
+    out = [Candidate('warp')]
+    if F <= SUBWARP_MAX_F:
+        out.append(Candidate('subwarp'))
+    if stats['skew'] >= HUB_MIN_SKEW:
+        out += [Candidate('hub', {'hub_threshold': t})
+                for t in hub_thresholds(stats)]
+    return out
+
+
+def forced(name: str, stats: Dict[str, float], device_type: str) -> Candidate:
+    """The candidate ``FUSESAMPLE_AUTOTUNE_FORCE`` names (``hub:<t>`` sets
+    the threshold; plain ``hub`` takes the full graph's first one)."""
+    variant, _, arg = name.partition(':')
+    allowed = (BASELINE,) + KERNELS.get(device_type, ())
+    if variant not in allowed or (arg and variant != 'hub'):
+        raise ValueError(
+            f'FUSESAMPLE_AUTOTUNE_FORCE={name!r} names no kernel on '
+            f'{device_type}: choose from {allowed} (or hub:<threshold>)')
+    if variant != 'hub':
+        return Candidate(variant)
+    try:
+        t = int(arg) if arg else (hub_thresholds(stats) or [max(
+            WARP, math.ceil(stats['p99']))])[0]
+    except ValueError:
+        raise ValueError(f'FUSESAMPLE_AUTOTUNE_FORCE={name!r}: the hub '
+                         f'threshold must be an integer') from None
+    return Candidate('hub', {'hub_threshold': t})

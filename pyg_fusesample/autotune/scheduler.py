@@ -1,0 +1,234 @@
+"""Choose the SpMM kernel per (graph, F, dtype, op, reduce).
+
+Sources in cost order: the per-graph memo (a dict lookup in
+``graph._cache``: no file read, no hashing, no host sync), the decision file
+(read once per memo miss), then a probe: the shortlist of
+:mod:`.candidates` and the baseline ``torch.sparse.mm`` are timed on a row
+sample of the graph, and a kernel is chosen only if it beats the baseline by
+the guardrail margin ``alpha``.
+"""
+import contextlib
+import importlib
+import math
+import statistics
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Callable, Dict, Optional
+
+import torch
+from torch import Tensor
+
+from ..sparse import CSRGraph
+from . import cache, candidates, config
+from .candidates import BASELINE, Candidate
+
+OPS = ('spmm',)
+REDUCES = ('sum', 'mean')
+PROBE_NNZ = {'cuda': 1 << 22, 'cpu': 1 << 16}  # probe subgraph size
+WARMUP, MAX_REPS = 2, 7
+_MEMO = 'autotune'
+_OPS = __name__.rsplit('.', 2)[0] + '.ops.spmm'
+
+
+@dataclass(frozen=True)
+class Decision:
+    """``source``: 'memo', 'cache', 'probe' (a kernel won), 'guardrail' (no
+    kernel beat alpha x baseline: cuSPARSE) or 'forced'. ``timings``: probe
+    medians in ms by candidate label (None: the candidate failed)."""
+    variant: str
+    params: Dict[str, int] = field(default_factory=dict)
+    source: str = 'probe'
+    timings: Dict[str, Optional[float]] = field(default_factory=dict)
+
+    def __post_init__(self):  # read-only views: the memo hands out one object
+        for name in ('params', 'timings'):
+            object.__setattr__(self, name,
+                               MappingProxyType(dict(getattr(self, name))))
+
+
+class ReplayMiss(LookupError):
+    """Replay-only mode met a key the decision file does not hold."""
+
+
+def choose(graph: CSRGraph, F: int, dtype: torch.dtype, op: str = 'spmm',
+           reduce: str = 'sum', x: Optional[Tensor] = None) -> Decision:
+    """The kernel for ``op`` on ``graph`` with ``F`` features of ``dtype``.
+    ``x`` (optional) is used as the probe input instead of random features.
+    A repeated call returns the memoised decision (``source='memo'``)."""
+    memo = graph._cache.get(_MEMO)
+    if memo is None:  # shared with with_value() copies: structure decides
+        memo = graph._cache[_MEMO] = cache.structure_cache(graph).setdefault(
+            _MEMO, {})
+    hit = memo.get((op, reduce, F, dtype))
+    if hit is not None:
+        return hit
+    decision = _decide(graph, int(F), dtype, op, reduce, x)
+    memo[(op, reduce, F, dtype)] = replace(decision, source='memo')
+    return decision
+
+
+def forget(graph: CSRGraph) -> None:
+    """Drops the graph's memoised decisions (the file keeps its entries)."""
+    graph._cache.pop(_MEMO, None)
+    cache.structure_cache(graph).pop(_MEMO, None)
+
+
+def dispatch(variant: str, params: Dict[str, int], graph: CSRGraph, x: Tensor,
+             reduce: str) -> Tensor:
+    # Looked up at call time (this module imports before the ops exist) by
+    # module path (the attribute ``ops.spmm`` may be the submodule), through
+    # sys.modules: a dict lookup, not the import machinery, per call.
+    ops = sys.modules.get(_OPS) or importlib.import_module(_OPS)
+    if variant == BASELINE:
+        return ops.spmm_cusparse(graph, x, reduce)
+    return ops.spmm(graph, x, reduce, variant=variant,
+                    hub_threshold=params.get('hub_threshold', -1))
+
+
+def run_spmm(graph: CSRGraph, x: Tensor, reduce: str = 'sum') -> Tensor:
+    """``A @ x`` (``mean``: divided by row degree) with the chosen kernel."""
+    d = choose(graph, x.size(-1), x.dtype, 'spmm', reduce, x=x)
+    return dispatch(d.variant, d.params, graph, x, reduce)
+
+
+def _decide(graph, F, dtype, op, reduce, x) -> Decision:
+    if op not in OPS or reduce not in REDUCES:
+        raise ValueError(f'autotune: op {op!r} / reduce {reduce!r} not in '
+                         f'{OPS} / {REDUCES}')
+    s = config.read()
+    if s.force:
+        c = candidates.forced(s.force, graph.stats(), graph.device.type)
+        return Decision(c.variant, dict(c.params), 'forced')
+    key, fields = cache.make_key(graph, F, dtype, op, reduce)
+    entry = cache.load(s.cache_path)[0].get(key) if s.cache_path else None
+    if entry is not None:
+        return Decision(entry['variant'], dict(entry['params']), 'cache',
+                        dict(entry.get('timings', {})))
+    if s.replay_only:
+        raise ReplayMiss(
+            f'autotune replay-only (FUSESAMPLE_AUTOTUNE_REPLAY_ONLY=1): no '
+            f'decision for key {key!r} in {s.cache_path or "(cache off)"}. '
+            f'Create it by running the same call once on this machine '
+            f'without FUSESAMPLE_AUTOTUNE_REPLAY_ONLY (it probes and writes '
+            f'the entry), e.g. pyg_fusesample.autotune.choose(graph, {F}, '
+            f'{dtype}, {op!r}, {reduce!r}), and ship that file; or set '
+            f'FUSESAMPLE_AUTOTUNE_FORCE.')
+    decision, records = _probe(graph, F, dtype, reduce, x, s)
+    try:  # a log or cache that cannot be written must not stop the SpMM
+        if s.telemetry_path:
+            cache.log_probes(s.telemetry_path,
+                             [dict(r, key=key) for r in records])
+        if s.cache_path:
+            cache.store(s.cache_path, key, dict(
+                key=fields, variant=decision.variant,
+                params=dict(decision.params), source=decision.source,
+                timings=dict(decision.timings), alpha=s.alpha,
+                created=time.time()))
+    except OSError as e:
+        warnings.warn(f'autotune: telemetry/decision not written: {e}',
+                      RuntimeWarning)
+    return decision
+
+
+def _probe(graph, F, dtype, reduce, x, s):
+    """Times baseline + shortlist on the probe subgraph; the guardrail.
+    Without the caller's ``x`` the probe input is ``rand(num_cols, F)``:
+    the subgraph keeps the full column space, so does its input."""
+    dev = graph.device
+    shortlist = candidates.shortlist(graph.stats(), F, dtype, dev.type)
+    sub = probe_subgraph(graph, PROBE_NNZ.get(dev.type, PROBE_NNZ['cpu']))
+    if x is None or x.dtype != dtype:
+        x = torch.rand(graph.num_cols, F, dtype=dtype, device=dev)
+    budget = s.budget_ms / (len(shortlist) + 1)
+    timings, errors = {}, {}
+    ctx = torch.cuda.device(dev) if dev.type == 'cuda' else \
+        contextlib.nullcontext()
+    with ctx, torch.no_grad():
+        for c in [Candidate(BASELINE)] + shortlist:
+            try:
+                timings[c.label] = measure(c, sub, x.detach(), reduce, budget)
+            except Exception as e:  # a kernel that cannot run loses
+                timings[c.label] = None
+                errors[c.label] = f'{type(e).__name__}: {e}'
+    base = timings[BASELINE]
+    limit = s.alpha * base if base is not None else math.inf
+    ran = [c for c in shortlist if timings[c.label] is not None]
+    best = min(ran, key=lambda c: timings[c.label], default=None)
+    if best is not None and timings[best.label] <= limit:
+        decision = Decision(best.variant, dict(best.params), 'probe', timings)
+    elif base is not None:
+        best, decision = None, Decision(BASELINE, {}, 'guardrail', timings)
+    else:
+        raise RuntimeError(f'autotune: no SpMM kernel ran on the probe: '
+                           f'{errors}')
+
+    def verdict(c):
+        if c.variant == BASELINE:
+            return 'baseline'
+        ms = timings[c.label]
+        return 'error' if ms is None else 'pass' if ms <= limit else 'fail'
+    records = [dict(candidate=c.variant, params=c.params, ms=timings[c.label],
+                    chosen=c.label == (best.label if best else BASELINE),
+                    guardrail=verdict(c), error=errors.get(c.label),
+                    alpha=s.alpha, probe_rows=sub.num_rows,
+                    probe_nnz=sub.nnz)
+               for c in [Candidate(BASELINE)] + shortlist]
+    return decision, records
+
+
+def measure(c: Candidate, graph: CSRGraph, x: Tensor, reduce: str,
+            budget_ms: float) -> float:
+    """Median ms of candidate ``c`` on ``graph`` (the tests replace this)."""
+    return time_ms(lambda: dispatch(c.variant, c.params, graph, x, reduce),
+                   x.device, budget_ms)
+
+
+def time_ms(fn: Callable[[], object], device: torch.device,
+            budget_ms: float) -> float:
+    """Median of as many timed calls (1..MAX_REPS) as fit ``budget_ms``
+    after WARMUP untimed ones (lazy init, caches). CUDA: events on the
+    current stream, one sync per call."""
+    def once() -> float:
+        if device.type != 'cuda':
+            t = time.perf_counter()
+            fn()
+            return (time.perf_counter() - t) * 1e3
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+    est = min(once() for _ in range(WARMUP))
+    reps = max(1, min(MAX_REPS, int((budget_ms - WARMUP * est) /
+                                    max(est, 1e-3))))
+    return statistics.median(once() for _ in range(reps))
+
+
+def probe_subgraph(graph: CSRGraph, target_nnz: int) -> CSRGraph:
+    """The rows the probes run on (the graph itself when small enough):
+    about ``target_nnz`` non-zeros, full column space (the gather pattern the
+    kernels see). Rows are a systematic sample of the degree-sorted order
+    (every k-th row by degree, the heaviest always included), so every
+    degree band -- hence the hub rows of any full-graph threshold -- is
+    represented in proportion (+-1 row); the thresholds themselves come
+    from the full graph and are passed unchanged."""
+    n_rows = graph.num_rows
+    if graph.nnz <= target_nnz or n_rows < 2:
+        return graph
+    n = max(2, n_rows * target_nnz // graph.nnz)
+    order = torch.argsort(graph.degree(), stable=True)
+    pick = torch.arange(n, device=graph.device) * (n_rows - 1) // (n - 1)
+    rows = order[pick].sort().values  # id order: the row locality kernels see
+    deg = graph.degree()[rows]
+    rowptr = torch.zeros(n + 1, dtype=torch.long, device=graph.device)
+    rowptr[1:] = deg.cumsum(0)
+    nnz = int(rowptr[-1])  # one host sync per probe
+    edge = torch.repeat_interleave(graph.rowptr[rows] - rowptr[:-1], deg,
+                                   output_size=nnz) + torch.arange(
+                                       nnz, device=graph.device)
+    value = graph.value[edge] if graph.value is not None else None
+    return CSRGraph(rowptr, graph.col[edge], value, graph.num_cols)

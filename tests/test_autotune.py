@@ -1,0 +1,376 @@
+"""The SpMM scheduler: memo, decision file, guardrail, toggles, probe graph.
+
+No real kernels: ``scheduler.measure`` is replaced by a fake timer, and a
+fake ``ops`` module stands in where dispatch is exercised. CPU only.
+"""
+import builtins
+import json
+import os
+import sys
+import time
+import types
+
+import pytest
+import torch
+
+from pyg_fusesample import autotune
+from pyg_fusesample.autotune import cache, candidates, config, scheduler
+from pyg_fusesample.sparse import CSRGraph
+
+
+@pytest.fixture(autouse=True)
+def env(tmp_path, monkeypatch):
+    """No user toggles leak in; the decision file lives in tmp_path."""
+    for name in list(os.environ):
+        if name.startswith(config.PREFIX):
+            monkeypatch.delenv(name)
+    path = tmp_path / 'autotune.json'
+    monkeypatch.setenv(config.PREFIX + 'CACHE', str(path))
+    return path
+
+
+def skewed_graph(seed=0, rows=2000, hubs=10, hub_degree=400, cols=500):
+    """Light rows of degree 1..8 and a few hub rows at random positions."""
+    g = torch.Generator().manual_seed(seed)
+    deg = torch.randint(1, 9, (rows,), generator=g)
+    deg[torch.randperm(rows, generator=g)[:hubs]] = hub_degree
+    rowptr = torch.zeros(rows + 1, dtype=torch.long)
+    rowptr[1:] = deg.cumsum(0)
+    col = torch.randint(0, cols, (int(rowptr[-1]),), generator=g)
+    return CSRGraph(rowptr, col, None, cols)
+
+
+class FakeTimer:
+    """Stands in for ``scheduler.measure``: fixed ms per candidate label,
+    records what was probed on which graph."""
+
+    def __init__(self, ms):
+        self.ms, self.calls = ms, []
+
+    def __call__(self, c, graph, x, reduce, budget_ms):
+        self.calls.append((c, graph))
+        return self.ms[c.variant]
+
+
+@pytest.fixture
+def timer(monkeypatch):
+    t = FakeTimer({'cusparse': 1.0, 'cpu': 0.5, 'warp': 0.9, 'subwarp': 2.0,
+                   'hub': 0.4})
+    monkeypatch.setattr(scheduler, 'measure', t)
+    return t
+
+
+@pytest.fixture
+def cuda_rules(monkeypatch):
+    """The CUDA shortlist for a CPU graph (hub thresholds, several kernels)."""
+    real = candidates.shortlist
+    seen = []
+
+    def shortlist(stats, F, dtype, device_type):
+        seen.append(stats)
+        return real(stats, F, dtype, 'cuda')
+    monkeypatch.setattr(candidates, 'shortlist', shortlist)
+    return seen
+
+
+def test_probe_then_memo_hit_without_io_or_hashing(timer, monkeypatch, env):
+    g = skewed_graph()
+    d = autotune.choose(g, 16, torch.float32)
+    assert (d.variant, d.source) == ('cpu', 'probe')
+    assert d.timings == {'cusparse': 1.0, 'cpu': 0.5}
+    assert env.exists()
+
+    def boom(*args, **kwargs):
+        raise AssertionError('memo hit touched files, config or hashing')
+    for target, name in [(builtins, 'open'), (os, 'stat'), (cache, 'load'),
+                         (cache, 'make_key'), (cache, 'graph_signature'),
+                         (config, 'read'), (scheduler, 'measure')]:
+        monkeypatch.setattr(target, name, boom)
+    hit = autotune.choose(g, 16, torch.float32)
+    assert (hit.variant, hit.params, hit.source) == ('cpu', {}, 'memo')
+    # with_value() copies share the structure, hence the decision.
+    assert autotune.choose(g.with_value(torch.rand(g.nnz)), 16,
+                           torch.float32).source == 'memo'
+    t = time.perf_counter()
+    for _ in range(10000):
+        autotune.choose(g, 16, torch.float32)
+    assert (time.perf_counter() - t) / 10000 < 20e-6  # a dict lookup
+
+
+def test_cache_round_trip_in_fresh_state(timer, cuda_rules, monkeypatch):
+    g = skewed_graph()
+    first = autotune.choose(g, 32, torch.float32, reduce='mean')
+    assert first.source == 'probe'
+    # Fresh process state: a new graph object, no memo, no signature memo.
+    g2 = CSRGraph(g.rowptr.clone(), g.col.clone(), None, g.num_cols)
+    monkeypatch.setattr(scheduler, 'measure', None)  # must not probe
+    again = autotune.choose(g2, 32, torch.float32, reduce='mean')
+    assert again.source == 'cache'
+    assert (again.variant, again.params, again.timings) == (
+        first.variant, first.params, first.timings)
+    # Other F / reduce / dtype are other keys.
+    monkeypatch.setattr(scheduler, 'measure', timer)
+    assert autotune.choose(g2, 64, torch.float32,
+                           reduce='mean').source == 'probe'
+    assert autotune.choose(g2, 32, torch.float64,
+                           reduce='mean').source == 'probe'
+    assert autotune.choose(g2, 32, torch.float32).source == 'probe'
+
+
+def test_corrupt_file_is_ignored_with_warning_and_rewritten(timer, env):
+    env.write_text('{"schema": "pyg_fusesample.autotune", "entr')
+    with pytest.warns(RuntimeWarning, match='not valid JSON'):
+        d = autotune.choose(skewed_graph(), 16, torch.float32)
+    assert d.source == 'probe'
+    data = json.loads(env.read_text())
+    assert data['schema'] == cache.SCHEMA and len(data['entries']) == 1
+
+
+def test_foreign_file_is_ignored_and_left_untouched(timer, env):
+    env.write_text('{"model": "resnet", "epochs": 3}')
+    with pytest.warns(RuntimeWarning, match='not a pyg_fusesample'):
+        d = autotune.choose(skewed_graph(), 16, torch.float32)
+    assert d.source == 'probe'
+    assert json.loads(env.read_text()) == {'model': 'resnet', 'epochs': 3}
+
+
+def test_other_version_and_malformed_entries_are_not_trusted(timer, env):
+    g = skewed_graph()
+    key, fields = cache.make_key(g, 16, torch.float32, 'spmm', 'sum')
+    entry = dict(key=fields, variant='cusparse', params={}, timings={})
+    env.write_text(json.dumps({'schema': cache.SCHEMA, 'version': 0,
+                               'entries': {key: entry}}))
+    with pytest.warns(RuntimeWarning, match='schema version 0'):
+        assert autotune.choose(g, 16, torch.float32).source == 'probe'
+    assert json.loads(env.read_text())['version'] == cache.VERSION
+    # Our schema, but an entry whose variant or key does not check out.
+    bad = {key: dict(entry, variant='rm -rf'),
+           'x|y': dict(entry)}
+    env.write_text(json.dumps({'schema': cache.SCHEMA, 'version': 1,
+                               'entries': bad}))
+    autotune.forget(g)
+    with pytest.warns(RuntimeWarning, match='2 malformed entries'):
+        assert autotune.choose(g, 16, torch.float32).source == 'probe'
+
+
+def test_atomic_write_crash_keeps_old_file(timer, env, monkeypatch):
+    autotune.choose(skewed_graph(0), 16, torch.float32)
+    old = env.read_text()
+
+    def crash(*args, **kwargs):
+        raise RuntimeError('killed mid-write')
+    with monkeypatch.context() as m:
+        m.setattr(cache.json, 'dump', crash)
+        with pytest.raises(RuntimeError, match='mid-write'):
+            autotune.choose(skewed_graph(1), 16, torch.float32)
+    assert env.read_text() == old
+    assert os.listdir(env.parent) == [env.name]  # no temp file left
+    replaced = []
+    real = os.replace
+    monkeypatch.setattr(cache.os, 'replace',
+                        lambda a, b: (replaced.append((a, b)), real(a, b)))
+    cache.store(str(env), 'k', {})
+    assert replaced[0][1] == str(env) and replaced[0][0].endswith('.tmp')
+
+
+def test_replay_only_missing_entry_raises_clear_error(timer, monkeypatch):
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_REPLAY_ONLY', '1')
+    g = skewed_graph()
+    with pytest.raises(autotune.ReplayMiss) as err:
+        autotune.choose(g, 16, torch.float32)
+    key, _ = cache.make_key(g, 16, torch.float32, 'spmm', 'sum')
+    msg = str(err.value)
+    assert key in msg and 'without FUSESAMPLE_AUTOTUNE_REPLAY_ONLY' in msg
+    assert timer.calls == []
+
+
+def test_replay_only_present_entry(timer, monkeypatch):
+    g = skewed_graph()
+    recorded = autotune.choose(g, 16, torch.float32)
+    autotune.forget(g)
+    timer.calls.clear()
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_REPLAY_ONLY', '1')
+    d = autotune.choose(g, 16, torch.float32)
+    assert (d.variant, d.source) == (recorded.variant, 'cache')
+    assert timer.calls == []
+
+
+@pytest.mark.parametrize('cpu_ms,expect', [(0.96, 'cusparse'),
+                                           (0.95, 'cpu'), (0.5, 'cpu')])
+def test_guardrail(timer, cpu_ms, expect):
+    timer.ms['cpu'] = cpu_ms  # baseline 1.0 ms, alpha 0.95
+    d = autotune.choose(skewed_graph(), 16, torch.float32)
+    assert d.variant == expect
+    assert d.source == ('guardrail' if expect == 'cusparse' else 'probe')
+
+
+def test_guardrail_alpha_toggle_and_failing_kernel(timer, monkeypatch):
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_ALPHA', '0.4')
+    assert autotune.choose(skewed_graph(0), 16,
+                           torch.float32).variant == 'cusparse'
+
+    def fails(c, graph, x, reduce, budget_ms):
+        if c.variant != 'cusparse':
+            raise RuntimeError('no kernel image')
+        return 1.0
+    monkeypatch.setattr(scheduler, 'measure', fails)
+    d = autotune.choose(skewed_graph(1), 16, torch.float32)
+    assert (d.variant, d.timings['cpu']) == ('cusparse', None)
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_ALPHA', 'fast')
+    with pytest.raises(ValueError, match='ALPHA'):
+        autotune.choose(skewed_graph(2), 16, torch.float32)
+
+
+def test_force(timer, cuda_rules, monkeypatch, env):
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_FORCE', 'cusparse')
+    d = autotune.choose(skewed_graph(0), 16, torch.float32)
+    assert (d.variant, d.source) == ('cusparse', 'forced')
+    assert timer.calls == [] and not env.exists()
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_FORCE', 'hub:96')
+    assert candidates.forced('hub:96', {}, 'cuda').params == {
+        'hub_threshold': 96}
+    with pytest.raises(ValueError, match="'hub:96' names no kernel on cpu"):
+        autotune.choose(skewed_graph(1), 16, torch.float32)
+    g = skewed_graph(2)
+    assert candidates.forced('hub', g.stats(), 'cuda').params == {
+        'hub_threshold': candidates.hub_thresholds(g.stats())[0]}
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_FORCE', 'cpu')
+    assert autotune.choose(g, 16, torch.float32).variant == 'cpu'
+
+
+def test_telemetry_lines(timer, cuda_rules, monkeypatch, tmp_path):
+    log = tmp_path / 'probes.jsonl'
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_TELEMETRY', str(log))
+    g = skewed_graph()
+    d = autotune.choose(g, 32, torch.float32)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    key, _ = cache.make_key(g, 32, torch.float32, 'spmm', 'sum')
+    # cusparse, warp, subwarp, hub at two thresholds
+    assert len(lines) == len(timer.calls) == 5
+    assert {r['key'] for r in lines} == {key}
+    assert [r['candidate'] for r in lines] == [
+        'cusparse', 'warp', 'subwarp', 'hub', 'hub']
+    by = {(r['candidate'], r['params'].get('hub_threshold')): r for r in lines}
+    assert by[('cusparse', None)]['guardrail'] == 'baseline'
+    assert by[('subwarp', None)]['guardrail'] == 'fail'
+    assert by[('warp', None)]['guardrail'] == 'pass'
+    chosen = [r for r in lines if r['chosen']]
+    assert len(chosen) == 1 and chosen[0]['candidate'] == d.variant == 'hub'
+    assert chosen[0]['params'] == d.params and chosen[0]['ms'] == 0.4
+    autotune.forget(g)
+    autotune.choose(g, 32, torch.float32)  # from the file: no new lines
+    assert len(log.read_text().splitlines()) == 5
+
+
+def test_full_graph_thresholds_are_used_on_probe_subgraph(
+        timer, cuda_rules, monkeypatch):
+    monkeypatch.setitem(scheduler.PROBE_NNZ, 'cpu', 2000)
+    g = skewed_graph(rows=20000, hubs=20, hub_degree=900)
+    full = candidates.hub_thresholds(g.stats())
+    d = autotune.choose(g, 128, torch.float32)
+    # Shortlist built once, from the full graph's statistics.
+    assert cuda_rules == [g.stats()]
+    probed = [(c, sub) for c, sub in timer.calls if c.variant == 'hub']
+    assert [c.params['hub_threshold'] for c, _ in probed] == full
+    sub = probed[0][1]
+    assert sub.num_rows < g.num_rows and sub.num_cols == g.num_cols
+    # Re-deriving on the sample (AutoSAGE's bug) would give other numbers.
+    assert candidates.hub_thresholds(sub.stats()) != full
+    assert d.variant == 'hub' and d.params == {'hub_threshold': full[0]}
+
+
+def test_probe_subgraph_rows_and_proportions():
+    g = skewed_graph(rows=20000, hubs=40, hub_degree=900)
+    sub = autotune.probe_subgraph(g, 4000)
+    assert abs(sub.nnz - 4000) < 1500 and sub.num_cols == g.num_cols
+    t = candidates.hub_thresholds(g.stats())[0]
+    share = sub.hub_rows(t).numel() / sub.num_rows
+    assert abs(share - g.hub_rows(t).numel() / g.num_rows) <= 1 / sub.num_rows
+    assert sub.degree().max() == g.degree().max()  # the heaviest row is in
+    # Every sampled row is an exact copy of a full-graph row.
+    def rows(h):
+        return [tuple(c.tolist()) for c in h.col.split(h.degree().tolist())]
+    assert set(rows(sub)) <= set(rows(g))
+    assert autotune.probe_subgraph(g, g.nnz) is g
+
+
+def test_key_names_device_versions_signature_F_dtype_op():
+    g = skewed_graph()
+    key, fields = cache.make_key(g, 64, torch.bfloat16, 'spmm', 'mean')
+    assert set(fields) == set(cache.KEY_FIELDS)
+    assert (fields['op'], fields['reduce'], fields['F'], fields['dtype']) == (
+        'spmm', 'mean', 64, 'bfloat16')
+    assert fields['device'].startswith('cpu') and fields['torch'] == \
+        torch.__version__
+    assert fields['graph'] == cache.graph_signature(g)
+    assert fields['graph'].startswith(f'{g.num_rows}x{g.num_cols}:nnz={g.nnz}')
+    assert key == cache.key_string(fields)
+    # Signature: memoised, equal for an equal graph, differs otherwise.
+    assert g._cache['structure']['signature'] == fields['graph']
+    same = CSRGraph(g.rowptr.clone(), g.col.clone(), None, g.num_cols)
+    assert cache.graph_signature(same) == fields['graph']
+    col = g.col.clone()
+    col[0] = (col[0] + 1) % g.num_cols
+    assert cache.graph_signature(
+        CSRGraph(g.rowptr, col, None, g.num_cols)) != fields['graph']
+    assert cache.graph_signature(skewed_graph(1)) != fields['graph']
+
+
+def test_run_spmm_dispatches_and_times_real_calls(monkeypatch):
+    """The real timer on a fake ops module: the chosen kernel runs."""
+    calls = []
+
+    def spmm(graph, x, reduce='sum', variant='warp', hub_threshold=-1):
+        calls.append(variant)
+        time.sleep(0.002)
+        return graph.to_torch_sparse() @ x
+
+    def spmm_cusparse(graph, x, reduce):
+        calls.append('cusparse')
+        time.sleep(0.006)
+        return graph.to_torch_sparse() @ x
+    fake = types.SimpleNamespace(spmm=spmm, spmm_cusparse=spmm_cusparse)
+    monkeypatch.setitem(sys.modules, 'pyg_fusesample.ops.spmm', fake)
+    g = skewed_graph()
+    x = torch.rand(g.num_cols, 8)
+    out = autotune.run_spmm(g, x)
+    torch.testing.assert_close(out, g.to_torch_sparse() @ x)
+    d = autotune.choose(g, 8, torch.float32)
+    assert d.variant == 'cpu' and calls[-1] == 'cpu'
+    assert scheduler.WARMUP + 1 <= calls.count('cusparse') <= \
+        scheduler.WARMUP + scheduler.MAX_REPS
+
+
+def test_time_ms_median_within_budget():
+    n = []
+
+    def fn():
+        n.append(1)
+        time.sleep(0.001)
+    ms = scheduler.time_ms(fn, torch.device('cpu'), budget_ms=6)
+    assert 1 <= ms < 20 and scheduler.WARMUP + 1 <= len(n) <= 6
+    n.clear()
+    scheduler.time_ms(fn, torch.device('cpu'), budget_ms=1000)
+    assert len(n) == scheduler.WARMUP + scheduler.MAX_REPS
+
+
+def test_unwritable_log_or_cache_warns_and_decides(timer, monkeypatch,
+                                                   tmp_path):
+    (tmp_path / 'dir').mkdir()
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_TELEMETRY', str(tmp_path / 'dir'))
+    with pytest.warns(RuntimeWarning, match='not written'):
+        d = autotune.choose(skewed_graph(), 16, torch.float32)
+    assert d.variant == 'cpu'
+    with pytest.raises(TypeError):
+        d.params['hub_threshold'] = 1  # the memo hands out read-only views
+
+
+def test_cache_off_keeps_memo_only(timer, monkeypatch, env):
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', 'off')
+    g = skewed_graph()
+    assert autotune.choose(g, 16, torch.float32).source == 'probe'
+    assert autotune.choose(g, 16, torch.float32).source == 'memo'
+    assert not env.exists()
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_REPLAY_ONLY', '1')
+    with pytest.raises(autotune.ReplayMiss, match='cache off'):
+        autotune.choose(skewed_graph(1), 16, torch.float32)
