@@ -46,7 +46,8 @@ class AutoSpMMConv(MessagePassing):
             :obj:`heads` with attention).
         aggr (str, optional): ``'gcn'``, ``'sum'`` or ``'mean'``.
         add_self_loops (bool, optional): add self-loops (``'gcn'`` and
-            attention). (default: :obj:`True`)
+            attention). (default: :obj:`normalize` for ``'gcn'``, as in
+            GCNConv; else :obj:`False`)
         normalize (bool, optional): symmetric normalisation (``'gcn'``).
         improved (bool, optional): self-loop weight 2 (``'gcn'``).
         attention (bool, optional): multi-head CSR attention.
@@ -64,7 +65,7 @@ class AutoSpMMConv(MessagePassing):
         - **output:** node features :math:`(|\mathcal{V}|, F_{out})`
     """
     def __init__(self, in_channels: int, out_channels: int, aggr: str = 'gcn',
-                 add_self_loops: bool = True, normalize: bool = True,
+                 add_self_loops: Optional[bool] = None, normalize: bool = True,
                  improved: bool = False, attention: bool = False,
                  heads: int = 1, bias: bool = True, **kwargs):
         if aggr not in AGGRS:
@@ -73,6 +74,11 @@ class AutoSpMMConv(MessagePassing):
         if attention and out_channels % heads != 0:
             raise ValueError(f"AutoSpMMConv: 'heads' ({heads}) must divide "
                              f"'out_channels' ({out_channels})")
+        if add_self_loops is None:  # GCNConv's default: loops iff normalised
+            add_self_loops = normalize if aggr == 'gcn' else False
+        if aggr == 'gcn' and add_self_loops and not normalize and not attention:
+            raise ValueError("AutoSpMMConv: 'add_self_loops=True' needs "
+                             "'normalize=True' with aggr='gcn' (as GCNConv)")
         super().__init__(aggr='add' if aggr == 'gcn' else aggr, **kwargs)
         self.in_channels = in_channels
         self.out_channels = out_channels
@@ -89,8 +95,10 @@ class AutoSpMMConv(MessagePassing):
                                     weight_initializer='glorot')
             self.lin_key = Linear(in_channels, out_channels, bias=False,
                                   weight_initializer='glorot')
-        self.bias = Parameter(torch.empty(out_channels)) if bias else None
-        self.register_parameter('bias', self.bias)
+        if bias:
+            self.bias = Parameter(torch.empty(out_channels))
+        else:
+            self.register_parameter('bias', None)
         self._graphs = {}
         self.reset_parameters()
 
@@ -109,6 +117,16 @@ class AutoSpMMConv(MessagePassing):
         r"""The (normalised) :class:`CSRGraph` this layer multiplies with,
         memoised per input tensors (weakly, invalidated by in-place edits),
         so the scheduler's per-graph decisions survive across calls."""
+        # The memo is keyed on the caller's objects (a SparseTensor on its
+        # column tensor), before any conversion makes temporaries.
+        anchor = edge_index
+        if isinstance(edge_index, SparseTensor):
+            anchor = edge_index.storage.col()
+        keys = [anchor] + ([edge_weight] if edge_weight is not None else [])
+        key = tuple((id(t), t._version) for t in keys) + (num_nodes, dtype)
+        entry = self._graphs.get(key)
+        if entry is not None and all(r() is t for r, t in zip(entry[0], keys)):
+            return entry[1]
         if isinstance(edge_index, SparseTensor):
             row, col, value = edge_index.coo()  # adj_t: rows are targets
             edge_index, edge_weight = torch.stack([col, row]), value
@@ -116,11 +134,6 @@ class AutoSpMMConv(MessagePassing):
             adj = edge_index.to_sparse_coo().coalesce()
             edge_index = adj.indices().flip(0)
             edge_weight = adj.values()
-        keys = [edge_index] + ([edge_weight] if edge_weight is not None else [])
-        key = tuple((id(t), t._version) for t in keys) + (num_nodes, dtype)
-        entry = self._graphs.get(key)
-        if entry is not None and all(r() is t for r, t in zip(entry[0], keys)):
-            return entry[1]
         graph = self._build(edge_index, num_nodes, edge_weight, dtype)
         self._graphs = {key: ([weakref.ref(t) for t in keys], graph)}
         return graph
@@ -139,6 +152,8 @@ class AutoSpMMConv(MessagePassing):
             edge_weight = edge_weight.to(dtype)
         else:
             edge_weight = None
+        if self.flow == 'target_to_source':  # rows aggregate edge_index[0]
+            edge_index = edge_index.flip(0)
         return CSRGraph.from_edge_index(edge_index, num_nodes, edge_weight)
 
     def forward(self, x: Tensor, edge_index,

@@ -42,7 +42,8 @@ class CSRGraph:
                         value: Optional[Tensor] = None) -> 'CSRGraph':
         r"""Rows are targets (``edge_index[1]``), columns sources: ``A @ X``
         is PyG's ``sum`` aggregation of messages ``x_j`` into node ``i``."""
-        row, col = edge_index[1], edge_index[0]
+        # int64 keys: row * num_nodes + col overflows int32 past 46,340 nodes.
+        row, col = edge_index[1].long(), edge_index[0].long()
         if row.numel() and (int(edge_index.min()) < 0
                             or int(edge_index.max()) >= num_nodes):
             raise ValueError(f"'edge_index' holds ids outside [0, {num_nodes})")

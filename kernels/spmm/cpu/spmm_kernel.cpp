@@ -24,12 +24,17 @@ constexpr const char* kSoftmaxBackward = "fusesample::csr_softmax_backward";
 // Columns must index rows of x; one pass, before any kernel reads them.
 template <typename index_t>
 void check_cols(const char* op, const index_t* col, int64_t nnz, int64_t bound) {
-  std::atomic<int64_t> bad{-1};
+  // A flag and the value apart: any id (negative too) can be the bad one.
+  std::atomic<bool> found{false};
+  std::atomic<int64_t> bad{0};
   at::parallel_for(0, nnz, 1 << 16, [&](int64_t lo, int64_t hi) {
     for (int64_t e = lo; e < hi; ++e)
-      if (col[e] < 0 || col[e] >= bound) bad.store(col[e]);
+      if (col[e] < 0 || col[e] >= bound) {
+        bad.store(col[e]);
+        found.store(true);
+      }
   });
-  TORCH_CHECK(bad.load() < 0, op, ": 'col' holds ", bad.load(),
+  TORCH_CHECK(!found.load(), op, ": 'col' holds ", bad.load(),
               " outside [0, ", bound, ")");
 }
 

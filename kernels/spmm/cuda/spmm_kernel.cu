@@ -246,7 +246,7 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
   const int64_t K = variant == SpmmVariant::kHub ? hub_chunks.size(0) : 0;
   if (K > 0) {
     using acc_t = at::opmath_type<scalar_t>;
-    auto partial = at::empty({K, F}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+    at::Tensor partial = at::empty({K, F}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
     const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
     const int64_t blocks = std::min<int64_t>(K, static_cast<int64_t>(sms) * 16);
     spmm_hub_kernel<kWeighted, scalar_t, index_t, V><<<blocks, kThreads, 0, stream>>>(
