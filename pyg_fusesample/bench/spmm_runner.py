@@ -160,6 +160,42 @@ def markdown(path: str) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def plot(path: str, png: str) -> bool:
+    """Per graph: chosen and floor time relative to cuSPARSE against F, one
+    line per dtype (False without matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    with open(path, newline='') as f:
+        rows = [r for r in csv.DictReader(f) if r['op'] == 'spmm']
+    graphs = list(dict.fromkeys(r['graph'] for r in rows))
+    fig, axes = plt.subplots(1, len(graphs), figsize=(4 * len(graphs), 3.6),
+                             squeeze=False)
+    for ax, g in zip(axes[0], graphs):
+        for i, dt in enumerate(dict.fromkeys(r['dtype'] for r in rows)):
+            rs = [r for r in rows if r['graph'] == g and r['dtype'] == dt]
+            fs = [int(r['features']) for r in rs]
+            ax.plot(fs, [float(r['ratio_vs_cusparse']) for r in rs], '-o',
+                    color=f'C{i}', label=f'chosen ({dt})')
+            ax.plot(fs, [float(r['floor_ms']) / float(r['cusparse_ms'])
+                         for r in rs], ':', color=f'C{i}',
+                    label=f'gather floor ({dt})')
+        ax.axhline(1.0, color='gray', lw=0.8)
+        ax.set_xscale('log', base=2)
+        ax.set_title(g)
+        ax.set_xlabel('F')
+        ax.set_ylabel('time / cuSPARSE')
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"SpMM on {rows[0]['device']} (lower is better)" if rows else '')
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def main(args) -> int:
     from ..datasets import get_dataset
     device = torch.device(args.device)
@@ -184,5 +220,6 @@ def main(args) -> int:
     md = os.path.splitext(args.out)[0] + '.md'
     with open(md, 'w') as f:
         f.write(markdown(args.out))
+    plot(args.out, os.path.splitext(args.out)[0] + '.png')
     print(open(md).read())
     return 0
