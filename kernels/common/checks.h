@@ -69,6 +69,16 @@ inline void check_fanouts(const char* op, at::IntArrayRef num_neighbors) {
                 "; use a count >= 0, or -1 for all neighbours");
 }
 
+// gather_rows' arguments: src with a row dimension, a 1-D int64 index on
+// src's device.
+inline void check_gather_rows(const char* op, const at::Tensor& src,
+                              const at::Tensor& index) {
+  TORCH_CHECK(src.dim() >= 1, op, ": 'src' must have at least 1 dimension");
+  check_1d(op, "index", index);
+  check_dtype(op, "index", index, at::kLong);
+  check_same_device(op, "index", index, "src", src);
+}
+
 // On the CPU the value checks are cheap; CUDA kernels check the same ranges
 // on the device and report through an error flag instead of syncing.
 inline void check_ids_in_range_cpu(const char* op, const char* name,

@@ -77,4 +77,33 @@ inline int64_t check_spmm(const char* op, const at::Tensor& rowptr,
   return heads;
 }
 
+// sddmm's inputs: [rows, C] or [rows, heads, C], one dtype, agreeing beyond
+// the first dimension; a's rows are the CSR's rows.
+inline void check_sddmm(const char* op, const at::Tensor& rowptr,
+                        const at::Tensor& col, const at::Tensor& a,
+                        const at::Tensor& b) {
+  check_csr(op, rowptr, col);
+  check_float(op, "a", a, rowptr);
+  check_float(op, "b", b, rowptr);
+  TORCH_CHECK((a.dim() == 2 || a.dim() == 3) && a.dim() == b.dim() &&
+                  a.sizes().slice(1) == b.sizes().slice(1) &&
+                  a.scalar_type() == b.scalar_type(),
+              op, ": 'a' ", a.sizes(), " and 'b' ", b.sizes(),
+              " must be [rows, C] or [rows, heads, C] of one dtype, agreeing "
+              "beyond their first dimension");
+  TORCH_CHECK(a.size(0) == rowptr.numel() - 1, op, ": 'a' has ", a.size(0),
+              " rows but 'rowptr' describes ", rowptr.numel() - 1);
+}
+
+// csr_softmax's edge scores: [E] or [E, heads]; returns the heads.
+inline int64_t check_softmax_value(const char* op, const at::Tensor& rowptr,
+                                   const at::Tensor& value) {
+  check_1d(op, "rowptr", rowptr);
+  check_dtype(op, "rowptr", rowptr, at::kLong);
+  check_float(op, "value", value, rowptr);
+  TORCH_CHECK(value.dim() == 1 || value.dim() == 2, op,
+              ": 'value' must be [E] or [E, heads], got shape ", value.sizes());
+  return value.dim() == 2 ? value.size(1) : 1;
+}
+
 }  // namespace fusesample

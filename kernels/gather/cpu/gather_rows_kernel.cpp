@@ -12,10 +12,7 @@ constexpr const char* kOp = "fusesample::gather_rows";
 
 at::Tensor gather_rows_cpu(const at::Tensor& src, const at::Tensor& index,
                            bool check_index) {
-  TORCH_CHECK(src.dim() >= 1, kOp, ": 'src' must have at least 1 dimension");
-  check_1d(kOp, "index", index);
-  check_dtype(kOp, "index", index, at::kLong);
-  check_same_device(kOp, "index", index, "src", src);
+  check_gather_rows(kOp, src, index);
   if (check_index) check_ids_in_range_cpu(kOp, "index", index, src.size(0));
   return at::index_select(src, 0, index);
 }

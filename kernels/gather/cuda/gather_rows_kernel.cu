@@ -51,10 +51,7 @@ void launch(const at::Tensor& src, const at::Tensor& index, at::Tensor& out,
 
 at::Tensor gather_rows_cuda(const at::Tensor& src, const at::Tensor& index,
                             bool check_index) {
-  TORCH_CHECK(src.dim() >= 1, kOp, ": 'src' must have at least 1 dimension");
-  check_1d(kOp, "index", index);
-  check_dtype(kOp, "index", index, at::kLong);
-  check_same_device(kOp, "index", index, "src", src);
+  check_gather_rows(kOp, src, index);
   c10::cuda::CUDAGuard guard(src.device());
   if (check_index && index.numel() > 0) {
     const auto minmax = at::aminmax(index);  // the documented host sync

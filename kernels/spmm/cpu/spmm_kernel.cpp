@@ -85,32 +85,9 @@ at::Tensor spmm_cpu(const at::Tensor& rowptr, const at::Tensor& col,
   return out;
 }
 
-// a, b as [rows, H, C] views of [rows, C] (H = 1) or [rows, H, C] inputs.
-int64_t heads_of(const char* op, const char* name, const at::Tensor& t,
-                 const at::Tensor& rowptr) {
-  check_float(op, name, t, rowptr);
-  TORCH_CHECK(t.dim() == 2 || t.dim() == 3, op, ": '", name,
-              "' must be [rows, C] or [rows, heads, C], got shape ", t.sizes());
-  return t.dim() == 3 ? t.size(1) : 1;
-}
-
-void check_sddmm(const at::Tensor& rowptr, const at::Tensor& col,
-                 const at::Tensor& a, const at::Tensor& b) {
-  check_csr(kSddmm, rowptr, col);
-  heads_of(kSddmm, "a", a, rowptr);
-  heads_of(kSddmm, "b", b, rowptr);
-  TORCH_CHECK(a.dim() == b.dim() && a.sizes().slice(1) == b.sizes().slice(1), kSddmm,
-              ": 'a' ", a.sizes(), " and 'b' ", b.sizes(),
-              " must agree beyond their first dimension");
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), kSddmm, ": 'a' is ",
-              a.scalar_type(), " but 'b' is ", b.scalar_type());
-  TORCH_CHECK(a.size(0) == rowptr.numel() - 1, kSddmm, ": 'a' has ", a.size(0),
-              " rows but 'rowptr' describes ", rowptr.numel() - 1);
-}
-
 at::Tensor sddmm_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                      const at::Tensor& a, const at::Tensor& b) {
-  check_sddmm(rowptr, col, a, b);
+  check_sddmm(kSddmm, rowptr, col, a, b);
   const int64_t H = a.dim() == 3 ? a.size(1) : 1, C = a.size(-1);
   const int64_t R = rowptr.numel() - 1, E = col.numel();
   auto out = a.dim() == 3 ? at::empty({E, H}, a.options()) : at::empty({E}, a.options());
@@ -143,16 +120,6 @@ at::Tensor sddmm_cpu(const at::Tensor& rowptr, const at::Tensor& col,
   return out;
 }
 
-int64_t check_softmax(const char* op, const at::Tensor& rowptr,
-                      const at::Tensor& value) {
-  check_1d(op, "rowptr", rowptr);
-  check_dtype(op, "rowptr", rowptr, at::kLong);
-  check_float(op, "value", value, rowptr);
-  TORCH_CHECK(value.dim() == 1 || value.dim() == 2, op,
-              ": 'value' must be [E] or [E, heads], got shape ", value.sizes());
-  return value.dim() == 2 ? value.size(1) : 1;
-}
-
 // Per (row, head): the row's slice of an [E, H] tensor, stride H.
 template <typename Fn>
 void for_each_row_head(const at::Tensor& rowptr, int64_t H, Fn fn) {
@@ -165,7 +132,7 @@ void for_each_row_head(const at::Tensor& rowptr, int64_t H, Fn fn) {
 }
 
 at::Tensor csr_softmax_cpu(const at::Tensor& rowptr, const at::Tensor& value) {
-  const int64_t H = check_softmax(kSoftmax, rowptr, value);
+  const int64_t H = check_softmax_value(kSoftmax, rowptr, value);
   const auto rowptr_c = rowptr.contiguous(), v = value.contiguous();
   auto out = at::empty_like(v);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, v.scalar_type(), "csr_softmax_cpu", [&] {
@@ -185,7 +152,7 @@ at::Tensor csr_softmax_cpu(const at::Tensor& rowptr, const at::Tensor& value) {
 
 at::Tensor csr_softmax_backward_cpu(const at::Tensor& rowptr, const at::Tensor& out,
                                     const at::Tensor& grad) {
-  const int64_t H = check_softmax(kSoftmaxBackward, rowptr, out);
+  const int64_t H = check_softmax_value(kSoftmaxBackward, rowptr, out);
   TORCH_CHECK(grad.sizes() == out.sizes() && grad.scalar_type() == out.scalar_type(),
               kSoftmaxBackward, ": 'grad' must match 'out' (", out.sizes(), ", ",
               out.scalar_type(), "), got ", grad.sizes(), ", ", grad.scalar_type());

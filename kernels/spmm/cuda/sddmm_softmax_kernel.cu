@@ -69,17 +69,7 @@ sddmm_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__ col
 
 at::Tensor sddmm_cuda(const at::Tensor& rowptr, const at::Tensor& col,
                       const at::Tensor& a, const at::Tensor& b) {
-  check_csr(kSddmm, rowptr, col);
-  check_float(kSddmm, "a", a, rowptr);
-  check_float(kSddmm, "b", b, rowptr);
-  TORCH_CHECK((a.dim() == 2 || a.dim() == 3) && a.dim() == b.dim() &&
-                  a.sizes().slice(1) == b.sizes().slice(1) &&
-                  a.scalar_type() == b.scalar_type(),
-              kSddmm, ": 'a' ", a.sizes(), " and 'b' ", b.sizes(),
-              " must be [rows, C] or [rows, heads, C] of one dtype, agreeing "
-              "beyond their first dimension");
-  TORCH_CHECK(a.size(0) == rowptr.numel() - 1, kSddmm, ": 'a' has ", a.size(0),
-              " rows but 'rowptr' describes ", rowptr.numel() - 1);
+  check_sddmm(kSddmm, rowptr, col, a, b);
   c10::cuda::CUDAGuard guard(rowptr.device());
   const int64_t H = a.dim() == 3 ? a.size(1) : 1, C = a.size(-1);
   const int64_t R = rowptr.numel() - 1, E = col.numel();
@@ -135,16 +125,6 @@ softmax_kernel(const int64_t* __restrict__ rowptr, const scalar_t* __restrict__ 
       }
     }
   }
-}
-
-int64_t check_softmax_value(const char* op, const at::Tensor& rowptr,
-                            const at::Tensor& value) {
-  check_1d(op, "rowptr", rowptr);
-  check_dtype(op, "rowptr", rowptr, at::kLong);
-  check_float(op, "value", value, rowptr);
-  TORCH_CHECK(value.dim() == 1 || value.dim() == 2, op,
-              ": 'value' must be [E] or [E, heads], got shape ", value.sizes());
-  return value.dim() == 2 ? value.size(1) : 1;
 }
 
 template <bool kBackward>
