@@ -1,0 +1,480 @@
+"""What ogbn_products_sage.py, ogbn_arxiv_sage.py and reddit_sage.py share.
+
+Each example is a call of :func:`main` with its data set's name and
+defaults; everything else lives here:
+
+* the argument parser (``--loader``, ``--model``, ``--amp``, ``--device``,
+  ``--root``, ``--synthetic``, ...);
+* data loading: OGB node-property data with ``PygNodePropPredDataset`` (or,
+  without the ``ogb`` package, :func:`read_ogb_raw`, a reader of the same
+  raw files), Reddit with :class:`torch_geometric.datasets.Reddit`. Nothing
+  can be downloaded: when the files are absent the script says where it
+  looked and stops, or, with ``--synthetic``, runs on the SYNTHETIC graph of
+  the same shape from :mod:`pyg_fusesample.datasets`, labelling every line
+  it prints;
+* the three models: PyG's ``GraphSAGE`` fed by a neighbour loader (PyG's or
+  :class:`~pyg_fusesample.FusedNeighborLoader`, the one-line swap),
+  :class:`~pyg_fusesample.FusedGraphSAGE` trained on seed batches (no
+  loader), and a full-batch GCN of
+  :class:`~pyg_fusesample.nn.AutoSpMMConv` layers;
+* training, and evaluation by exact layer-wise full-neighbour inference of
+  every node on the chosen device (as PyG's ogbn-products example does).
+"""
+import argparse
+import os.path as osp
+import time
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch_geometric.data import Data
+from torch_geometric.utils import index_to_mask, to_undirected
+from tqdm import tqdm
+
+DEFAULT_ROOT = osp.normpath(osp.join(osp.dirname(osp.realpath(__file__)),
+                                     '..', 'data'))
+MODELS = ('sage', 'fused-sage', 'autospmm-gcn')
+OGB_RAW = ('edge', 'node-feat', 'node-label', 'num-node-list',
+           'num-edge-list')
+
+
+@dataclass
+class Spec:
+    """What a data set needs: where its files are, how to read them, and
+    which synthetic preset stands in for it."""
+    name: str                  # 'ogbn-products', 'ogbn-arxiv', 'Reddit'
+    kind: str                  # 'ogb' or 'reddit'
+    synthetic: str             # pyg_fusesample.datasets.get_dataset name
+    num_classes: int
+    add_inverse_edge: bool = False    # OGB's master.csv
+    extra_node_files: Tuple[str, ...] = ()
+    split: str = ''                   # OGB's split folder
+    release: int = 1                  # OGB's RELEASE_v<n>.txt
+    undirected: bool = False          # symmetrise after loading
+    defaults: dict = field(default_factory=dict)
+
+
+SPECS = {
+    'ogbn-products': Spec('ogbn-products', 'ogb', 'products', 47,
+                          add_inverse_edge=True, split='sales_ranking'),
+    'ogbn-arxiv': Spec('ogbn-arxiv', 'ogb', 'arxiv', 40,
+                       extra_node_files=('node_year',), split='time',
+                       undirected=True),
+    'Reddit': Spec('Reddit', 'reddit', 'reddit', 41),
+}
+
+
+# -- data -------------------------------------------------------------------
+class DataMissing(Exception):
+    pass
+
+
+def dataset_dir(root: str, spec: Spec) -> str:
+    if spec.kind == 'reddit':
+        return osp.join(root, 'Reddit')
+    path = osp.join(root, spec.name.replace('-', '_'))
+    if osp.isdir(path + '_pyg'):  # as PygNodePropPredDataset does
+        path += '_pyg'
+    return path
+
+
+def required_files(spec: Spec) -> List[str]:
+    """The files (relative to :func:`dataset_dir`) the readers open."""
+    if spec.kind == 'reddit':
+        return ['raw/reddit_data.npz', 'raw/reddit_graph.npz']
+    names = list(OGB_RAW) + list(spec.extra_node_files)
+    return ([f'raw/{n}.csv.gz' for n in names] +
+            [f'split/{spec.split}/{s}.csv.gz'
+             for s in ('train', 'valid', 'test')])
+
+
+def _read_csv(path: str, dtype) -> np.ndarray:
+    # OGB's raw tables: gzipped CSV without a header, one row per item.
+    try:
+        import pandas as pd
+    except ImportError:
+        return np.loadtxt(path, delimiter=',', dtype=dtype, ndmin=2)
+    return pd.read_csv(path, compression='gzip', header=None).values.astype(
+        dtype)
+
+
+def read_ogb_raw(root: str, spec: Spec) -> Tuple[Data, dict]:
+    """Reads an OGB homogeneous node-property data set from its raw files,
+    as ``PygNodePropPredDataset`` does (``ogb.io.read_graph_raw``): edges
+    ``raw/edge.csv.gz`` (one ``src,dst`` row each, with the reverse of
+    each edge interleaved after it where the set is stored undirected),
+    ``raw/node-feat.csv.gz``, ``raw/node-label.csv.gz``, the single graph's
+    sizes in ``raw/num-{node,edge}-list.csv.gz`` and the split indices in
+    ``split/<split>/{train,valid,test}.csv.gz``. Returns the graph
+    (``x``, ``edge_index``, ``y`` of shape ``[N, 1]``) and the split."""
+    path = dataset_dir(root, spec)
+    raw = osp.join(path, 'raw')
+    edge = _read_csv(osp.join(raw, 'edge.csv.gz'), np.int64).T
+    num_nodes = int(_read_csv(osp.join(raw, 'num-node-list.csv.gz'),
+                              np.int64)[0, 0])
+    num_edges = int(_read_csv(osp.join(raw, 'num-edge-list.csv.gz'),
+                              np.int64)[0, 0])
+    edge = edge[:, :num_edges]
+    if spec.add_inverse_edge:
+        both = np.repeat(edge, 2, axis=1)
+        both[0, 1::2], both[1, 1::2] = edge[1], edge[0]
+        edge = both
+    x = _read_csv(osp.join(raw, 'node-feat.csv.gz'), np.float32)
+    y = _read_csv(osp.join(raw, 'node-label.csv.gz'), np.int64)
+    data = Data(x=torch.from_numpy(np.ascontiguousarray(x[:num_nodes])),
+                edge_index=torch.from_numpy(np.ascontiguousarray(edge)),
+                y=torch.from_numpy(y[:num_nodes]), num_nodes=num_nodes)
+    split_dir = osp.join(path, 'split', spec.split)
+    split = {s: torch.from_numpy(_read_csv(
+        osp.join(split_dir, f'{s}.csv.gz'), np.int64)[:, 0])
+        for s in ('train', 'valid', 'test')}
+    return data, split
+
+
+def pyg_safe_globals() -> list:
+    """PyG's classes inside processed data files, for ``torch.load``."""
+    from torch_geometric.data import data as data_module, storage
+    return [data_module.Data, data_module.DataEdgeAttr,
+            data_module.DataTensorAttr, storage.GlobalStorage,
+            storage.NodeStorage, storage.EdgeStorage, storage.BaseStorage]
+
+
+def _load_ogb(root: str, spec: Spec, reader: str) -> Tuple[Data, dict, str]:
+    path = dataset_dir(root, spec)
+    release = osp.join(path, f'RELEASE_v{spec.release}.txt')
+    why = None
+    if reader != 'raw':
+        try:
+            from ogb.nodeproppred import PygNodePropPredDataset
+        except ImportError:
+            if reader == 'ogb':
+                raise DataMissing("--reader ogb: the 'ogb' package is not "
+                                  "installed (pip install ogb)")
+            PygNodePropPredDataset = None
+            why = ("the 'ogb' package is not installed (pip install ogb), "
+                   "so OGB's raw files are read by _common.read_ogb_raw")
+        if PygNodePropPredDataset is not None:
+            if osp.exists(release):
+                # ogb calls torch.load on the file it wrote itself, which
+                # PyTorch >= 2.6 refuses for PyG's classes by default.
+                with torch.serialization.safe_globals(pyg_safe_globals()):
+                    dataset = PygNodePropPredDataset(spec.name, root)
+                    data, split = dataset[0], dataset.get_idx_split()
+                return data, split, 'ogb.nodeproppred.PygNodePropPredDataset'
+            # ogb would ask on stdin whether to download a newer release.
+            if reader == 'ogb':
+                raise DataMissing(f"--reader ogb: no {release} (an OGB "
+                                  f"download has it; without it "
+                                  f"PygNodePropPredDataset asks to re-download)")
+            why = (f'no {osp.basename(release)} in {path} (without it '
+                   f'PygNodePropPredDataset asks to re-download), so the raw '
+                   f'files are read by _common.read_ogb_raw')
+    data, split = read_ogb_raw(root, spec)
+    return data, split, '_common.read_ogb_raw' + (f' ({why})' if why else '')
+
+
+def load_real(root: str, spec: Spec, reader: str = 'auto'
+              ) -> Tuple[Data, str]:
+    """The real data set as one ``Data`` (``x``, ``edge_index``, 1-D ``y``,
+    train/val/test masks) and the name of the code that read it. Raises
+    :class:`DataMissing` naming the expected files when they are absent."""
+    path = dataset_dir(root, spec)
+    missing = [f for f in required_files(spec)
+               if not osp.exists(osp.join(path, f))]
+    if missing:
+        raise DataMissing(
+            f"{spec.name} not found: expected {len(missing)} more file(s) "
+            f"under '{path}': {', '.join(missing)}. Nothing can be "
+            f"downloaded here; copy the data set there (or pass --root), "
+            f"or run with --synthetic on a generated graph of its shape")
+    if spec.kind == 'reddit':
+        from torch_geometric.datasets import Reddit
+        with torch.serialization.safe_globals(pyg_safe_globals()):
+            data = Reddit(path)[0]
+        reader_name = 'torch_geometric.datasets.Reddit'
+    else:
+        data, split, reader_name = _load_ogb(root, spec, reader)
+        n = data.num_nodes
+        data = Data(x=data.x.float(), edge_index=data.edge_index,
+                    y=data.y.view(-1).long(), num_nodes=n,
+                    train_mask=index_to_mask(split['train'], n),
+                    val_mask=index_to_mask(split['valid'], n),
+                    test_mask=index_to_mask(split['test'], n))
+    if spec.undirected:
+        data.edge_index = to_undirected(data.edge_index,
+                                        num_nodes=data.num_nodes)
+    return data, reader_name
+
+
+# -- models -----------------------------------------------------------------
+class GCN(torch.nn.Module):
+    """A full-batch GCN whose layers are AutoSpMMConv (GCNConv's maths)."""
+    def __init__(self, in_channels, hidden, out_channels, num_layers,
+                 dropout=0.5):
+        super().__init__()
+        from pyg_fusesample.nn import AutoSpMMConv
+        sizes = [in_channels] + [hidden] * (num_layers - 1) + [out_channels]
+        self.convs = torch.nn.ModuleList(
+            AutoSpMMConv(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.dropout = dropout
+
+    def forward(self, x, edge_index):
+        for i, conv in enumerate(self.convs):
+            x = F.dropout(x, self.dropout, self.training)
+            x = conv(x, edge_index)
+            if i < len(self.convs) - 1:
+                x = x.relu()
+        return x
+
+
+def build_model(args, in_channels: int, num_classes: int):
+    layers = len(args.num_neighbors)
+    if args.model == 'sage':
+        from torch_geometric.nn.models import GraphSAGE
+        return GraphSAGE(in_channels, args.hidden, num_layers=layers,
+                         out_channels=num_classes, dropout=0.5)
+    if args.model == 'fused-sage':
+        from pyg_fusesample import FusedGraphSAGE
+        return FusedGraphSAGE(in_channels, args.hidden, num_classes, layers,
+                              args.num_neighbors, dropout=0.5)
+    return GCN(in_channels, args.hidden, num_classes, layers)
+
+
+def neighbor_loader_class(name: str):
+    if name == 'fused':
+        from pyg_fusesample import FusedNeighborLoader as NeighborLoader
+    else:
+        from torch_geometric.loader import NeighborLoader
+    return NeighborLoader
+
+
+# -- training and evaluation ------------------------------------------------
+def autocast(device: torch.device, amp: bool):
+    return torch.autocast('cuda', dtype=torch.bfloat16,
+                          enabled=amp and device.type == 'cuda')
+
+
+class Trainer:
+    def __init__(self, args, data: Data, model, device: torch.device):
+        self.args, self.data, self.model, self.device = args, data, model, device
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+        self.train_idx = data.train_mask.nonzero().view(-1)
+        self.gpu = None  # x, edge_index, y (and masks) on the device
+        if args.model != 'sage' or args.loader == 'fused':
+            self.gpu = data.to(device)
+        if args.model == 'sage':
+            NeighborLoader = neighbor_loader_class(args.loader)
+            # PyG's loader samples on the CPU; ours where the data lives.
+            src = self.gpu if args.loader == 'fused' else data
+            workers = args.num_workers if src.x.device.type == 'cpu' else 0
+            self.train_loader = NeighborLoader(
+                src, num_neighbors=args.num_neighbors,
+                input_nodes=src.train_mask, batch_size=args.batch_size,
+                shuffle=True, num_workers=workers)
+            # Layer-wise inference: every node with all its in-neighbours,
+            # one hop at a time; the graph alone (features come from x_all).
+            graph = Data(edge_index=src.edge_index, num_nodes=data.num_nodes)
+            self.subgraph_loader = NeighborLoader(
+                graph, num_neighbors=[-1], batch_size=args.eval_batch_size,
+                shuffle=False, num_workers=workers)
+            self.loader_name = (f'{NeighborLoader.__module__}.'
+                                f'{NeighborLoader.__name__}')
+        elif args.model == 'fused-sage':
+            self.loader_name = 'none (FusedGraphSAGE samples seed batches)'
+        else:
+            self.loader_name = 'none (full batch)'
+
+    def _step(self, forward, y) -> float:
+        self.optimizer.zero_grad()
+        with autocast(self.device, self.args.amp):
+            loss = F.cross_entropy(forward().float(), y)
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.detach())
+
+    def train(self, desc: str) -> float:
+        model, args, device = self.model, self.args, self.device
+        model.train()
+        total_loss = total = 0
+        if args.model == 'sage':
+            for batch in tqdm(self.train_loader, desc=desc, disable=None):
+                batch = batch.to(device)
+                n = batch.batch_size
+                loss = self._step(
+                    lambda: model(batch.x, batch.edge_index)[:n], batch.y[:n])
+                total_loss += loss * n
+                total += n
+        elif args.model == 'fused-sage':
+            g = self.gpu
+            idx = self.train_idx.to(device)
+            perm = idx[torch.randperm(idx.numel(), device=device)]
+            for seeds in tqdm(perm.split(args.batch_size), desc=desc,
+                              disable=None):
+                loss = self._step(lambda: model(g.x, g.edge_index, seeds),
+                                  g.y[seeds])
+                total_loss += loss * seeds.numel()
+                total += seeds.numel()
+        else:
+            g = self.gpu  # full batch: one step per epoch
+            total_loss = self._step(
+                lambda: model(g.x, g.edge_index)[g.train_mask],
+                g.y[g.train_mask])
+            total = 1
+        return total_loss / max(total, 1)
+
+    @torch.no_grad()
+    def inference(self) -> torch.Tensor:
+        """Exact full-neighbour outputs of every node, layer by layer."""
+        model, device = self.model, self.device
+        model.eval()
+        if self.args.model != 'sage':
+            # FusedGraphSAGE in eval mode: one fused k=-1 aggregation per
+            # layer over all nodes; the GCN: its full-batch forward.
+            return model(self.gpu.x, self.gpu.edge_index)
+        # PyG's GraphSAGE, as PyG's products example does (BasicGNN's own
+        # inference() only takes torch_geometric's NeighborLoader class).
+        x_all = self.data.x.to(device)
+        for i in range(model.num_layers):
+            xs = []
+            for batch in self.subgraph_loader:
+                batch = batch.to(device)
+                x = x_all.index_select(0, batch.n_id)
+                xs.append(model.inference_per_layer(
+                    i, x, batch.edge_index, batch.batch_size))
+            x_all = torch.cat(xs, dim=0)
+        return x_all
+
+    def evaluate(self) -> List[float]:
+        pred = self.inference().argmax(dim=-1).cpu()
+        y = self.data.y.cpu()
+        return [float((pred[m] == y[m]).float().mean()) if m.any() else 0.0
+                for m in (self.data.train_mask.cpu(), self.data.val_mask.cpu(),
+                          self.data.test_mask.cpu())]
+
+
+# -- command line -----------------------------------------------------------
+def make_parser(spec: Spec, description: str, defaults: dict):
+    p = argparse.ArgumentParser(
+        description=description,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    where = osp.join('<root>', osp.relpath(dataset_dir('/r', spec), '/r'))
+    p.add_argument('--root', default=DEFAULT_ROOT,
+                   help=f'data folder; the files are read from {where}/ '
+                   f'({", ".join(required_files(spec))}). Nothing is '
+                   f'downloaded.')
+    p.add_argument('--synthetic', action='store_true',
+                   help='if the data is absent, run on a SYNTHETIC graph of '
+                   'the same shape (pyg_fusesample.datasets) instead of '
+                   'stopping; every printed line is then labelled SYNTHETIC')
+    p.add_argument('--scale', type=float, default=1.0,
+                   help='node count of the synthetic graph, relative to the '
+                   'real data set')
+    if spec.kind == 'ogb':
+        p.add_argument('--reader', choices=['auto', 'ogb', 'raw'],
+                       default='auto',
+                       help="'ogb': PygNodePropPredDataset; 'raw': "
+                       "_common.read_ogb_raw (the same raw files, no ogb "
+                       "package); 'auto': ogb if installed")
+    p.add_argument('--model', choices=MODELS, default='sage',
+                   help="'sage': PyG GraphSAGE on a neighbour loader; "
+                   "'fused-sage': FusedGraphSAGE on seed batches; "
+                   "'autospmm-gcn': full-batch GCN of AutoSpMMConv layers")
+    p.add_argument('--loader', choices=['pyg', 'fused'], default=None,
+                   help="--model sage only: 'pyg' = torch_geometric's "
+                   "NeighborLoader, 'fused' = pyg_fusesample's "
+                   "FusedNeighborLoader (default: pyg)")
+    p.add_argument('--num-neighbors', type=int, nargs='+',
+                   default=defaults.get('num_neighbors', [15, 10]),
+                   help='fan-out per layer (also sets the number of layers)')
+    p.add_argument('--batch-size', type=int,
+                   default=defaults.get('batch_size', 1024))
+    p.add_argument('--eval-batch-size', type=int,
+                   default=defaults.get('eval_batch_size', 4096),
+                   help='nodes per batch of layer-wise inference (sage)')
+    p.add_argument('--hidden', type=int, default=defaults.get('hidden', 256))
+    p.add_argument('--epochs', type=int, default=defaults.get('epochs', 20))
+    p.add_argument('--lr', type=float, default=defaults.get('lr', 0.003))
+    p.add_argument('--num-workers', type=int, default=0,
+                   help='loader workers (CPU-resident data only)')
+    p.add_argument('--amp', action='store_true',
+                   help='bf16 autocast in training (CUDA only)')
+    p.add_argument('--device', default=None,
+                   help="e.g. 'cpu', 'cuda' (default: cuda if available)")
+    p.add_argument('--seed', type=int, default=0)
+    return p
+
+
+def main(name: str, description: str, argv: Optional[List[str]] = None,
+         **defaults) -> float:
+    """Parses the command line, loads ``name`` (see :data:`SPECS`), trains
+    and prints one line per epoch. Returns the test accuracy at the best
+    validation accuracy."""
+    spec = SPECS[name]
+    parser = make_parser(spec, description, defaults)
+    args = parser.parse_args(argv)
+    if args.loader is not None and args.model != 'sage':
+        parser.error(f'--loader applies to --model sage only (--model '
+                     f'{args.model} uses no neighbour loader)')
+    args.loader = args.loader or 'pyg'
+    if args.model == 'fused-sage' and any(k < 0 for k in args.num_neighbors[:-1]):
+        parser.error('--model fused-sage: only the last fan-out may be -1')
+    device = torch.device(args.device or
+                          ('cuda' if torch.cuda.is_available() else 'cpu'))
+    torch.manual_seed(args.seed)
+
+    prefix = ''
+    try:
+        data, reader = load_real(args.root, spec, getattr(args, 'reader',
+                                                          'auto'))
+        label = spec.name
+    except DataMissing as e:
+        if not args.synthetic:
+            parser.error(str(e))
+        from pyg_fusesample.datasets import get_dataset
+        data = get_dataset(spec.synthetic, scale=args.scale, seed=args.seed)
+        label = f'SYNTHETIC {data.name}, not {spec.name}'
+        prefix = f'[SYNTHETIC {data.name}] '
+        reader = f'pyg_fusesample.datasets.get_dataset({spec.synthetic!r})'
+        print(f'{prefix}{e}', flush=True)
+        print(f'{prefix}--synthetic: running on a generated graph of '
+              f"{spec.name}'s shape; its numbers say nothing about "
+              f'{spec.name}', flush=True)
+
+    def say(msg):
+        print(f'{prefix}{msg}', flush=True)
+
+    num_classes = max(spec.num_classes, int(data.y.max()) + 1)
+    say(f'Data: {label} ({reader}): {data.num_nodes:,} nodes, '
+        f'{data.num_edges:,} edges, {data.num_features} features, '
+        f'{num_classes} classes, train/val/test '
+        f'{int(data.train_mask.sum()):,}/{int(data.val_mask.sum()):,}/'
+        f'{int(data.test_mask.sum()):,}')
+    model = build_model(args, data.num_features, num_classes).to(device)
+    trainer = Trainer(args, data, model, device)
+    amp = ('bf16 autocast' if args.amp and device.type == 'cuda' else
+           'off' + (' (--amp needs CUDA)' if args.amp else ''))
+    fan_out = ('' if args.model == 'autospmm-gcn' else
+               f', fan-out {args.num_neighbors}')
+    say(f'Model: {args.model} ({model.__class__.__name__}, '
+        f'{len(args.num_neighbors)} layers{fan_out}), '
+        f'loader: {trainer.loader_name}, device: {device}, AMP: {amp}')
+
+    best_val = best_test = 0.0
+    for epoch in range(1, args.epochs + 1):
+        start = time.perf_counter()
+        loss = trainer.train(desc=f'{prefix}Epoch {epoch:02d}')
+        if device.type == 'cuda':
+            torch.cuda.synchronize(device)
+        train_time = time.perf_counter() - start
+        start = time.perf_counter()
+        train_acc, val_acc, test_acc = trainer.evaluate()
+        eval_time = time.perf_counter() - start
+        if val_acc > best_val or epoch == 1:
+            best_val, best_test = val_acc, test_acc
+        say(f'Epoch: {epoch:02d}, Loss: {loss:.4f}, Train: {train_acc:.4f}, '
+            f'Val: {val_acc:.4f}, Test: {test_acc:.4f}, '
+            f'Time: {train_time:.2f}s, Eval: {eval_time:.2f}s')
+    say(f'Best val: {best_val:.4f}, test at best val: {best_test:.4f}')
+    return best_test
