@@ -36,6 +36,21 @@ def devices():
     return ['cpu', pytest.param('cuda', marks=pytest.mark.cuda)]
 
 
+@pytest.fixture(autouse=True, scope='session')
+def _autotune_cache_in_tmp(tmp_path_factory):
+    """Scheduler decisions made by tests (and by example scripts they start)
+    go to a temporary file, never the user's ~/.cache."""
+    import os
+    key = 'FUSESAMPLE_AUTOTUNE_CACHE'
+    old = os.environ.get(key)
+    os.environ[key] = str(tmp_path_factory.mktemp('autotune') / 'autotune.json')
+    yield
+    if old is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = old
+
+
 @pytest.fixture(scope='session')
 def cora_root(tmp_path_factory):
     """A Planetoid root holding the real Cora raw files (nothing can be

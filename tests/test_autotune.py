@@ -67,8 +67,10 @@ def cuda_rules(monkeypatch):
     seen = []
 
     def shortlist(stats, F, dtype, device_type):
+        # One lane layout per kernel keeps these tests' candidate counts
+        # fixed; test_lane_layouts_in_shortlist covers the second layout.
         seen.append(stats)
-        return real(stats, F, dtype, 'cuda')
+        return [c for c in real(stats, F, dtype, 'cuda') if 'lanes' not in c.params]
     monkeypatch.setattr(candidates, 'shortlist', shortlist)
     return seen
 
@@ -316,11 +318,11 @@ def test_key_names_device_versions_signature_F_dtype_op():
     assert cache.graph_signature(skewed_graph(1)) != fields['graph']
 
 
-def test_run_spmm_dispatches_and_times_real_calls(monkeypatch):
+def test_run_spmm_dispatches_and_times_real_calls(monkeypatch, env):
     """The real timer on a fake ops module: the chosen kernel runs."""
     calls = []
 
-    def spmm(graph, x, reduce='sum', variant='warp', hub_threshold=-1):
+    def spmm(graph, x, reduce='sum', variant='warp', hub_threshold=-1, lanes=0):
         calls.append(variant)
         time.sleep(0.002)
         return graph.to_torch_sparse() @ x
@@ -374,3 +376,21 @@ def test_cache_off_keeps_memo_only(timer, monkeypatch, env):
     monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_REPLAY_ONLY', '1')
     with pytest.raises(autotune.ReplayMiss, match='cache off'):
         autotune.choose(skewed_graph(1), 16, torch.float32)
+
+
+def test_lane_layouts_in_shortlist():
+    """Both lane layouts of a row kernel are probed when they differ (F = 32
+    float32: 2 vector lanes by default, 8 with one vector per lane), with the
+    hub thresholds unchanged; at F = 4 they coincide and one is probed."""
+    stats = {'p99': 100.0, 'mean_degree': 5.0, 'max_degree': 5000.0,
+             'skew': 1000.0}
+    labels = [c.label for c in candidates.shortlist(stats, 32, torch.float32, 'cuda')]
+    assert 'warp' in labels and 'warp@8' in labels
+    hubs = [c for c in candidates.shortlist(stats, 32, torch.float32, 'cuda')
+            if c.variant == 'hub']
+    assert {c.params.get('lanes') for c in hubs} == {None, 8}
+    assert {c.params['hub_threshold'] for c in hubs} == set(
+        candidates.hub_thresholds(stats))
+    small = [c for c in candidates.shortlist(stats, 4, torch.float32, 'cuda')
+             if 'lanes' in c.params]
+    assert small == []

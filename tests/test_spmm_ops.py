@@ -825,3 +825,29 @@ def test_csrgraph_hub_rows_and_stats():
     g2 = graph.with_value(w)
     assert g2.value is w and g2.rowptr is graph.rowptr
     assert torch.equal(g2.degree(), deg) and g2.stats() == stats
+
+
+# 9. lane layouts (a scheduler knob) ########################################
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('variant,hub_threshold', [('warp', -1), ('subwarp', -1),
+                                                   ('hub', 3)])
+@pytest.mark.parametrize('lanes', [1, 2, 8, 32])
+def test_spmm_lane_layouts_agree(variant, hub_threshold, lanes):
+    g = torch.Generator().manual_seed(3)
+    row, col, R, N = coo(GRAPHS[0])
+    graph = make_graph(row, col, R, N)
+    graph_d = to_device(graph, 'cuda')
+    for F in (16, 33, 128):
+        x = torch.randn(N, F, generator=g)
+        expected = spmm(graph, x, 'sum')
+        out = spmm(graph_d, x.cuda(), 'sum', variant, hub_threshold, lanes=lanes)
+        torch.testing.assert_close(out.cpu(), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize('lanes', [-1, 3, 64])
+def test_spmm_bad_lanes(lanes):
+    row, col, R, N = coo(GRAPHS[0])
+    graph = make_graph(row, col, R, N)
+    with pytest.raises(RuntimeError, match='lanes'):
+        spmm(graph, torch.randn(N, 4), 'sum', lanes=lanes)

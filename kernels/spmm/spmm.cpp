@@ -15,7 +15,10 @@
 //            the CPU kernel is one kernel whatever the variant),
 //            hub_threshold, hub_rows [K, 3] int64: the chunks (row, begin,
 //            end) of every row with more than hub_threshold non-zeros, a
-//            row's chunks adjacent (CSRGraph.hub_chunks; required by 'hub').
+//            row's chunks adjacent (CSRGraph.hub_chunks; required by 'hub'),
+//            lanes (CUDA: lanes across a row's feature vectors, a power of
+//            two <= 32; the rest of the row's lanes split its non-zeros; 0
+//            picks the fewest lanes that cover the row with 4 vectors each).
 //   output   [R, F] in x's dtype, accumulated in float32 (float64 stays).
 //   every variant computes the same sums; they differ in summation order
 //   only ('hub' splits a row over warps), so results agree to rounding.
@@ -32,7 +35,7 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "spmm(Tensor rowptr, Tensor col, Tensor? value, Tensor x, "
       "str reduce='sum', str variant='warp', int hub_threshold=-1, "
-      "Tensor? hub_rows=None) -> Tensor");
+      "Tensor? hub_rows=None, int lanes=0) -> Tensor");
   m.def("sddmm(Tensor rowptr, Tensor col, Tensor a, Tensor b) -> Tensor");
   m.def("csr_softmax(Tensor rowptr, Tensor value) -> Tensor");
   m.def("csr_softmax_backward(Tensor rowptr, Tensor out, Tensor grad) -> Tensor");

@@ -49,13 +49,41 @@ def shortlist(stats: Dict[str, float], F: int, dtype: torch.dtype,
     features by elements and pick vector loads themselves."""
     if device_type != 'cuda':
         return [Candidate(v) for v in KERNELS.get(device_type, ())]
-    out = [Candidate('warp')]
+    # Two lane layouts per row kernel: the default (4 vectors per lane, the
+    # rest of the lanes on non-zeros) and one vector per lane (wider
+    # coalesced rows, fewer non-zeros in flight); which wins depends on F
+    # and the degree profile, so it is probed rather than guessed.
+    lanes = [{}]
+    one_per_lane = _one_vector_per_lane(F, dtype)
+    if one_per_lane != _default_lanes(F, dtype):
+        lanes.append({'lanes': one_per_lane})
+    out = [Candidate('warp', dict(l)) for l in lanes]
     if F <= SUBWARP_MAX_F:
         out.append(Candidate('subwarp'))
     if stats['skew'] >= HUB_MIN_SKEW:
-        out += [Candidate('hub', {'hub_threshold': t})
-                for t in hub_thresholds(stats)]
+        out += [Candidate('hub', {'hub_threshold': t, **l})
+                for t in hub_thresholds(stats) for l in lanes]
     return out
+
+
+def _vectors(F: int, dtype: torch.dtype) -> int:
+    # 16-byte vectors per row when F allows them (the kernel's rule).
+    per = 16 // torch.empty((), dtype=dtype).element_size()
+    return F // per if F % per == 0 else F
+
+
+def _default_lanes(F: int, dtype: torch.dtype) -> int:
+    v, n = 1, _vectors(F, dtype)
+    while v < WARP and v * 4 < n:
+        v <<= 1
+    return v
+
+
+def _one_vector_per_lane(F: int, dtype: torch.dtype) -> int:
+    v, n = 1, _vectors(F, dtype)
+    while v < WARP and v < n:
+        v <<= 1
+    return v
 
 
 def forced(name: str, stats: Dict[str, float], device_type: str) -> Candidate:

@@ -85,7 +85,8 @@ def dispatch(variant: str, params: Dict[str, int], graph: CSRGraph, x: Tensor,
     if variant == BASELINE:
         return ops.spmm_cusparse(graph, x, reduce)
     return ops.spmm(graph, x, reduce, variant=variant,
-                    hub_threshold=params.get('hub_threshold', -1))
+                    hub_threshold=params.get('hub_threshold', -1),
+                    lanes=params.get('lanes', 0))
 
 
 def run_spmm(graph: CSRGraph, x: Tensor, reduce: str = 'sum') -> Tensor:

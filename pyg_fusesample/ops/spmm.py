@@ -23,10 +23,10 @@ SPMM_VARIANTS = ('warp', 'subwarp', 'hub')
 
 
 def _raw_spmm(graph: CSRGraph, value: Optional[Tensor], x: Tensor, reduce: str,
-              variant: str, hub_threshold: int) -> Tensor:
+              variant: str, hub_threshold: int, lanes: int = 0) -> Tensor:
     hub_rows = graph.hub_chunks(hub_threshold) if variant == 'hub' else None
     return _ops.spmm(graph.rowptr, graph.col, value, x, reduce, variant,
-                     hub_threshold, hub_rows)
+                     hub_threshold, hub_rows, lanes)
 
 
 def _row_scale(graph: CSRGraph, dtype) -> Tensor:
@@ -35,10 +35,10 @@ def _row_scale(graph: CSRGraph, dtype) -> Tensor:
 
 class _SpMM(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, value, graph, reduce, variant, hub_threshold):
+    def forward(ctx, x, value, graph, reduce, variant, hub_threshold, lanes):
         ctx.graph, ctx.reduce = graph, reduce
         ctx.save_for_backward(x, value)
-        return _raw_spmm(graph, value, x, reduce, variant, hub_threshold)
+        return _raw_spmm(graph, value, x, reduce, variant, hub_threshold, lanes)
 
     @staticmethod
     def backward(ctx, grad_out):
@@ -59,12 +59,12 @@ class _SpMM(torch.autograd.Function):
             grad_value = _ops.sddmm(graph.rowptr, graph.col, a.contiguous(),
                                     b.contiguous())
             grad_value = grad_value.view_as(value)
-        return grad_x, grad_value, None, None, None, None
+        return grad_x, grad_value, None, None, None, None, None
 
 
 def spmm(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
          variant: str = 'warp', hub_threshold: int = -1,
-         value: Optional[Tensor] = None) -> Tensor:
+         value: Optional[Tensor] = None, lanes: int = 0) -> Tensor:
     r"""``A @ x`` with the CSR :obj:`graph` (rows aggregate), differentiable
     in :obj:`x` and the edge values.
 
@@ -80,6 +80,8 @@ def spmm(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
             each (``'hub'`` only).
         value (Tensor, optional): ``[nnz]`` or ``[nnz, heads]`` edge values
             (heads split the columns of :obj:`x` evenly).
+        lanes (int): CUDA lane layout: lanes across a row's feature vectors
+            (a power of two <= 32; ``0``: automatic); a scheduler knob.
     """
     if reduce == 'add':
         reduce = 'sum'
@@ -87,7 +89,8 @@ def spmm(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
         raise ValueError(f"spmm: 'variant' must be one of {SPMM_VARIANTS}, "
                          f"got {variant!r}")
     value = graph.value if value is None else value
-    return _SpMM.apply(x, value, graph, reduce, variant, int(hub_threshold))
+    return _SpMM.apply(x, value, graph, reduce, variant, int(hub_threshold),
+                       int(lanes))
 
 
 def spmm_cusparse(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
@@ -179,7 +182,7 @@ def csr_attention(graph: CSRGraph, query: Tensor, key: Tensor,
 
 @torch.library.register_fake('fusesample::spmm')
 def _spmm_fake(rowptr, col, value, x, reduce='sum', variant='warp',
-               hub_threshold=-1, hub_rows=None):
+               hub_threshold=-1, hub_rows=None, lanes=0):
     return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
 
 

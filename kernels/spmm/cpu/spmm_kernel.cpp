@@ -42,7 +42,10 @@ at::Tensor spmm_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                     const c10::optional<at::Tensor>& value, const at::Tensor& x,
                     c10::string_view reduce, c10::string_view variant,
                     int64_t /*hub_threshold: a CUDA variant's*/,
-                    const c10::optional<at::Tensor>& /*hub_rows*/) {
+                    const c10::optional<at::Tensor>& /*hub_rows*/,
+                    int64_t lanes) {
+  TORCH_CHECK(lanes == 0 || (lanes > 0 && lanes <= 32 && (lanes & (lanes - 1)) == 0),
+              kSpmm, ": 'lanes' must be 0 (automatic) or a power of two <= 32, got ", lanes);
   const int64_t heads = check_spmm(kSpmm, rowptr, col, value, x);
   const bool mean = parse_spmm_mean(kSpmm, std::string(reduce));
   parse_spmm_variant(kSpmm, std::string(variant));

@@ -209,9 +209,11 @@ spmm_hub_combine_kernel(const int64_t* __restrict__ rowptr,
   }
 }
 
-// Lanes across vectors: enough that kVecs vectors each cover the row, at
-// most the group; the rest of the group splits the non-zeros.
-int vector_lanes(int64_t nvec, int group) {
+// Lanes across vectors: `lanes` if given (the scheduler probes layouts),
+// else enough that kVecs vectors each cover the row; at most the group. The
+// rest of the group splits the non-zeros.
+int vector_lanes(int64_t nvec, int group, int64_t lanes) {
+  if (lanes > 0) return static_cast<int>(std::min<int64_t>(lanes, group));
   int v = 1;
   while (v < group && static_cast<int64_t>(v) * kVecs < nvec) v <<= 1;
   return v;
@@ -226,11 +228,12 @@ int64_t blocks_for(int64_t warps) {
 template <bool kWeighted, typename scalar_t, typename index_t, int V>
 void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
             const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
-            SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks) {
+            SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
+            int64_t lanes) {
   const int64_t R = rowptr.numel() - 1, F = x.size(1), nvec = F / V;
   // 'subwarp' packs 4 rows per warp (8 lanes each) for short rows.
   const int group = variant == SpmmVariant::kSubwarp ? kSubwarpLanes : 32;
-  const Layout layout{group, vector_lanes(nvec, group)};
+  const Layout layout{group, vector_lanes(nvec, group, lanes)};
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const scalar_t* vp = kWeighted ? value.data_ptr<scalar_t>() : nullptr;
   const int64_t skip = variant == SpmmVariant::kHub ? hub_threshold : -1;
@@ -251,7 +254,7 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
     const int64_t blocks = std::min<int64_t>(K, static_cast<int64_t>(sms) * 16);
     spmm_hub_kernel<kWeighted, scalar_t, index_t, V><<<blocks, kThreads, 0, stream>>>(
         col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(), hub_chunks.data_ptr<int64_t>(),
-        K, F, heads, vector_lanes(nvec, 32), partial.data_ptr<acc_t>());
+        K, F, heads, vector_lanes(nvec, 32, lanes), partial.data_ptr<acc_t>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     spmm_hub_combine_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(
         rowptr.data_ptr<int64_t>(), hub_chunks.data_ptr<int64_t>(), K,
@@ -267,10 +270,13 @@ bool aligned(const at::Tensor& t, int64_t bytes) {
 at::Tensor spmm_cuda(const at::Tensor& rowptr, const at::Tensor& col,
                      const c10::optional<at::Tensor>& value, const at::Tensor& x,
                      c10::string_view reduce, c10::string_view variant_name,
-                     int64_t hub_threshold, const c10::optional<at::Tensor>& hub_rows) {
+                     int64_t hub_threshold, const c10::optional<at::Tensor>& hub_rows,
+                     int64_t lanes) {
   const int64_t heads = check_spmm(kSpmm, rowptr, col, value, x);
   const bool mean = parse_spmm_mean(kSpmm, std::string(reduce));
   const SpmmVariant variant = parse_spmm_variant(kSpmm, std::string(variant_name));
+  TORCH_CHECK(lanes == 0 || (lanes > 0 && lanes <= 32 && (lanes & (lanes - 1)) == 0),
+              kSpmm, ": 'lanes' must be 0 (automatic) or a power of two <= 32, got ", lanes);
   at::Tensor hubs;
   if (variant == SpmmVariant::kHub) {
     TORCH_CHECK(hub_threshold >= 0 && hub_rows.has_value(), kSpmm,
@@ -302,10 +308,10 @@ at::Tensor spmm_cuda(const at::Tensor& rowptr, const at::Tensor& col,
         constexpr bool kW = decltype(weighted)::value;
         if (vec)
           launch<kW, scalar_t_, index_t, V16>(rowptr_c, col_c, value_c, x_c, out, heads,
-                                              mean, variant, hub_threshold, hubs);
+                                              mean, variant, hub_threshold, hubs, lanes);
         else
           launch<kW, scalar_t_, index_t, 1>(rowptr_c, col_c, value_c, x_c, out, heads,
-                                            mean, variant, hub_threshold, hubs);
+                                            mean, variant, hub_threshold, hubs, lanes);
       };
       if (value_c.defined())
         run(std::true_type{});
