@@ -27,10 +27,7 @@ inline void check_features(const char* op, const char* name, const at::Tensor& x
                            const at::Tensor& colptr) {
   TORCH_CHECK(x.dim() == 2, op, ": '", name, "' must be 2-dimensional [rows, F], got shape ",
               x.sizes());
-  TORCH_CHECK(at::isFloatingType(x.scalar_type()), op, ": '", name,
-              "' must be float64, float32, float16 or bfloat16, got ",
-              x.scalar_type());
-  check_same_device(op, name, x, "colptr", colptr);
+  check_floating(op, name, x, "colptr", colptr);
 }
 
 inline void check_sample_aggregate(const char* op, const at::Tensor& colptr,

@@ -79,17 +79,28 @@ inline void check_gather_rows(const char* op, const at::Tensor& src,
   check_same_device(op, "index", index, "src", src);
 }
 
+// A floating-point tensor (features, edge values) on the device of `ref`.
+inline void check_floating(const char* op, const char* name, const at::Tensor& t,
+                           const char* ref_name, const at::Tensor& ref) {
+  TORCH_CHECK(at::isFloatingType(t.scalar_type()), op, ": '", name,
+              "' must be float64, float32, float16 or bfloat16, got ",
+              t.scalar_type());
+  check_same_device(op, name, t, ref_name, ref);
+}
+
 // On the CPU the value checks are cheap; CUDA kernels check the same ranges
 // on the device and report through an error flag instead of syncing.
+// `lowest` is -1 where -1 marks padding.
 inline void check_ids_in_range_cpu(const char* op, const char* name,
-                                   const at::Tensor& ids, int64_t bound) {
+                                   const at::Tensor& ids, int64_t bound,
+                                   int64_t lowest = 0) {
   if (ids.numel() == 0) return;
   auto minmax = at::aminmax(ids);
   const int64_t lo = std::get<0>(minmax).item<int64_t>();
   const int64_t hi = std::get<1>(minmax).item<int64_t>();
-  TORCH_CHECK(lo >= 0 && hi < bound, op, ": '", name,
-              "' holds ids in [", lo, ", ", hi, "] but must lie in [0, ",
-              bound, ")");
+  TORCH_CHECK(lo >= lowest && hi < bound, op, ": '", name,
+              "' holds ids in [", lo, ", ", hi, "] but must lie in [", lowest,
+              ", ", bound, ")");
 }
 
 }  // namespace fusesample

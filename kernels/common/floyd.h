@@ -1,6 +1,6 @@
 // Floyd's algorithm: a uniform k-subset of [0, d) in k draws, so sampling k
-// of a hub's million in-edges costs O(k), not a scan of its list. Shared by
-// every CPU sampler; the CUDA kernels run the same draws (floyd.cuh), so both
+// of a hub's million in-edges costs O(k), not a scan of its list; and
+// sample_positions, the draw modes around it. Shared by every CPU sampler; the CUDA kernels run the same draws (floyd.cuh), so both
 // devices pick the same subsets for the same RNG key.
 #pragma once
 
@@ -40,6 +40,25 @@ void floyd_sample(uint64_t rng_seed, int64_t a, int64_t b, int64_t d, int64_t k,
   }
   if (use_bitmap)
     for (int64_t t : picks) seen[t] = 0;
+}
+
+// One target's draws in every mode of the samplers' contract: all d
+// positions (k = -1, or k >= d without replacement), k uniform draws with
+// replacement (none when d = 0), else Floyd. `emit(slot, position)`.
+template <typename Emit>
+void sample_positions(uint64_t rng_seed, int64_t a, int64_t b, int64_t d,
+                      int64_t k, bool replace, std::vector<int64_t>& picks,
+                      std::vector<uint8_t>& seen, Emit emit) {
+  if (k < 0 || (!replace && k >= d)) {
+    for (int64_t j = 0; j < d; ++j) emit(j, j);
+  } else if (replace) {
+    if (d > 0)
+      for (int64_t s = 0; s < k; ++s)
+        emit(s, static_cast<int64_t>(uniform_below(random_bits(rng_seed, a, b, s),
+                                                   static_cast<uint64_t>(d))));
+  } else {
+    floyd_sample(rng_seed, a, b, d, k, picks, seen, emit);
+  }
 }
 
 }  // namespace fusesample

@@ -21,19 +21,11 @@ inline void check_csr(const char* op, const at::Tensor& rowptr,
   check_same_device(op, "col", col, "rowptr", rowptr);
 }
 
-inline void check_float(const char* op, const char* name, const at::Tensor& t,
-                        const at::Tensor& rowptr) {
-  TORCH_CHECK(at::isFloatingType(t.scalar_type()), op, ": '", name,
-              "' must be float64, float32, float16 or bfloat16, got ",
-              t.scalar_type());
-  check_same_device(op, name, t, "rowptr", rowptr);
-}
-
 // Heads of an edge-value tensor: [E] -> 1, [E, H] -> H.
 inline int64_t check_edge_values(const char* op, const char* name,
                                  const at::Tensor& v, const at::Tensor& col,
                                  const at::Tensor& rowptr) {
-  check_float(op, name, v, rowptr);
+  check_floating(op, name, v, "rowptr", rowptr);
   TORCH_CHECK((v.dim() == 1 || v.dim() == 2) && v.size(0) == col.numel(), op,
               ": '", name, "' must have shape [", col.numel(), "] or [",
               col.numel(), ", heads], got ", v.sizes());
@@ -62,7 +54,7 @@ inline int64_t check_spmm(const char* op, const at::Tensor& rowptr,
                           const c10::optional<at::Tensor>& value,
                           const at::Tensor& x) {
   check_csr(op, rowptr, col);
-  check_float(op, "x", x, rowptr);
+  check_floating(op, "x", x, "rowptr", rowptr);
   TORCH_CHECK(x.dim() == 2, op, ": 'x' must be 2-dimensional [N, F], got shape ",
               x.sizes());
   int64_t heads = 1;
@@ -83,8 +75,8 @@ inline void check_sddmm(const char* op, const at::Tensor& rowptr,
                         const at::Tensor& col, const at::Tensor& a,
                         const at::Tensor& b) {
   check_csr(op, rowptr, col);
-  check_float(op, "a", a, rowptr);
-  check_float(op, "b", b, rowptr);
+  check_floating(op, "a", a, "rowptr", rowptr);
+  check_floating(op, "b", b, "rowptr", rowptr);
   TORCH_CHECK((a.dim() == 2 || a.dim() == 3) && a.dim() == b.dim() &&
                   a.sizes().slice(1) == b.sizes().slice(1) &&
                   a.scalar_type() == b.scalar_type(),
@@ -100,7 +92,7 @@ inline int64_t check_softmax_value(const char* op, const at::Tensor& rowptr,
                                    const at::Tensor& value) {
   check_1d(op, "rowptr", rowptr);
   check_dtype(op, "rowptr", rowptr, at::kLong);
-  check_float(op, "value", value, rowptr);
+  check_floating(op, "value", value, "rowptr", rowptr);
   TORCH_CHECK(value.dim() == 1 || value.dim() == 2, op,
               ": 'value' must be [E] or [E, heads], got shape ", value.sizes());
   return value.dim() == 2 ? value.size(1) : 1;

@@ -85,17 +85,7 @@ void forward(const at::Tensor& colptr, const at::Tensor& row,
           if (K > 0) slots[s] = u;
           take(u);
         };
-        if (k < 0 || (!replace && k >= d)) {
-          for (int64_t j = 0; j < d; ++j) emit(j, j);
-        } else if (replace) {
-          if (d > 0)
-            for (int64_t s = 0; s < k; ++s)
-              emit(s, static_cast<int64_t>(uniform_below(
-                          random_bits(rng_seed, level, v, s),
-                          static_cast<uint64_t>(d))));
-        } else {
-          floyd_sample(rng_seed, level, v, d, k, picks, seen, emit);
-        }
+        sample_positions(rng_seed, level, v, d, k, replace, picks, seen, emit);
       }
       scalar_t* o = out_p + t * F;
       const acc_t scale = reduce == Reduce::kMean && count > 0
@@ -119,14 +109,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_aggregate_cpu(
   const Reduce reduce = parse_reduce(kOp, std::string(reduce_name));
   check_rng_seed(kOp, rng_seed);
   // -1 pads tree levels; anything else must be a node of the graph.
-  if (target.numel() > 0) {
-    auto minmax = at::aminmax(target);
-    const int64_t lo = std::get<0>(minmax).item<int64_t>();
-    const int64_t hi = std::get<1>(minmax).item<int64_t>();
-    TORCH_CHECK(lo >= -1 && hi < colptr.numel() - 1, kOp,
-                ": 'target' holds ids in [", lo, ", ", hi,
-                "] but must lie in [-1, ", colptr.numel() - 1, ")");
-  }
+  check_ids_in_range_cpu(kOp, "target", target, colptr.numel() - 1, /*lowest=*/-1);
   const auto colptr_c = colptr.contiguous(), row_c = row.contiguous(),
              x_c = x.contiguous(), target_c = target.contiguous();
   const int64_t T = target.numel(), F = x.size(1);

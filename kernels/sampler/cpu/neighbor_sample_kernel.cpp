@@ -95,16 +95,8 @@ sample(const at::Tensor& colptr, const at::Tensor& row,
           out_edge[base + out + slot] = eid_p ? eid_p[start + j] : start + j;
         };
         if (count == 0) continue;
-        if (k < 0 || (!replace && k >= d)) {
-          for (int64_t j = 0; j < d; ++j) emit(j, j);
-        } else if (replace) {
-          for (int64_t s = 0; s < k; ++s)
-            emit(s, static_cast<int64_t>(uniform_below(
-                        random_bits(rng_seed, hop, target_pos, s),
-                        static_cast<uint64_t>(d))));
-        } else {
-          floyd_sample(rng_seed, hop, target_pos, d, k, picks, seen, emit);
-        }
+        sample_positions(rng_seed, hop, target_pos, d, k, replace, picks, seen,
+                         emit);
       }
     });
 

@@ -6,7 +6,6 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -20,23 +19,6 @@ constexpr const char* kSpmm = "fusesample::spmm";
 constexpr const char* kSddmm = "fusesample::sddmm";
 constexpr const char* kSoftmax = "fusesample::csr_softmax";
 constexpr const char* kSoftmaxBackward = "fusesample::csr_softmax_backward";
-
-// Columns must index rows of x; one pass, before any kernel reads them.
-template <typename index_t>
-void check_cols(const char* op, const index_t* col, int64_t nnz, int64_t bound) {
-  // A flag and the value apart: any id (negative too) can be the bad one.
-  std::atomic<bool> found{false};
-  std::atomic<int64_t> bad{0};
-  at::parallel_for(0, nnz, 1 << 16, [&](int64_t lo, int64_t hi) {
-    for (int64_t e = lo; e < hi; ++e)
-      if (col[e] < 0 || col[e] >= bound) {
-        bad.store(col[e]);
-        found.store(true);
-      }
-  });
-  TORCH_CHECK(!found.load(), op, ": 'col' holds ", bad.load(),
-              " outside [0, ", bound, ")");
-}
 
 at::Tensor spmm_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                     const c10::optional<at::Tensor>& value, const at::Tensor& x,
@@ -56,6 +38,8 @@ at::Tensor spmm_cpu(const at::Tensor& rowptr, const at::Tensor& col,
   auto out = at::empty({R, F}, x.options());
   TORCH_CHECK(rowptr_c[R].item<int64_t>() == col.numel(), kSpmm,
               ": 'rowptr[-1]' must equal col.numel() = ", col.numel());
+  // Columns must index rows of x, before any kernel reads them.
+  check_ids_in_range_cpu(kSpmm, "col", col, x.size(0));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "spmm_cpu", [&] {
     using scalar_t_ = scalar_t;
     using acc_t = at::opmath_type<scalar_t_>;
@@ -65,7 +49,6 @@ at::Tensor spmm_cpu(const at::Tensor& rowptr, const at::Tensor& col,
       const scalar_t_* xp = x_c.data_ptr<scalar_t_>();
       const scalar_t_* vp = value_c.defined() ? value_c.data_ptr<scalar_t_>() : nullptr;
       scalar_t_* op = out.data_ptr<scalar_t_>();
-      check_cols(kSpmm, cp, col.numel(), x.size(0));
       at::parallel_for(0, R, 64, [&](int64_t lo, int64_t hi) {
         std::vector<acc_t> acc(F);
         for (int64_t r = lo; r < hi; ++r) {
@@ -91,6 +74,7 @@ at::Tensor spmm_cpu(const at::Tensor& rowptr, const at::Tensor& col,
 at::Tensor sddmm_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                      const at::Tensor& a, const at::Tensor& b) {
   check_sddmm(kSddmm, rowptr, col, a, b);
+  check_ids_in_range_cpu(kSddmm, "col", col, b.size(0));
   const int64_t H = a.dim() == 3 ? a.size(1) : 1, C = a.size(-1);
   const int64_t R = rowptr.numel() - 1, E = col.numel();
   auto out = a.dim() == 3 ? at::empty({E, H}, a.options()) : at::empty({E}, a.options());
@@ -105,7 +89,6 @@ at::Tensor sddmm_cpu(const at::Tensor& rowptr, const at::Tensor& col,
       const scalar_t_* ap = a_c.data_ptr<scalar_t_>();
       const scalar_t_* bp = b_c.data_ptr<scalar_t_>();
       scalar_t_* op = out.data_ptr<scalar_t_>();
-      check_cols(kSddmm, cp, E, b.size(0));
       at::parallel_for(0, R, 64, [&](int64_t lo, int64_t hi) {
         for (int64_t r = lo; r < hi; ++r)
           for (int64_t e = rp[r]; e < rp[r + 1]; ++e)
