@@ -26,3 +26,9 @@ def timed_calls(fn: Callable[[], object], steps: int, warmup: int,
 
 def median(xs: List[float]) -> float:
     return statistics.median(xs) if xs else float('nan')
+
+
+def median_ms(fn: Callable[[], object], steps: int, warmup: int,
+              device: torch.device) -> float:
+    """Median of :func:`timed_calls`, in milliseconds."""
+    return median(timed_calls(fn, steps, warmup, device))

@@ -6,7 +6,8 @@ This subpackage depends only on torch and torch_geometric, so it can be used
 without the compiled extension.
 """
 
-from .synthetic import (
+from .synthetic import (  # __all__: the one list of the public names
+    __all__,
     DATASET_NAMES,
     arxiv_like,
     erdos_renyi,
@@ -18,16 +19,3 @@ from .synthetic import (
     products_like,
     reddit_like,
 )
-
-__all__ = [
-    "power_law_graph",
-    "products_like",
-    "arxiv_like",
-    "reddit_like",
-    "hub_skewed",
-    "erdos_renyi",
-    "power_law_1m",
-    "get_dataset",
-    "graph_stats",
-    "DATASET_NAMES",
-]

@@ -176,9 +176,9 @@ class FusedGraphSAGE(torch.nn.Module):
         r"""Exact layer-wise full-neighbour evaluation of every node (as
         PyG's products example does, without the loader): one fused
         :math:`k = -1` aggregation per layer."""
+        colptr, row = as_csc(edge_index, x.size(0), x.size(0))
+        target = torch.arange(x.size(0), device=x.device)
         for j, conv in enumerate(self.convs):
-            colptr, row = as_csc(edge_index, x.size(0), x.size(0))
-            target = torch.arange(x.size(0), device=x.device)
             agg = sample_aggregate(colptr, row, x, target, -1, self.aggr,
                                    rng_seed=0).out
             x = conv.lin_l(agg) + conv.lin_r(x)

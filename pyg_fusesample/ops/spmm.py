@@ -101,10 +101,9 @@ def spmm_cusparse(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
     value = graph.value if value is None else value
     if value is not None and value.dim() != 1:
         raise ValueError('spmm_cusparse: multi-head values are not supported')
-    adj = graph.with_value(value).to_torch_sparse() if value is not None \
-        else graph.to_torch_sparse()
-    if adj.dtype != x.dtype:
-        adj = adj.to(x.dtype)
+    # The graph's own values (the common case) keep the graph's cached CSR.
+    source = graph if value is graph.value else graph.with_value(value)
+    adj = source.to_torch_sparse(x.dtype)
     out = torch.sparse.mm(adj, x)
     if reduce == 'mean':
         out = out * _row_scale(graph, x.dtype).unsqueeze(-1)
@@ -173,8 +172,7 @@ def csr_attention(graph: CSRGraph, query: Tensor, key: Tensor,
     returns ``[R, H, C]``."""
     scores = sddmm(graph, query * query.size(-1) ** -0.5, key)
     alpha = csr_softmax(graph, scores)
-    out = spmm(graph, value.reshape(value.size(0), -1),
-               value=alpha if alpha.dim() == 2 else alpha)
+    out = spmm(graph, value.reshape(value.size(0), -1), value=alpha)
     return out.view(-1, *value.shape[1:])
 
 

@@ -142,13 +142,17 @@ class CSRGraph:
             self._cache[key] = torch.stack([row, begin, end], 1).contiguous()
         return self._cache[key]
 
-    def to_torch_sparse(self) -> Tensor:
+    def to_torch_sparse(self, dtype: Optional[torch.dtype] = None) -> Tensor:
         r"""The same matrix as a ``torch.sparse_csr`` tensor (for cuSPARSE /
-        ``torch.sparse.mm``); cached per value tensor."""
-        key = ('torch_csr', id(self.value))
+        ``torch.sparse.mm``) with values of :obj:`dtype` (default: the
+        values' own, float32 without values); cached per value tensor and
+        dtype, so a caller multiplying bfloat16 features casts once."""
+        if dtype is None:
+            dtype = self.value.dtype if self.value is not None else torch.float32
+        key = ('torch_csr', id(self.value), dtype)
         if key not in self._cache:
-            value = self.value if self.value is not None else torch.ones(
-                self.nnz, device=self.device)
+            value = self.value.to(dtype) if self.value is not None else \
+                torch.ones(self.nnz, dtype=dtype, device=self.device)
             with warnings.catch_warnings():  # "CSR support is in beta"
                 warnings.simplefilter('ignore')
                 self._cache[key] = torch.sparse_csr_tensor(

@@ -11,10 +11,10 @@ FusedGraphSAGE training step (forward + backward + fused AdamW).
    with a breakdown (sample+forward / backward / optimizer).
 """
 import sys
-import time
 
 import torch
 
+from pyg_fusesample.bench import timing
 from pyg_fusesample.datasets import get_dataset
 from pyg_fusesample.nn import CapturedStep, FusedGraphSAGE
 from pyg_fusesample.ops import sample_aggregate
@@ -22,17 +22,7 @@ from pyg_fusesample.sampler import build_csc
 
 
 def median_ms(fn, reps=50, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        ts.append(time.perf_counter() - t)
-    ts.sort()
-    return ts[len(ts) // 2] * 1e3
+    return timing.median_ms(fn, reps, warmup, torch.device('cuda'))
 
 
 def agreement():

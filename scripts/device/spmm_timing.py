@@ -5,26 +5,17 @@ at several F (median of 20, synchronised), no scheduler involved.
     python scripts/device/spmm_timing.py products hub
 """
 import sys
-import time
 
 import torch
 
+from pyg_fusesample.bench import timing
 from pyg_fusesample.datasets import get_dataset
 from pyg_fusesample.ops.spmm import spmm, spmm_cusparse
 from pyg_fusesample.sparse import CSRGraph
 
 
 def median_ms(fn, reps=20):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        ts.append(time.perf_counter() - t)
-    return sorted(ts)[reps // 2] * 1e3
+    return timing.median_ms(fn, reps, 3, torch.device('cuda'))
 
 
 for name in sys.argv[1:] or ['products']:
