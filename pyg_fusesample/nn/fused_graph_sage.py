@@ -10,6 +10,7 @@ from torch_geometric.nn.resolver import activation_resolver
 from ..ops.aggregate import sample_aggregate
 from .fused_sage_conv import FusedSAGEConv, _check_target, rng_key
 from .graph_input import as_csc
+from .tree_layer_input import TreeLayerInput, child_slots
 
 
 class FusedGraphSAGE(torch.nn.Module):
@@ -126,21 +127,6 @@ class FusedGraphSAGE(torch.nn.Module):
                 levels.append(out.nbr.reshape(-1))
         return levels, aggs
 
-    def _reduce_children(self, h: Tensor, nodes: Tensor, n: int,
-                         k: int) -> Tensor:
-        # h: [n * k, C] rows of the children of n parents; nodes: their ids.
-        if k == 0:
-            return h.new_zeros(n, h.size(-1))
-        h = h.view(n, k, h.size(-1))
-        mask = (nodes >= 0).view(n, k, 1)
-        if self.aggr == 'max':
-            out = h.masked_fill(~mask, float('-inf')).amax(dim=1)
-            return out.masked_fill(~mask.any(dim=1), 0.)
-        out = (h * mask).sum(dim=1)
-        if self.aggr == 'mean':
-            out = out / mask.sum(dim=1).clamp_min(1).to(out.dtype)
-        return out
-
     def forward(self, x: Tensor, edge_index,
                 seed_nodes: Optional[Tensor] = None) -> Tensor:
         if seed_nodes is not None:
@@ -151,24 +137,29 @@ class FusedGraphSAGE(torch.nn.Module):
         if seed_nodes is None:
             seed_nodes = torch.arange(x.size(0), device=x.device)
         levels, aggs = self.sample_tree(x, edge_index, seed_nodes)
-        sizes = [lv.numel() for lv in levels]
-        # Layer 1 over levels 0..L-1 in one matmul each; padded slots read
-        # row 0 and are masked out by their parents.
-        nodes = torch.cat(levels) if len(levels) > 1 else levels[0]
-        conv = self.convs[0]
-        h = conv.lin_l(torch.cat(aggs) if len(aggs) > 1 else aggs[0])
-        h = h + conv.lin_r(x[nodes.clamp_min(0)])
-        for j in range(1, self.num_layers):
-            h = self.act(h)
-            h = F.dropout(h, p=self.dropout, training=self.training)
-            parts = list(torch.split(h, sizes[:len(sizes) - j + 1]))
-            conv = self.convs[j]
-            agg = torch.cat([
-                self._reduce_children(parts[l + 1], levels[l + 1],
-                                      parts[l].size(0), self.num_neighbors[l])
-                for l in range(len(parts) - 1)
-            ])
-            h = conv.lin_l(agg) + conv.lin_r(torch.cat(parts[:-1]))
+        # Layer 1 over levels 0..L-1 as one GEMM on [aggr | root] rows;
+        # padded slots read row 0 and get weight 0 from their parents.
+        # Under autocast the pieces are cast before they are concatenated,
+        # so no full-precision copy of the layer's input stays alive.
+        dtype = (torch.get_autocast_dtype(x.device.type)
+                 if torch.is_autocast_enabled(x.device.type) else x.dtype)
+        agg = torch.cat(aggs).to(dtype)
+        del aggs
+        root = x[torch.cat(levels).clamp_min(0)].to(dtype)
+        h = torch.cat([agg, root], dim=1)
+        del agg, root
+        valid = child_slots(levels, self.num_neighbors)
+        fused_act = isinstance(self.act, torch.nn.ReLU)
+        for j, conv in enumerate(self.convs):
+            if j > 0:  # h: pre-activations of levels 0..L-j -> this input
+                if not fused_act:
+                    h = F.dropout(self.act(h), self.dropout, self.training)
+                m = self.num_layers - j  # parent levels 0..m-1
+                h, _ = TreeLayerInput.apply(h, valid[:m],
+                                            self.num_neighbors[:m],
+                                            self.aggr, fused_act,
+                                            self.dropout)
+            h = F.linear(h, _stacked_weight(conv), conv.lin_l.bias)
         return h
 
     @torch.no_grad()
@@ -190,3 +181,9 @@ class FusedGraphSAGE(torch.nn.Module):
         return (f'{self.__class__.__name__}({self.in_channels}, '
                 f'{self.out_channels}, num_layers={self.num_layers}, '
                 f'num_neighbors={self.num_neighbors}, aggr={self.aggr})')
+
+
+def _stacked_weight(conv: FusedSAGEConv) -> Tensor:
+    # [W_1 | W_2]: one GEMM over [aggr | root] rows instead of two GEMMs
+    # whose outputs would be alive together with their sum.
+    return torch.cat([conv.lin_l.weight, conv.lin_r.weight], dim=1)
