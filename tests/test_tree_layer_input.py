@@ -78,11 +78,11 @@ def test_matches_autograd_reference(device, layout, aggr, relu):
     out, h = TreeLayerInput.apply(pre, child_slots(levels, fanouts), fanouts,
                                   aggr, relu, 0.0)
     torch.testing.assert_close(out, expected)
-    out.backward(grad)
-    torch.testing.assert_close(z.grad, z_ref.grad)
-    if relu:  # the pre-activation now holds the activation
+    if relu:  # the pre-activation now holds the activation (until backward)
         assert h.data_ptr() == pre.data_ptr()
         torch.testing.assert_close(pre, torch.relu(z0))
+    out.backward(grad)
+    torch.testing.assert_close(z.grad, z_ref.grad)
 
 
 @pytest.mark.parametrize('layout', LAYOUTS, ids=str)
@@ -102,7 +102,7 @@ def test_gradcheck(layout, aggr, relu, p):
     def fn(z):  # the same dropout mask on every call
         torch.manual_seed(0)
         return TreeLayerInput.apply(z.clone(), valid, fanouts, aggr, relu,
-                                    p)[0]
+                                    p, False)[0]
 
     assert torch.autograd.gradcheck(fn, (z,))
 
@@ -201,9 +201,79 @@ def test_bf16_cuda_close_to_float64(aggr):
     grad = torch.randn(32 + 128, 128, dtype=torch.float64, device='cuda')
     outs = []
     for dtype in (torch.float64, torch.bfloat16):
-        z = z0.to(dtype).requires_grad_()
+        z = z0.to(dtype).clone().requires_grad_()
         out, _ = TreeLayerInput.apply(z * 1, valid, fanouts, aggr, True, 0.0)
         out.backward(grad.to(dtype))
         outs.append((out.double(), z.grad.double()))
     torch.testing.assert_close(outs[1][0], outs[0][0], rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(outs[1][1], outs[0][1], rtol=2e-2, atol=2e-2)
+
+
+def test_second_backward_is_refused():
+    """With the ReLU the backward turns the saved activation into the
+    gradient, so a retained graph cannot be differentiated twice."""
+    levels = tree(4, [3])
+    z = torch.randn(rows_of(levels), 5, requires_grad=True)
+    out, _ = TreeLayerInput.apply(z * 1, child_slots(levels, [3]), [3],
+                                  'mean', True, 0.0)
+    out.sum().backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match='retain_graph'):
+        out.sum().backward()
+
+
+@pytest.mark.parametrize('relu', [True, False])
+def test_gradcheck_both_outputs(relu):
+    """The activation output is differentiable too (the model never uses
+    it, but a gradient reaching it must be right)."""
+    levels = tree(3, [2, 3], seed=4)
+    valid = child_slots(levels, [2, 3])
+    z = torch.randn(rows_of(levels), 3, dtype=torch.float64,
+                    requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda z: TreeLayerInput.apply(z.clone(), valid, [2, 3], 'mean', relu,
+                                       0.0, False), (z,))
+
+
+# GatherLinear (the first layer's transform) #################################
+
+@pytest.mark.parametrize('bias', [True, False])
+def test_gather_linear_gradcheck(bias, monkeypatch):
+    from pyg_fusesample.nn import gather_linear
+    monkeypatch.setattr(gather_linear, 'GATHER_CHUNK_ROWS', 3)  # 3 chunks
+    g = torch.Generator().manual_seed(0)
+    agg = torch.randn(8, 4, dtype=torch.float64, generator=g)
+    x = torch.randn(6, 4, dtype=torch.float64, generator=g)
+    nodes = torch.tensor([0, 5, 5, 2, 0, 1, 3, 5])  # repeats accumulate
+    w_l = torch.randn(3, 4, dtype=torch.float64, generator=g)
+    w_r = torch.randn(3, 4, dtype=torch.float64, generator=g)
+    b = torch.randn(3, dtype=torch.float64, generator=g) if bias else None
+    inputs = [t.requires_grad_() if t is not None else None
+              for t in (agg, x, w_l, w_r, b)]
+    fn = lambda a, x, wl, wr, b: gather_linear.GatherLinear.apply(  # noqa
+        a, x, nodes, wl, wr, b)
+    assert torch.autograd.gradcheck(fn, inputs)
+    expected = agg @ w_l.t() + x[nodes] @ w_r.t() + (b if bias else 0)
+    torch.testing.assert_close(fn(*inputs), expected)
+
+
+@pytest.mark.parametrize('device', devices())
+def test_graph_sage_autocast_bf16_close_to_float32(device):
+    """Under bf16 autocast the tree's activations are bf16 end to end;
+    outputs and gradients stay close to the float32 step's."""
+    ei = graph(device)
+    seeds = torch.arange(16, device=device)
+    x = torch.randn(N, 6, device=device)
+    results = []
+    for amp in (False, True):
+        torch.manual_seed(0)
+        model = FusedGraphSAGE(6, 32, 3, 2, [4, 3],
+                               generator=torch.Generator().manual_seed(2))
+        model = model.to(device).train()
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
+            out = model(x, ei, seeds)
+        assert out.dtype == (torch.bfloat16 if amp else torch.float32)
+        out.float().square().sum().backward()
+        results.append([out.float()] + [p.grad for p in model.parameters()])
+    for a, b in zip(*results):
+        assert b.dtype == a.dtype
+        torch.testing.assert_close(b, a, rtol=5e-2, atol=5e-2)

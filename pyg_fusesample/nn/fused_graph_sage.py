@@ -9,6 +9,7 @@ from torch_geometric.nn.resolver import activation_resolver
 
 from ..ops.aggregate import sample_aggregate
 from .fused_sage_conv import FusedSAGEConv, _check_target, rng_key
+from .gather_linear import GatherLinear
 from .graph_input import as_csc
 from .tree_layer_input import TreeLayerInput, child_slots
 
@@ -137,28 +138,30 @@ class FusedGraphSAGE(torch.nn.Module):
         if seed_nodes is None:
             seed_nodes = torch.arange(x.size(0), device=x.device)
         levels, aggs = self.sample_tree(x, edge_index, seed_nodes)
-        # Layer 1 over levels 0..L-1 as one GEMM on [aggr | root] rows;
-        # padded slots read row 0 and get weight 0 from their parents.
-        # Under autocast the pieces are cast before they are concatenated,
-        # so no full-precision copy of the layer's input stays alive.
+        # Layer 1 over levels 0..L-1: [aggr | root] rows times [W_1 | W_2],
+        # without keeping the root rows (GatherLinear); padded slots read
+        # row 0 and get weight 0 from their parents. Under autocast the
+        # aggregations are cast before they are concatenated, so no
+        # full-precision copy of them stays alive.
         dtype = (torch.get_autocast_dtype(x.device.type)
                  if torch.is_autocast_enabled(x.device.type) else x.dtype)
-        agg = torch.cat(aggs).to(dtype)
+        agg = torch.cat([a.to(dtype) for a in aggs])
         del aggs
-        root = x[torch.cat(levels).clamp_min(0)].to(dtype)
-        h = torch.cat([agg, root], dim=1)
-        del agg, root
+        conv = self.convs[0]
+        h = GatherLinear.apply(agg, x, torch.cat(levels).clamp_min(0),
+                               conv.lin_l.weight, conv.lin_r.weight,
+                               conv.lin_l.bias)
+        del agg
         valid = child_slots(levels, self.num_neighbors)
         fused_act = isinstance(self.act, torch.nn.ReLU)
-        for j, conv in enumerate(self.convs):
-            if j > 0:  # h: pre-activations of levels 0..L-j -> this input
-                if not fused_act:
-                    h = F.dropout(self.act(h), self.dropout, self.training)
-                m = self.num_layers - j  # parent levels 0..m-1
-                h, _ = TreeLayerInput.apply(h, valid[:m],
-                                            self.num_neighbors[:m],
-                                            self.aggr, fused_act,
-                                            self.dropout)
+        for j in range(1, self.num_layers):
+            # h: pre-activations of levels 0..L-j -> this layer's input
+            if not fused_act:
+                h = F.dropout(self.act(h), self.dropout, self.training)
+            m = self.num_layers - j  # parent levels 0..m-1
+            h, _ = TreeLayerInput.apply(h, valid[:m], self.num_neighbors[:m],
+                                        self.aggr, fused_act, self.dropout)
+            conv = self.convs[j]
             h = F.linear(h, _stacked_weight(conv), conv.lin_l.bias)
         return h
 

@@ -53,28 +53,32 @@ class TreeLayerInput(torch.autograd.Function):
         aggr (str): ``"mean"``, ``"sum"`` or ``"max"``.
         relu (bool): apply ReLU (and dropout) here, saving a bool mask.
         p (float): dropout probability (only with :obj:`relu`).
+        inplace_backward (bool): with :obj:`relu`, the backward overwrites
+            the saved activation with the gradient (no extra buffer); the
+            graph then cannot be differentiated twice. ``False`` copies it
+            first (for ``retain_graph=True``, e.g. gradcheck).
 
     Returns ``(out [n_parents, 2C], h)``.
     """
 
     @staticmethod
     def forward(ctx, z: Tensor, valid: List[Tensor], fanouts: List[int],
-                aggr: str, relu: bool, p: float) -> Tuple[Tensor, Tensor]:
+                aggr: str, relu: bool, p: float,
+                inplace_backward: bool = True) -> Tuple[Tensor, Tensor]:
+        # The second output (the activation) is never differentiated; without
+        # this autograd would hand backward an [N, C] tensor of zeros for it.
+        ctx.set_materialize_grads(False)
         N, C = z.shape
         n_parents = sum(v.size(0) for v in valid)
         expected = n_parents + valid[-1].numel() if valid else 0
         if N != expected:
             raise ValueError(f'TreeLayerInput: the tree has {expected} rows '
                              f'(levels 0..{len(valid)}), got {N}')
-        mask: Optional[Tensor] = None
         if relu:
             z.relu_()
-            mask = z > 0
             if p > 0:
-                keep = torch.empty_like(mask).bernoulli_(1.0 - p)
-                mask &= keep
-                z.mul_(keep).mul_(1.0 / (1.0 - p))
-                del keep
+                z.mul_(torch.empty_like(z, dtype=torch.bool).bernoulli_(1.0 - p))
+                z.mul_(1.0 / (1.0 - p))
             ctx.mark_dirty(z)
         out = z.new_empty(n_parents, 2 * C)
         out[:, C:] = z[:n_parents]
@@ -98,40 +102,115 @@ class TreeLayerInput(torch.autograd.Function):
                 agg.copy_(total.squeeze(1) if scale is None
                           else total.squeeze(1) * scale)
             row += n
-        ctx.save_for_backward(*(valid + args + ([mask] if relu else [])))
+        # With the ReLU the activation itself is saved: its sign is the
+        # ReLU/dropout mask, and the backward turns it into the gradient in
+        # place (no mask, no second [N, C] buffer).
+        ctx.save_for_backward(*(valid + args + ([z] if relu else [])))
         ctx.layout = (N, C, fanouts, aggr, relu, p, len(valid), len(args))
+        ctx.consumed = False
+        ctx.inplace_backward = inplace_backward
         return out, z
 
     @staticmethod
-    def backward(ctx, grad_out: Tensor, _grad_h: Optional[Tensor]):
+    def backward(ctx, grad_out: Optional[Tensor], grad_h: Optional[Tensor]):
         N, C, fanouts, aggr, relu, p, n_w, n_args = ctx.layout
+        if ctx.consumed:
+            raise RuntimeError(
+                'TreeLayerInput: a second backward through the same graph '
+                '(retain_graph=True) needs inplace_backward=False: the first '
+                'one turned the saved activation into its gradient')
+        if grad_out is None and grad_h is None:
+            return (None,) * 7
         saved = ctx.saved_tensors
         valid, args = saved[:n_w], list(saved[n_w:n_w + n_args])
-        n_parents = sum(v.size(0) for v in valid)
-        grad = grad_out.new_zeros(N, C)
-        grad[:n_parents] = grad_out[:, C:]
-        row = 0
-        for v, k in zip(valid, fanouts):
-            n = v.size(0)
-            if k > 0:
-                g = grad_out[row:row + n, :C]
-                children = _children(grad, row, n, k)
-                if aggr == 'max':
-                    g = g.masked_fill(~v.any(dim=1, keepdim=True), 0.)
-                    children.scatter_add_(1, args.pop(0).unsqueeze(1),
-                                          g.unsqueeze(1))
-                else:
-                    scale = _scale(v, aggr, g.dtype)
-                    if scale is not None:
-                        g = (g * scale).to(grad.dtype)
-                    children.addcmul_(v.to(grad.dtype).unsqueeze(-1),
+        if not relu:
+            grad = (_grad(grad_out, N, C, valid, fanouts, aggr, args)
+                    if grad_out is not None else torch.zeros_like(grad_h))
+            return (grad if grad_h is None else grad + grad_h,) + (None,) * 6
+        h = saved[-1]
+        if ctx.inplace_backward:
+            ctx.consumed = True
+        else:
+            h = h.clone()
+        if grad_h is None:  # the lean path the model takes
+            grad = _masked_grad(h, grad_out, valid, fanouts, aggr, args)
+        else:
+            upstream = (_grad(grad_out, N, C, valid, fanouts, aggr, args)
+                        if grad_out is not None else 0)
+            grad = h.sign_().mul_(upstream + grad_h)
+        if p > 0:
+            grad.mul_(1.0 / (1.0 - p))
+        return (grad,) + (None,) * 6
+
+
+def _parent_grad(grad_out: Tensor, row: int, v: Tensor, aggr: str) -> Tensor:
+    """The gradient of one parent level's aggregations, ``[n, C]``, with
+    mean's scale applied (max: zero for parents without children)."""
+    C = grad_out.size(1) // 2
+    g = grad_out[row:row + v.size(0), :C]
+    if aggr == 'max':
+        return g.masked_fill(~v.any(dim=1, keepdim=True), 0.)
+    scale = _scale(v, aggr, g.dtype)
+    return g if scale is None else (g * scale).to(grad_out.dtype)
+
+
+def _grad(grad_out: Tensor, N: int, C: int, valid, fanouts, aggr: str,
+          args: List[Tensor]) -> Tensor:
+    # Without a ReLU here: roots' and children's gradients summed into one
+    # zero-initialised buffer.
+    n_parents = sum(v.size(0) for v in valid)
+    grad = grad_out.new_zeros(N, C)
+    grad[:n_parents] = grad_out[:, C:]
+    row = 0
+    for v, k in zip(valid, fanouts):
+        n = v.size(0)
+        if k > 0:
+            g = _parent_grad(grad_out, row, v, aggr)
+            children = _children(grad, row, n, k)
+            if aggr == 'max':
+                children.scatter_add_(1, args.pop(0).unsqueeze(1),
                                       g.unsqueeze(1))
-            row += n
-        if relu:
-            grad.mul_(saved[-1])
-            if p > 0:
-                grad.mul_(1.0 / (1.0 - p))
-        return grad, None, None, None, None, None
+            else:
+                children.addcmul_(v.to(grad.dtype).unsqueeze(-1),
+                                  g.unsqueeze(1))
+        row += n
+    return grad
+
+
+def _masked_grad(h: Tensor, grad_out: Tensor, valid, fanouts, aggr: str,
+                 args: List[Tensor]) -> Tensor:
+    # h = relu(z) (times dropout's keep / (1 - p)) becomes its mask in place
+    # (sign: 1 where it passed, 0 elsewhere), then each level's rows are
+    # multiplied by their upstream gradient: a root's, a child's, or for the
+    # middle levels of a deeper tree (children that are parents too) their
+    # sum -- the only place a temporary of a level's size is needed.
+    C = h.size(1)
+    grad = h.sign_()
+    n0 = valid[0].size(0)
+    grad[:n0].mul_(grad_out[:n0, C:])
+    row = 0
+    for level, (v, k) in enumerate(zip(valid, fanouts)):
+        n = v.size(0)
+        if k > 0:
+            g = _parent_grad(grad_out, row, v, aggr)
+            children = _children(grad, row, n, k)
+            also_parents = level + 1 < len(valid)
+            roots = (_children(grad_out[:, C:], row, n, k)
+                     if also_parents else None)
+            if aggr == 'max':
+                upstream = torch.zeros_like(children).scatter_(
+                    1, args.pop(0).unsqueeze(1), g.unsqueeze(1))
+                if roots is not None:
+                    upstream += roots
+                children.mul_(upstream)
+            elif roots is not None:
+                children.mul_(torch.addcmul(roots, v.to(g.dtype).unsqueeze(-1),
+                                            g.unsqueeze(1)))
+            else:
+                children.mul_(g.unsqueeze(1)).mul_(
+                    v.to(g.dtype).unsqueeze(-1))
+        row += n
+    return grad
 
 
 def _children(t: Tensor, parent_row: int, n: int, k: int) -> Tensor:
