@@ -394,3 +394,60 @@ def test_lane_layouts_in_shortlist():
     small = [c for c in candidates.shortlist(stats, 4, torch.float32, 'cuda')
              if 'lanes' in c.params]
     assert small == []
+
+
+class SplitTimer(FakeTimer):
+    """Probe-subgraph times and whole-graph times differ (as they do on
+    hub-skewed graphs, where the row sample misranks kernels)."""
+
+    def __init__(self, ms, full_ms, full_graph):
+        super().__init__(ms)
+        self.full_ms, self.full_graph = full_ms, full_graph
+
+    def __call__(self, c, graph, x, reduce, budget_ms):
+        self.calls.append((c, graph))
+        table = self.full_ms if graph is self.full_graph else self.ms
+        return table[c.variant]
+
+
+@pytest.mark.parametrize('probe_cpu,full_cpu,expect,source', [
+    (0.97, 0.70, 'cpu', 'confirm'),        # close fail, whole graph: faster
+    (0.90, 1.10, 'cusparse', 'guardrail'),  # close pass, whole graph: slower
+    (0.90, 0.90, 'cpu', 'confirm'),
+])
+def test_close_probe_is_confirmed_on_the_whole_graph(
+        probe_cpu, full_cpu, expect, source, monkeypatch, tmp_path):
+    monkeypatch.setitem(scheduler.PROBE_NNZ, 'cpu', 2000)
+    log = tmp_path / 'probes.jsonl'
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_TELEMETRY', str(log))
+    g = skewed_graph(rows=20000, hubs=20, hub_degree=900)
+    t = SplitTimer({'cusparse': 1.0, 'cpu': probe_cpu},
+                   {'cusparse': 1.0, 'cpu': full_cpu}, g)
+    monkeypatch.setattr(scheduler, 'measure', t)
+    d = autotune.choose(g, 16, torch.float32)
+    assert (d.variant, d.source) == (expect, source)
+    assert [graph is g for _, graph in t.calls] == [False, False, True, True]
+    assert d.timings['cpu@full'] == full_cpu
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r['stage'] for r in lines] == ['probe'] * 2 + ['confirm'] * 2
+    assert lines[-1]['probe_nnz'] == g.nnz
+    assert {r['candidate'] for r in lines if r['chosen']} == {expect}
+
+
+@pytest.mark.parametrize('probe_cpu', [0.40, 1.5])
+def test_clear_probe_or_small_graph_is_not_confirmed(probe_cpu, monkeypatch):
+    monkeypatch.setitem(scheduler.PROBE_NNZ, 'cpu', 2000)
+    g = skewed_graph(rows=20000, hubs=20, hub_degree=900)
+    t = SplitTimer({'cusparse': 1.0, 'cpu': probe_cpu},
+                   {'cusparse': 1.0, 'cpu': 99.0}, g)
+    monkeypatch.setattr(scheduler, 'measure', t)
+    d = autotune.choose(g, 16, torch.float32)
+    assert d.variant == ('cpu' if probe_cpu < 1 else 'cusparse')
+    assert all(graph is not g for _, graph in t.calls)
+    # a graph no larger than the probe is its own probe: nothing to confirm
+    small = skewed_graph(rows=50, hubs=0)
+    ms = {'cusparse': 1.0, 'cpu': 0.97}
+    t = SplitTimer(ms, ms, small)
+    monkeypatch.setattr(scheduler, 'measure', t)
+    autotune.choose(small, 16, torch.float32)
+    assert len(t.calls) == 2
