@@ -192,7 +192,7 @@ def test_graph_sage_dropout(act):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU')
-@pytest.mark.parametrize('aggr', AGGRS)
+@pytest.mark.parametrize('aggr', ['mean', 'sum'])
 def test_bf16_cuda_close_to_float64(aggr):
     levels = tree(32, [4, 3], device='cuda')
     fanouts = [4, 3]
@@ -207,6 +207,27 @@ def test_bf16_cuda_close_to_float64(aggr):
         outs.append((out.double(), z.grad.double()))
     torch.testing.assert_close(outs[1][0], outs[0][0], rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(outs[1][1], outs[0][1], rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU')
+def test_bf16_cuda_max_routes_each_gradient_to_one_child():
+    """bf16 rounding can tie or reorder the children, so the arg-max may
+    differ from float64's; the values stay close, and every parent's
+    gradient lands on exactly one of its children (sums are preserved)."""
+    levels = tree(32, [4], device='cuda')
+    valid = child_slots(levels, [4])
+    z0 = torch.randn(rows_of(levels), 64, dtype=torch.float64, device='cuda')
+    grad = torch.randn(32, 128, dtype=torch.float64, device='cuda')
+    z = z0.bfloat16().requires_grad_()
+    out, _ = TreeLayerInput.apply(z, valid, [4], 'max', False, 0.0)
+    expected = reference(z0.bfloat16().double(), levels, [4], 'max', False)
+    torch.testing.assert_close(out.double(), expected, rtol=1e-2, atol=1e-2)
+    out.backward(grad.bfloat16())
+    has_child = valid[0].any(dim=1)
+    children_grad = z.grad[32:].double().view(32, 4, 64).sum(1)
+    routed = grad[:, :64].bfloat16().double() * has_child.unsqueeze(-1)
+    torch.testing.assert_close(children_grad, routed, rtol=1e-2, atol=1e-2)
 
 
 def test_second_backward_is_refused():
@@ -274,6 +295,6 @@ def test_graph_sage_autocast_bf16_close_to_float32(device):
         assert out.dtype == (torch.bfloat16 if amp else torch.float32)
         out.float().square().sum().backward()
         results.append([out.float()] + [p.grad for p in model.parameters()])
-    for a, b in zip(*results):
-        assert b.dtype == a.dtype
-        torch.testing.assert_close(b, a, rtol=5e-2, atol=5e-2)
+    for a, b in zip(*results):  # relative to each tensor's norm: bf16
+        assert b.dtype == a.dtype  # sums of cancelling terms are not
+        assert float((b - a).norm() / a.norm()) < 3e-2  # close elementwise
