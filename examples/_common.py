@@ -251,15 +251,20 @@ def neighbor_loader_class(name: str):
 
 
 # -- training and evaluation ------------------------------------------------
-def autocast(device: torch.device, amp: bool):
+def autocast(device: torch.device, amp: bool, cache: bool = True):
+    # The weight-cast cache must be off inside a CUDA graph capture.
     return torch.autocast('cuda', dtype=torch.bfloat16,
-                          enabled=amp and device.type == 'cuda')
+                          enabled=amp and device.type == 'cuda',
+                          cache_enabled=cache)
 
 
 class Trainer:
     def __init__(self, args, data: Data, model, device: torch.device):
         self.args, self.data, self.model, self.device = args, data, model, device
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+        # capturable: the optimizer step runs inside the captured CUDA graph
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=args.lr,
+                                          capturable=args.capture)
+        self.captured = None  # CapturedStep, built on the first batch
         self.train_idx = data.train_mask.nonzero().view(-1)
         self.gpu = None  # x, edge_index, y (and masks) on the device
         if args.model != 'sage' or args.loader == 'fused':
@@ -286,18 +291,39 @@ class Trainer:
         else:
             self.loader_name = 'none (full batch)'
 
-    def _step(self, forward, y) -> float:
-        self.optimizer.zero_grad()
-        with autocast(self.device, self.args.amp):
+    def _body(self, forward, y) -> torch.Tensor:
+        with autocast(self.device, self.args.amp, cache=not self.args.capture):
             loss = F.cross_entropy(forward().float(), y)
         loss.backward()
         self.optimizer.step()
-        return float(loss.detach())
+        return loss.detach()
+
+    def _step(self, forward, y) -> torch.Tensor:
+        self.optimizer.zero_grad()
+        return self._body(forward, y)
+
+    def _fused_sage_step(self, seeds: torch.Tensor) -> torch.Tensor:
+        g, model = self.gpu, self.model
+
+        def body(seeds):
+            return self._body(lambda: model(g.x, g.edge_index, seeds),
+                              g.y[seeds])
+        if not self.args.capture:
+            self.optimizer.zero_grad()
+            return body(seeds)
+        if self.captured is None:
+            from pyg_fusesample.nn import CapturedStep
+            self.captured = CapturedStep(body, self.optimizer,
+                                         self.args.batch_size, self.device,
+                                         example_seeds=seeds)
+        # a clone: the graph overwrites its loss on the next replay
+        return self.captured(seeds).clone()
 
     def train(self, desc: str) -> float:
         model, args, device = self.model, self.args, self.device
         model.train()
-        total_loss = total = 0
+        # losses add up on the device: no host synchronisation per step
+        total_loss, total = torch.zeros((), device=device), 0
         if args.model == 'sage':
             for batch in tqdm(self.train_loader, desc=desc, disable=None):
                 batch = batch.to(device)
@@ -307,13 +333,11 @@ class Trainer:
                 total_loss += loss * n
                 total += n
         elif args.model == 'fused-sage':
-            g = self.gpu
             idx = self.train_idx.to(device)
             perm = idx[torch.randperm(idx.numel(), device=device)]
             for seeds in tqdm(perm.split(args.batch_size), desc=desc,
                               disable=None):
-                loss = self._step(lambda: model(g.x, g.edge_index, seeds),
-                                  g.y[seeds])
+                loss = self._fused_sage_step(seeds)
                 total_loss += loss * seeds.numel()
                 total += seeds.numel()
         else:
@@ -322,7 +346,7 @@ class Trainer:
                 lambda: model(g.x, g.edge_index)[g.train_mask],
                 g.y[g.train_mask])
             total = 1
-        return total_loss / max(total, 1)
+        return float(total_loss) / max(total, 1)
 
     @torch.no_grad()
     def inference(self) -> torch.Tensor:
@@ -400,6 +424,10 @@ def make_parser(spec: Spec, description: str, defaults: dict):
                    help='loader workers (CPU-resident data only)')
     p.add_argument('--amp', action='store_true',
                    help='bf16 autocast in training (CUDA only)')
+    p.add_argument('--capture', action='store_true',
+                   help='--model fused-sage on CUDA: replay each training '
+                        'step (sampling, forward, backward, optimizer) from '
+                        'a CUDA graph (pyg_fusesample.nn.CapturedStep)')
     p.add_argument('--device', default=None,
                    help="e.g. 'cpu', 'cuda' (default: cuda if available)")
     p.add_argument('--seed', type=int, default=0)
@@ -418,10 +446,15 @@ def main(name: str, description: str, argv: Optional[List[str]] = None,
         parser.error(f'--loader applies to --model sage only (--model '
                      f'{args.model} uses no neighbour loader)')
     args.loader = args.loader or 'pyg'
+    if args.capture and args.model != 'fused-sage':
+        parser.error(f'--capture applies to --model fused-sage only (got '
+                     f'--model {args.model})')
     if args.model == 'fused-sage' and any(k < 0 for k in args.num_neighbors[:-1]):
         parser.error('--model fused-sage: only the last fan-out may be -1')
     device = torch.device(args.device or
                           ('cuda' if torch.cuda.is_available() else 'cpu'))
+    if args.capture and device.type != 'cuda':
+        parser.error(f'--capture needs a CUDA device (got {device})')
     torch.manual_seed(args.seed)
 
     prefix = ''
@@ -459,7 +492,8 @@ def main(name: str, description: str, argv: Optional[List[str]] = None,
                f', fan-out {args.num_neighbors}')
     say(f'Model: {args.model} ({model.__class__.__name__}, '
         f'{len(args.num_neighbors)} layers{fan_out}), '
-        f'loader: {trainer.loader_name}, device: {device}, AMP: {amp}')
+        f'loader: {trainer.loader_name}, device: {device}, AMP: {amp}'
+        + (', CUDA graph: each step replayed' if args.capture else ''))
 
     best_val = best_test = 0.0
     for epoch in range(1, args.epochs + 1):

@@ -295,3 +295,29 @@ def test_loader_needs_sage(data_root, capsys):
         PRODUCTS, ['--root', root, '--model', 'fused-sage', '--loader',
                    'fused', '--epochs', '1'], capsys)
     assert code != 0 and '--loader applies to --model sage only' in err
+
+
+def test_capture_needs_fused_sage_and_cuda(data_root, capsys):
+    root, _ = data_root
+    code, _, err = run_inprocess(
+        PRODUCTS, ['--root', root, '--capture', '--epochs', '1'], capsys)
+    assert code != 0 and '--capture applies to --model fused-sage' in err
+    code, _, err = run_inprocess(
+        PRODUCTS, ['--root', root, '--model', 'fused-sage', '--capture',
+                   '--device', 'cpu', '--epochs', '1'], capsys)
+    assert code != 0 and '--capture needs a CUDA device' in err
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU')
+def test_products_fused_sage_captured(data_root, capsys):
+    """The captured FusedGraphSAGE step trains (one short epoch whose last
+    batch is shorter than the captured one, so it also runs eagerly)."""
+    root, _ = data_root
+    code, out, err = run_inprocess(
+        PRODUCTS, ['--root', root, *SHORT, '--model', 'fused-sage',
+                   '--capture', '--device', 'cuda', '--batch-size', '7'],
+        capsys)
+    assert code == 0, err[-3000:]
+    check_output(out)
+    assert 'CUDA graph: each step replayed' in out

@@ -64,8 +64,10 @@ class GatherLinear(torch.autograd.Function):
                 g_wr = torch.zeros_like(w_r)
                 for rows in _chunks(nodes.numel()):
                     g_wr += grad[rows].t() @ x[nodes[rows]].to(dtype)
-            if need_b:
-                g_b = grad.sum(0).to(ctx.bias_dtype)
+            if need_b:  # a [1, N] x [N, H] product: on CUDA, sum(0) over
+                # this shape stages ~32 MB in its reduction buffer
+                g_b = (grad.new_ones(1, grad.size(0)) @ grad).view(-1).to(
+                    ctx.bias_dtype)
             if need_agg:
                 g_agg = grad @ w_l.to(dtype)
             if need_x:
