@@ -13,3 +13,4 @@ for b in default 1 2 4; do
   if [ $b = default ]; then timeout 60 python3 scripts/device/op_timing.py
   else FUSESAMPLE_BLOCKS_PER_SM=$b timeout 60 python3 scripts/device/op_timing.py; fi
 done 2>&1 | tee $OUT/op_timing_blocks.log
+timeout 90 python3 scripts/device/captured_memory.py 2>&1 | head -8 | tee $OUT/captured_memory.log
