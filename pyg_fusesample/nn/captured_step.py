@@ -72,7 +72,10 @@ class CapturedStep:
         torch.cuda.current_stream(device).wait_stream(side)
         optimizer.zero_grad(set_to_none=True)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
+        # Captured on the warm-up's stream: PyTorch keeps a cuBLAS workspace
+        # (32 MB on Hopper) per stream, and torch.cuda.graph's own stream
+        # would need a second one.
+        with torch.cuda.graph(self.graph, stream=side):
             self.loss = step_fn(self.seeds)
 
     def __call__(self, seeds: Tensor) -> Tensor:
