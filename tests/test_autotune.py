@@ -55,7 +55,7 @@ class FakeTimer:
 @pytest.fixture
 def timer(monkeypatch):
     t = FakeTimer({'cusparse': 1.0, 'cpu': 0.5, 'warp': 0.9, 'subwarp': 2.0,
-                   'hub': 0.4})
+                   'hub': 0.4, 'hub-subwarp': 0.6})
     monkeypatch.setattr(scheduler, 'measure', t)
     return t
 
@@ -247,11 +247,14 @@ def test_telemetry_lines(timer, cuda_rules, monkeypatch, tmp_path):
     d = autotune.choose(g, 32, torch.float32)
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     key, _ = cache.make_key(g, 32, torch.float32, 'spmm', 'sum')
-    # cusparse, warp, subwarp, hub at two thresholds
-    assert len(lines) == len(timer.calls) == 5
+    # cusparse, warp, subwarp, hub at two thresholds, hub-subwarp at its own
+    packed = len(candidates.packed_hub_thresholds(g.stats()))
+    assert packed >= 1
+    n = 5 + packed
+    assert len(lines) == len(timer.calls) == n
     assert {r['key'] for r in lines} == {key}
     assert [r['candidate'] for r in lines] == [
-        'cusparse', 'warp', 'subwarp', 'hub', 'hub']
+        'cusparse', 'warp', 'subwarp', 'hub', 'hub'] + ['hub-subwarp'] * packed
     by = {(r['candidate'], r['params'].get('hub_threshold')): r for r in lines}
     assert by[('cusparse', None)]['guardrail'] == 'baseline'
     assert by[('subwarp', None)]['guardrail'] == 'fail'
@@ -261,7 +264,7 @@ def test_telemetry_lines(timer, cuda_rules, monkeypatch, tmp_path):
     assert chosen[0]['params'] == d.params and chosen[0]['ms'] == 0.4
     autotune.forget(g)
     autotune.choose(g, 32, torch.float32)  # from the file: no new lines
-    assert len(log.read_text().splitlines()) == 5
+    assert len(log.read_text().splitlines()) == n
 
 
 def test_full_graph_thresholds_are_used_on_probe_subgraph(
@@ -382,8 +385,8 @@ def test_lane_layouts_in_shortlist():
     """Both lane layouts of a row kernel are probed when they differ (F = 32
     float32: 2 vector lanes by default, 8 with one vector per lane), with the
     hub thresholds unchanged; at F = 4 they coincide and one is probed."""
-    stats = {'p99': 100.0, 'mean_degree': 5.0, 'max_degree': 5000.0,
-             'skew': 1000.0}
+    stats = {'p90': 12.0, 'p99': 100.0, 'mean_degree': 5.0,
+             'max_degree': 5000.0, 'skew': 1000.0}
     labels = [c.label for c in candidates.shortlist(stats, 32, torch.float32, 'cuda')]
     assert 'warp' in labels and 'warp@8' in labels
     hubs = [c for c in candidates.shortlist(stats, 32, torch.float32, 'cuda')
@@ -394,6 +397,28 @@ def test_lane_layouts_in_shortlist():
     small = [c for c in candidates.shortlist(stats, 4, torch.float32, 'cuda')
              if 'lanes' in c.params]
     assert small == []
+
+
+def test_packed_hub_candidates():
+    """'hub-subwarp' (short rows four to a warp, long ones to blocks) is
+    probed for narrow F on skewed graphs, at its own lower thresholds."""
+    stats = {'p90': 12.0, 'p99': 100.0, 'mean_degree': 5.0,
+             'max_degree': 5000.0, 'skew': 1000.0}
+    assert candidates.packed_hub_thresholds(stats) == [12, 20]
+    packed = [c for c in candidates.shortlist(stats, 32, torch.float32, 'cuda')
+              if c.variant == 'hub-subwarp']
+    assert [c.params for c in packed] == [{'hub_threshold': 12},
+                                          {'hub_threshold': 20}]
+    wide = candidates.shortlist(stats, 128, torch.float32, 'cuda')
+    assert 'hub-subwarp' not in {c.variant for c in wide}
+    flat = dict(stats, skew=2.0)
+    assert 'hub-subwarp' not in {
+        c.variant for c in candidates.shortlist(flat, 32, torch.float32,
+                                                'cuda')}
+    assert candidates.forced('hub-subwarp:64', stats, 'cuda') == \
+        candidates.Candidate('hub-subwarp', {'hub_threshold': 64})
+    assert candidates.forced('hub-subwarp', stats, 'cuda').params == {
+        'hub_threshold': 12}
 
 
 class SplitTimer(FakeTimer):

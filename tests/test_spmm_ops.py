@@ -27,7 +27,8 @@ CPU_DTYPES = [torch.float32, torch.float64]
 CUDA_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 # (variant, hub_threshold) on CUDA; 'hub' with 3 makes some rows hubs, with 0
 # every non-empty row.
-CUDA_VARIANTS = [('warp', -1), ('subwarp', -1), ('hub', 3), ('hub', 0)]
+CUDA_VARIANTS = [('warp', -1), ('subwarp', -1), ('hub', 3), ('hub', 0),
+                 ('hub-subwarp', 3), ('hub-subwarp', 0)]
 DTYPE_NAME = {torch.float32: 'f32', torch.float64: 'f64', torch.float16: 'f16',
               torch.bfloat16: 'bf16'}
 
@@ -257,7 +258,8 @@ def test_spmm_cpu_ignores_variant():
     graph = make_graph(row, col, R, N, torch.randn(row.numel()))
     x = torch.randn(N, 33)
     base = spmm(graph, x, 'mean')
-    for variant, thr in [('subwarp', -1), ('hub', 3), ('hub', 0), ('cpu', -1)]:
+    for variant, thr in [('subwarp', -1), ('hub', 3), ('hub', 0),
+                         ('hub-subwarp', 3), ('cpu', -1)]:
         assert torch.equal(spmm(graph, x, 'mean', variant, thr), base)
 
 

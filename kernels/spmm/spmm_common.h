@@ -32,14 +32,27 @@ inline int64_t check_edge_values(const char* op, const char* name,
   return v.dim() == 2 ? v.size(1) : 1;
 }
 
-enum class SpmmVariant { kWarp, kSubwarp, kHub };
+// 'hub-subwarp': the rows up to the hub threshold packed four to a warp
+// (as 'subwarp'), the heavier ones in chunks of a thread block (as 'hub').
+enum class SpmmVariant { kWarp, kSubwarp, kHub, kHubSubwarp };
 
 inline SpmmVariant parse_spmm_variant(const char* op, const std::string& v) {
   if (v == "warp" || v == "cpu") return SpmmVariant::kWarp;
   if (v == "subwarp") return SpmmVariant::kSubwarp;
-  TORCH_CHECK(v == "hub", op, ": 'variant' must be 'warp', 'subwarp' or 'hub', got '",
-              v, "'");
+  if (v == "hub-subwarp") return SpmmVariant::kHubSubwarp;
+  TORCH_CHECK(v == "hub", op, ": 'variant' must be 'warp', 'subwarp', 'hub' or "
+              "'hub-subwarp', got '", v, "'");
   return SpmmVariant::kHub;
+}
+
+// Variants that send the rows above hub_threshold to the block kernel.
+inline bool splits_hubs(SpmmVariant v) {
+  return v == SpmmVariant::kHub || v == SpmmVariant::kHubSubwarp;
+}
+
+// Variants whose row kernel packs several rows per warp.
+inline bool packs_rows(SpmmVariant v) {
+  return v == SpmmVariant::kSubwarp || v == SpmmVariant::kHubSubwarp;
 }
 
 inline bool parse_spmm_mean(const char* op, const std::string& reduce) {

@@ -14,7 +14,8 @@ from typing import Dict, List
 import torch
 
 BASELINE = 'cusparse'  # torch.sparse.mm: the guardrail's reference
-KERNELS = {'cpu': ('cpu',), 'cuda': ('warp', 'subwarp', 'hub')}
+KERNELS = {'cpu': ('cpu',), 'cuda': ('warp', 'subwarp', 'hub', 'hub-subwarp')}
+HUB_KERNELS = ('hub', 'hub-subwarp')  # take a hub_threshold
 VARIANTS = frozenset((BASELINE,) + KERNELS['cpu'] + KERNELS['cuda'])
 
 WARP = 32
@@ -42,6 +43,16 @@ def hub_thresholds(stats: Dict[str, float]) -> List[int]:
     return sorted(t for t in ts if t < stats['max_degree'])
 
 
+def packed_hub_thresholds(stats: Dict[str, float]) -> List[int]:
+    """For 'hub-subwarp', whose light rows share a warp four to one: lower
+    thresholds than :func:`hub_thresholds` (a long row on eight lanes holds
+    up its three neighbours), the p90 degree and 4 x the mean degree, each at
+    least a subwarp's worth, kept only when some row exceeds it."""
+    ts = {max(8, math.ceil(stats['p90'])),
+          max(8, 4 * math.ceil(stats['mean_degree']))}
+    return sorted(t for t in ts if t < stats['max_degree'])
+
+
 def shortlist(stats: Dict[str, float], F: int, dtype: torch.dtype,
               device_type: str) -> List[Candidate]:
     """Kernels to probe against the baseline (which is always probed).
@@ -63,6 +74,9 @@ def shortlist(stats: Dict[str, float], F: int, dtype: torch.dtype,
     if stats['skew'] >= HUB_MIN_SKEW:
         out += [Candidate('hub', {'hub_threshold': t, **l})
                 for t in hub_thresholds(stats) for l in lanes]
+        if F <= SUBWARP_MAX_F:  # short rows packed, long ones to blocks
+            out += [Candidate('hub-subwarp', {'hub_threshold': t})
+                    for t in packed_hub_thresholds(stats)]
     return out
 
 
@@ -88,19 +102,22 @@ def _one_vector_per_lane(F: int, dtype: torch.dtype) -> int:
 
 def forced(name: str, stats: Dict[str, float], device_type: str) -> Candidate:
     """The candidate ``FUSESAMPLE_AUTOTUNE_FORCE`` names (``hub:<t>`` sets
-    the threshold; plain ``hub`` takes the full graph's first one)."""
+    the threshold; plain ``hub`` takes the full graph's first one; likewise
+    ``hub-subwarp``)."""
     variant, _, arg = name.partition(':')
     allowed = (BASELINE,) + KERNELS.get(device_type, ())
-    if variant not in allowed or (arg and variant != 'hub'):
+    if variant not in allowed or (arg and variant not in HUB_KERNELS):
         raise ValueError(
             f'FUSESAMPLE_AUTOTUNE_FORCE={name!r} names no kernel on '
-            f'{device_type}: choose from {allowed} (or hub:<threshold>)')
-    if variant != 'hub':
+            f'{device_type}: choose from {allowed} (or hub:<threshold>, '
+            f'hub-subwarp:<threshold>)')
+    if variant not in HUB_KERNELS:
         return Candidate(variant)
+    derived = (hub_thresholds if variant == 'hub' else packed_hub_thresholds)
     try:
-        t = int(arg) if arg else (hub_thresholds(stats) or [max(
+        t = int(arg) if arg else (derived(stats) or [max(
             WARP, math.ceil(stats['p99']))])[0]
     except ValueError:
         raise ValueError(f'FUSESAMPLE_AUTOTUNE_FORCE={name!r}: the hub '
                          f'threshold must be an integer') from None
-    return Candidate('hub', {'hub_threshold': t})
+    return Candidate(variant, {'hub_threshold': t})

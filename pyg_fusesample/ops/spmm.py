@@ -19,12 +19,14 @@ from ..sparse import CSRGraph
 
 _ops = torch.ops.fusesample
 
-SPMM_VARIANTS = ('warp', 'subwarp', 'hub')
+SPMM_VARIANTS = ('warp', 'subwarp', 'hub', 'hub-subwarp')
+HUB_VARIANTS = ('hub', 'hub-subwarp')  # rows above hub_threshold: blocks
 
 
 def _raw_spmm(graph: CSRGraph, value: Optional[Tensor], x: Tensor, reduce: str,
               variant: str, hub_threshold: int, lanes: int = 0) -> Tensor:
-    hub_rows = graph.hub_chunks(hub_threshold) if variant == 'hub' else None
+    hub_rows = (graph.hub_chunks(hub_threshold) if variant in HUB_VARIANTS
+                else None)
     return _ops.spmm(graph.rowptr, graph.col, value, x, reduce, variant,
                      hub_threshold, hub_rows, lanes)
 
@@ -73,11 +75,11 @@ def spmm(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
             :obj:`value` is given.
         x (Tensor): ``[num_cols, F]``.
         reduce (str): ``'sum'`` or ``'mean'`` (divide by the row's count).
-        variant (str): the CUDA kernel: ``'warp'``, ``'subwarp'`` or
-            ``'hub'`` (ignored on the CPU); normally chosen by
-            :func:`pyg_fusesample.autotune.run_spmm`.
+        variant (str): the CUDA kernel: ``'warp'``, ``'subwarp'``,
+            ``'hub'`` or ``'hub-subwarp'`` (ignored on the CPU); normally
+            chosen by :func:`pyg_fusesample.autotune.run_spmm`.
         hub_threshold (int): rows with more non-zeros go to a thread block
-            each (``'hub'`` only).
+            each (``'hub'`` and ``'hub-subwarp'`` only).
         value (Tensor, optional): ``[nnz]`` or ``[nnz, heads]`` edge values
             (heads split the columns of :obj:`x` evenly).
         lanes (int): CUDA lane layout: lanes across a row's feature vectors

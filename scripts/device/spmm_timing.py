@@ -3,11 +3,16 @@
 at several F (median of 20, synchronised), no scheduler involved.
 
     python scripts/device/spmm_timing.py products hub
+    SPMM_F=16,32,64 python scripts/device/spmm_timing.py products
+
+('hub-subwarp' joined after call17, at its own, lower thresholds.)
 """
+import os
 import sys
 
 import torch
 
+from pyg_fusesample.autotune.candidates import packed_hub_thresholds
 from pyg_fusesample.bench import timing
 from pyg_fusesample.datasets import get_dataset
 from pyg_fusesample.ops.spmm import spmm, spmm_cusparse
@@ -25,14 +30,17 @@ for name in sys.argv[1:] or ['products']:
     print(f'{name}: {g.num_rows:,} rows, {g.nnz:,} nnz, p99 {st["p99"]:.0f}, '
           f'max {st["max_degree"]:.0f}', flush=True)
     thresholds = sorted({int(st['p99']), int(32 * max(st['mean_degree'], 1))})
+    packed = packed_hub_thresholds(st)
+    features = [int(f) for f in os.environ.get('SPMM_F', '16,32,64,128,256,512').split(',')]
     for dtype in (torch.float32, torch.bfloat16):
-        for f in (16, 32, 64, 128, 256, 512):
+        for f in features:
             x = torch.randn(g.num_cols, f, device='cuda', dtype=dtype)
             ref = spmm_cusparse(g, x.float())  # float32 reference
             cus_err = ((spmm_cusparse(g, x).float() - ref).abs().max() /
                        ref.abs().max().clamp_min(1)).item()
             res = {'cusparse': median_ms(lambda: spmm_cusparse(g, x))}
-            for variant, th in [('warp', -1), ('subwarp', -1)] + [('hub', t) for t in thresholds]:
+            for variant, th in ([('warp', -1), ('subwarp', -1)] + [('hub', t) for t in thresholds]
+                                + [('hub-subwarp', t) for t in packed]):
                 out = spmm(g, x, variant=variant, hub_threshold=th)
                 err = ((out.float() - ref.float()).abs().max() /
                        ref.float().abs().max().clamp_min(1)).item()

@@ -7,7 +7,8 @@
 // lanes; float32 accumulators, combined across non-zero slots by shuffles.
 // A feature tile is vlanes * kVecs vectors; wide F loops over tiles.
 // 'hub' runs the same kernel on rows with <= hub_threshold non-zeros, and the
-// heavier rows in chunks of non-zeros, a thread block each (see below).
+// heavier rows in chunks of non-zeros, a thread block each (see below);
+// 'hub-subwarp' likewise with the light rows packed as in 'subwarp'.
 #include <ATen/ATen.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -231,12 +232,12 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
             SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
             int64_t lanes) {
   const int64_t R = rowptr.numel() - 1, F = x.size(1), nvec = F / V;
-  // 'subwarp' packs 4 rows per warp (8 lanes each) for short rows.
-  const int group = variant == SpmmVariant::kSubwarp ? kSubwarpLanes : 32;
+  // 'subwarp' and 'hub-subwarp' pack 4 rows per warp (8 lanes each).
+  const int group = packs_rows(variant) ? kSubwarpLanes : 32;
   const Layout layout{group, vector_lanes(nvec, group, lanes)};
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const scalar_t* vp = kWeighted ? value.data_ptr<scalar_t>() : nullptr;
-  const int64_t skip = variant == SpmmVariant::kHub ? hub_threshold : -1;
+  const int64_t skip = splits_hubs(variant) ? hub_threshold : -1;
   const int64_t warps = (R + 32 / group - 1) / (32 / group);
   if (R > 0) {
     spmm_rows_kernel<kWeighted, scalar_t, index_t, V>
@@ -246,7 +247,7 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
             layout, skip);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  const int64_t K = variant == SpmmVariant::kHub ? hub_chunks.size(0) : 0;
+  const int64_t K = splits_hubs(variant) ? hub_chunks.size(0) : 0;
   if (K > 0) {
     using acc_t = at::opmath_type<scalar_t>;
     at::Tensor partial = at::empty({K, F}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
@@ -278,9 +279,9 @@ at::Tensor spmm_cuda(const at::Tensor& rowptr, const at::Tensor& col,
   TORCH_CHECK(lanes == 0 || (lanes > 0 && lanes <= 32 && (lanes & (lanes - 1)) == 0),
               kSpmm, ": 'lanes' must be 0 (automatic) or a power of two <= 32, got ", lanes);
   at::Tensor hubs;
-  if (variant == SpmmVariant::kHub) {
+  if (splits_hubs(variant)) {
     TORCH_CHECK(hub_threshold >= 0 && hub_rows.has_value(), kSpmm,
-                ": variant 'hub' needs hub_threshold >= 0 and hub_rows (the "
+                ": variants 'hub' and 'hub-subwarp' need hub_threshold >= 0 and hub_rows (the "
                 "chunks (row, begin, end) of the rows with more non-zeros than "
                 "the threshold: CSRGraph.hub_chunks)");
     TORCH_CHECK(hub_rows->dim() == 2 && hub_rows->size(1) == 3, kSpmm,
