@@ -4,6 +4,7 @@ at several F (median of 20, synchronised), no scheduler involved.
 
     python scripts/device/spmm_timing.py products hub
     SPMM_F=16,32,64 python scripts/device/spmm_timing.py products
+    SPMM_PACKED_P99=1 ...   # 'hub-subwarp' also at the p99 threshold
 
 ('hub-subwarp' joined after call17, at its own, lower thresholds.)
 """
@@ -31,6 +32,8 @@ for name in sys.argv[1:] or ['products']:
           f'max {st["max_degree"]:.0f}', flush=True)
     thresholds = sorted({int(st['p99']), int(32 * max(st['mean_degree'], 1))})
     packed = packed_hub_thresholds(st)
+    if os.environ.get('SPMM_PACKED_P99'):  # also try the p99 for 'hub-subwarp'
+        packed = sorted(set(packed) | {int(st['p99'])})
     features = [int(f) for f in os.environ.get('SPMM_F', '16,32,64,128,256,512').split(',')]
     for dtype in (torch.float32, torch.bfloat16):
         for f in features:
