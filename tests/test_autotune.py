@@ -275,7 +275,8 @@ def test_full_graph_thresholds_are_used_on_probe_subgraph(
     d = autotune.choose(g, 128, torch.float32)
     # Shortlist built once, from the full graph's statistics.
     assert cuda_rules == [g.stats()]
-    probed = [(c, sub) for c, sub in timer.calls if c.variant == 'hub']
+    probed = [(c, sub) for c, sub in timer.calls
+              if c.variant == 'hub' and sub is not g]  # not the confirmation
     assert [c.params['hub_threshold'] for c, _ in probed] == full
     sub = probed[0][1]
     assert sub.num_rows < g.num_rows and sub.num_cols == g.num_cols
@@ -476,3 +477,33 @@ def test_clear_probe_or_small_graph_is_not_confirmed(probe_cpu, monkeypatch):
     monkeypatch.setattr(scheduler, 'measure', t)
     autotune.choose(small, 16, torch.float32)
     assert len(t.calls) == 2
+
+
+def test_close_kernels_are_ranked_on_the_whole_graph(cuda_rules, monkeypatch):
+    """Kernels within RIVAL_BAND of the probe's best are timed again on the
+    whole graph (at most MAX_RIVALS, best first), and the whole graph's
+    ranking decides -- the sample can misrank 'hub' and 'hub-subwarp'."""
+    monkeypatch.setitem(scheduler.PROBE_NNZ, 'cpu', 2000)
+    g = skewed_graph(rows=20000, hubs=20, hub_degree=900)
+    probe = {'cusparse': 1.0, 'warp': 0.9, 'subwarp': 2.0, 'hub': 0.40,
+             'hub-subwarp': 0.44}
+    full = dict(probe, hub=0.50, **{'hub-subwarp': 0.30})
+    t = SplitTimer(probe, full, g)
+    monkeypatch.setattr(scheduler, 'measure', t)
+    d = autotune.choose(g, 32, torch.float32)
+    assert (d.variant, d.source) == ('hub-subwarp', 'confirm')
+    confirmed = [c for c, graph in t.calls if graph is g]
+    assert confirmed[0].variant == 'cusparse'
+    assert 1 < len(confirmed) - 1 <= scheduler.MAX_RIVALS
+    assert confirmed[1].variant == 'hub'  # the probe's best first
+    assert {c.variant for c in confirmed[1:]} <= {'hub', 'hub-subwarp'}
+    # no rival close enough and a clear win over cuSPARSE: no confirmation
+    autotune.forget(g)
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', '')
+    far = dict(probe, **{'hub-subwarp': 0.9})
+    cuda_only_one = SplitTimer(far, far, g)
+    monkeypatch.setattr(scheduler, 'measure', cuda_only_one)
+    monkeypatch.setattr(candidates, 'hub_thresholds', lambda stats: [64])
+    d = autotune.choose(g, 32, torch.float32)
+    assert d.variant == 'hub' and d.source == 'probe'
+    assert all(graph is not g for _, graph in cuda_only_one.calls)
