@@ -35,7 +35,12 @@ class FusedGraphSAGE(torch.nn.Module):
     :func:`~pyg_fusesample.ops.sample_aggregate` that also draws the next
     level, so the leaves' features are reduced without ever being gathered.
     Gradients reach the weights and :math:`\mathbf{x}` (learnable node
-    embeddings work). In eval mode the model runs exact layer-wise
+    embeddings work). A training step keeps only what its backward needs
+    (:class:`~pyg_fusesample.nn.gather_linear.GatherLinear`,
+    :class:`~pyg_fusesample.nn.tree_layer_input.TreeLayerInput`): on a
+    products-sized graph it needs 1/16 of the transient memory of
+    :class:`~pyg_fusesample.loader.FusedNeighborLoader` + GraphSAGE. The
+    training forward cannot be differentiated twice (``retain_graph``). In eval mode the model runs exact layer-wise
     full-neighbour inference (:meth:`inference`).
 
     Weights live in :obj:`convs` (:class:`FusedSAGEConv` with SAGEConv's

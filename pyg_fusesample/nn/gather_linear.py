@@ -29,9 +29,10 @@ class GatherLinear(torch.autograd.Function):
 
     Computes in ``agg``'s dtype (the caller casts it, e.g. to autocast's);
     the weights are cast to it, and their gradients are returned in their
-    own dtype (with a low-precision ``agg``, ``w_r``'s gradient adds up
-    one low-precision product per chunk). ``x`` may require grad (learnable embeddings): its gradient
-    is scattered to the gathered rows (repeats accumulate).
+    own dtype (with a low-precision ``agg``, ``w_r``'s gradient adds up one
+    low-precision product per chunk). ``x`` may require grad (learnable
+    embeddings): its gradient is scattered to the gathered rows (repeats
+    accumulate).
     """
 
     @staticmethod
@@ -46,7 +47,6 @@ class GatherLinear(torch.autograd.Function):
             for rows in _chunks(nodes.numel()):
                 z[rows].addmm_(x[nodes[rows]].to(dtype), w_r_t)
         ctx.save_for_backward(agg, x, nodes, w_l, w_r)
-        ctx.has_bias = bias is not None
         ctx.bias_dtype = bias.dtype if bias is not None else None
         return z
 
