@@ -40,7 +40,8 @@ class FusedGraphSAGE(torch.nn.Module):
     :class:`~pyg_fusesample.nn.tree_layer_input.TreeLayerInput`): on a
     products-sized graph it needs 1/16 of the transient memory of
     :class:`~pyg_fusesample.loader.FusedNeighborLoader` + GraphSAGE. The
-    training forward cannot be differentiated twice (``retain_graph``). In eval mode the model runs exact layer-wise
+    training forward with the default ReLU cannot be differentiated twice
+    (``retain_graph=True`` raises). In eval mode the model runs exact layer-wise
     full-neighbour inference (:meth:`inference`).
 
     Weights live in :obj:`convs` (:class:`FusedSAGEConv` with SAGEConv's
