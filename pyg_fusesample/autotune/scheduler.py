@@ -171,12 +171,8 @@ def _probe(graph, F, dtype, reduce, x, s):
         if best is None and base is None:
             raise RuntimeError(f'autotune: no SpMM kernel ran on the probe: '
                                f'{errors}')
-        lines = [(c, dict(candidate=c.variant, params=c.params,
-                          ms=timings[c.label], stage='probe',
-                          guardrail=_verdict(c, timings[c.label], limit),
-                          error=errors.get(c.label), alpha=s.alpha,
-                          probe_rows=sub.num_rows, probe_nnz=sub.nnz))
-                 for c in probed]
+        lines = [(c, _line(c, timings[c.label], 'probe', limit,
+                           errors.get(c.label), s, sub)) for c in probed]
         winner = best if best is not None and timings[best.label] <= limit \
             else None
         source = 'probe' if winner else 'guardrail'
@@ -196,10 +192,18 @@ def _probe(graph, F, dtype, reduce, x, s):
     return decision, records
 
 
-def _verdict(c: Candidate, ms: Optional[float], limit: float) -> str:
+def _line(c: Candidate, ms: Optional[float], stage: str, limit: float,
+          error: Optional[str], s, timed_on: CSRGraph) -> Dict:
+    """One telemetry line (without 'chosen', set once the decision is
+    made): the candidate, its time on ``timed_on`` and its guardrail verdict
+    against ``limit`` (alpha x cuSPARSE on the same graph)."""
     if c.variant == BASELINE:
-        return 'baseline'
-    return 'error' if ms is None else 'pass' if ms <= limit else 'fail'
+        verdict = 'baseline'
+    else:
+        verdict = 'error' if ms is None else 'pass' if ms <= limit else 'fail'
+    return dict(candidate=c.variant, params=c.params, ms=ms, stage=stage,
+                guardrail=verdict, error=error, alpha=s.alpha,
+                probe_rows=timed_on.num_rows, probe_nnz=timed_on.nnz)
 
 
 def _timed(c: Candidate, graph, x, reduce, budget, errors, label):
@@ -227,13 +231,9 @@ def _confirm(graph, x, reduce, rivals: List[Candidate], s, budget: float,
         won = timings[best.label] <= s.alpha * timings[BASELINE]
         return (best, 'probe') if won else (None, 'guardrail')
     limit = s.alpha * base
-    for c in pair:
-        lines.append((c, dict(candidate=c.variant, params=c.params,
-                              ms=full[c.label], stage='confirm',
-                              guardrail=_verdict(c, full[c.label], limit),
-                              error=errors.get(c.label + '@full'),
-                              alpha=s.alpha, probe_rows=graph.num_rows,
-                              probe_nnz=graph.nnz)))
+    lines += [(c, _line(c, full[c.label], 'confirm', limit,
+                        errors.get(c.label + '@full'), s, graph))
+              for c in pair]
     ran = [c for c in rivals if full[c.label] is not None]
     top = min(ran, key=lambda c: full[c.label], default=None)
     if top is not None and full[top.label] <= limit:
