@@ -13,9 +13,10 @@ from typing import Dict, List
 
 import torch
 
+from ..ops.spmm import HUB_VARIANTS, SPMM_VARIANTS
+
 BASELINE = 'cusparse'  # torch.sparse.mm: the guardrail's reference
-KERNELS = {'cpu': ('cpu',), 'cuda': ('warp', 'subwarp', 'hub', 'hub-subwarp')}
-HUB_KERNELS = ('hub', 'hub-subwarp')  # take a hub_threshold
+KERNELS = {'cpu': ('cpu',), 'cuda': SPMM_VARIANTS}
 VARIANTS = frozenset((BASELINE,) + KERNELS['cpu'] + KERNELS['cuda'])
 
 WARP = 32
@@ -106,12 +107,12 @@ def forced(name: str, stats: Dict[str, float], device_type: str) -> Candidate:
     ``hub-subwarp``)."""
     variant, _, arg = name.partition(':')
     allowed = (BASELINE,) + KERNELS.get(device_type, ())
-    if variant not in allowed or (arg and variant not in HUB_KERNELS):
+    if variant not in allowed or (arg and variant not in HUB_VARIANTS):
         raise ValueError(
             f'FUSESAMPLE_AUTOTUNE_FORCE={name!r} names no kernel on '
             f'{device_type}: choose from {allowed} (or hub:<threshold>, '
             f'hub-subwarp:<threshold>)')
-    if variant not in HUB_KERNELS:
+    if variant not in HUB_VARIANTS:
         return Candidate(variant)
     derived = (hub_thresholds if variant == 'hub' else packed_hub_thresholds)
     try:
