@@ -179,7 +179,7 @@ def _probe(graph, F, dtype, reduce, x, s):
         rivals = sorted((c for c in ran
                          if timings[c.label] <= RIVAL_BAND * timings[best.label]),
                         key=lambda c: timings[c.label])[:MAX_RIVALS]
-        close = (base is not None and best is not None
+        close = (best is not None  # (no cuSPARSE time: limit is inf)
                  and CONFIRM_BAND[0] <= timings[best.label] / limit
                  <= CONFIRM_BAND[1])
         if sub is not graph and base is not None and (close or len(rivals) > 1):
