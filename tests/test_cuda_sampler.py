@@ -50,6 +50,24 @@ def test_cuda_equals_cpu(fused, fanout, replace, disjoint, row_dtype):
     assert gpu.num_sampled_nodes.device.type == 'cpu'
 
 
+@pytest.mark.parametrize('fused', [True, False])
+@pytest.mark.parametrize('disjoint', [False, True])
+def test_cuda_equals_cpu_many_scan_tiles(fused, disjoint):
+    """Hops of ~10^6 slots: thousands of scan tiles, so each block scans many
+    tiles and the look-back walks windows of 32 predecessors."""
+    ei = ref.random_graph(200_000, 4_000_000, 3, 20, 100)
+    colptr, row, perm = csc_from_coo(ei, 200_000)
+    seed = torch.randperm(200_000, generator=torch.Generator().manual_seed(2))[:4096]
+    cpu = neighbor_sample(colptr, row, perm, seed, [15, 10, 5], False, disjoint,
+                          rng_seed=7)
+    gpu = neighbor_sample(colptr.cuda(), row.cuda(), perm.cuda(), seed.cuda(),
+                          [15, 10, 5], False, disjoint, rng_seed=7, fused=fused)
+    assert cpu.num_sampled_edges[-1] > 500 * 1024  # hop 2 spans > 500 tiles
+    for name, a, b in zip(cpu._fields, cpu, gpu):
+        if a is not None:
+            assert torch.equal(a, b.cpu()), name
+
+
 def test_cuda_empty_and_isolated():
     _, colptr, row, perm = graph()
     g = [t.cuda() for t in (colptr, row, perm)]

@@ -3,8 +3,9 @@
 //
 // Two launch modes over the same device phases:
 //  * fused (default when every fan-out is >= 0): buffers sized from the
-//    fan-out upper bound, every hop in ONE cooperative launch, ONE host
-//    synchronisation per batch (to read the sizes and the error flag);
+//    fan-out upper bound, every hop in ONE cooperative launch (1 + 2 * hops
+//    grid barriers), ONE host synchronisation per batch (to read the sizes
+//    and the error flag);
 //  * per-hop (fused=false, or any fan-out -1): one launch per phase and one
 //    host synchronisation per hop, so buffers are sized exactly and grow as
 //    needed -- the conventional design, kept for the ablation and for
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "../../common/checks.h"
@@ -34,8 +36,6 @@ int64_t sat_mul(int64_t a, int64_t b) {
   return a > std::numeric_limits<int64_t>::max() / b
              ? std::numeric_limits<int64_t>::max() : a * b;
 }
-
-int64_t tiles(int64_t n) { return std::max<int64_t>(1, (n + kTile - 1) / kTile); }
 
 // Grows `t` to at least `need` entries, keeping its first `keep`.
 void grow(at::Tensor& t, int64_t need, int64_t keep) {
@@ -70,20 +70,101 @@ Table make_table(int64_t entries, const at::TensorOptions& opts,
                all.narrow(0, 2 * cap, cap)};
 }
 
+// Look-back state of `tiles` scan tiles in 5 * tiles words: the status words
+// first (the part that must start zeroed), then the aggregate and the
+// inclusive-prefix pairs.
+int64_t tile_words(int64_t tiles) { return 5 * tiles; }
+TileState tile_state(int64_t* p, int64_t tiles) {
+  return TileState{reinterpret_cast<unsigned long long*>(p),
+                   reinterpret_cast<Pair*>(p + tiles),
+                   reinterpret_cast<Pair*>(p + 3 * tiles)};
+}
+
 struct State {
-  at::Tensor node, batch, out_row, out_col, out_edge, pos, nbr, offsets, flags,
-      partials, meta;
+  at::Tensor node, batch, out_row, out_col, out_edge, pos, offsets,
+      next_offsets, totals, meta, tile_buf;
+  int64_t tiles = 0;
   Buffers view(int num_hops) {
+    int64_t* meta_p = meta.data_ptr<int64_t>();
     return Buffers{node.data_ptr<int64_t>(),
                    batch.defined() ? batch.data_ptr<int64_t>() : nullptr,
                    out_row.data_ptr<int64_t>(), out_col.data_ptr<int64_t>(),
                    out_edge.data_ptr<int64_t>(), pos.data_ptr<int64_t>(),
-                   nbr.data_ptr<int64_t>(), offsets.data_ptr<int64_t>(),
-                   flags.data_ptr<int64_t>(), partials.data_ptr<int64_t>(),
-                   reinterpret_cast<unsigned long long*>(
-                       meta.data_ptr<int64_t>() + 3 + 2 * num_hops)};
+                   offsets.data_ptr<int64_t>(),
+                   next_offsets.data_ptr<int64_t>(), totals.data_ptr<int64_t>(),
+                   meta_p, num_hops,
+                   tile_state(tile_buf.data_ptr<int64_t>(), tiles),
+                   reinterpret_cast<unsigned long long*>(meta_p + 3 + 2 * num_hops)};
   }
+  // Per-hop path: room for a scan of n items; fresh status words are zero.
+  void grow_tiles(int64_t n) {
+    const int64_t need = tiles_of(n);
+    if (need <= tiles) return;
+    tiles = std::max(need, 2 * tiles);
+    tile_buf = at::zeros({tile_words(tiles)}, meta.options());
+  }
+  static int64_t tiles_of(int64_t n) { return std::max<int64_t>(1, (n + kTile - 1) / kTile); }
 };
+
+// The per-hop path's synchronisation, once per hop: the last scan's totals
+// (new nodes, the next hop's slots), so every buffer is sized exactly.
+std::pair<int64_t, int64_t> read_totals(const State& s, cudaStream_t stream) {
+  int64_t host[2];
+  C10_CUDA_CHECK(cudaMemcpyAsync(host, s.totals.data_ptr<int64_t>(), sizeof(host),
+                                 cudaMemcpyDeviceToHost, stream));
+  C10_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return {host[0], host[1]};
+}
+
+// One kernel per phase (the ablation of the fused launch, and the path for
+// unbounded -1 fan-outs): buffers and the table grow as the hops need.
+template <typename index_t>
+void sample_per_hop(const Graph<index_t>& g, const Params& p, const at::Tensor& seed,
+                    const std::vector<int64_t>& fanouts, int64_t key_space,
+                    const Launch& l, State& s, Table& table) {
+  const int num_hops = static_cast<int>(fanouts.size());
+  s.grow_tiles(p.num_seeds);
+  seeds_kernel<index_t><<<l.blocks, kThreads, 0, l.stream>>>(
+      g, p, seed.data_ptr<int64_t>(), s.view(num_hops), table.view(),
+      num_hops > 0 ? fanouts[0] : 0);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (num_hops == 0) return;
+  Hop h{0, fanouts[0], 0, p.num_seeds, 0, read_totals(s, l.stream).second};
+  Hop prev{-1, 0, 0, 0, 0, 0};
+  for (int hop = 0; hop < num_hops; ++hop) {
+    // This hop's slots, and at most as many new nodes.
+    grow(s.pos, h.edges + 1, 0);
+    grow(s.next_offsets, h.edges + 1, 0);
+    for (at::Tensor* out : {&s.out_row, &s.out_col, &s.out_edge})
+      grow(*out, h.base + h.edges, h.base);
+    grow(s.node, h.end + h.edges, h.end);
+    if (s.batch.defined()) grow(s.batch, h.end + h.edges, h.end);
+    s.grow_tiles(h.edges);
+    const Buffers b = s.view(num_hops);
+    if (2 * std::min(h.end + h.edges, key_space) > table.key.numel()) {
+      table = make_table(std::min(h.end + h.edges, key_space), s.meta.options(), l.stream);
+      rehash_kernel<index_t><<<l.blocks, kThreads, 0, l.stream>>>(g, p, b, table.view(),
+                                                                  h.end);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    const HashTable t = table.view();
+    sample_kernel<index_t><<<l.blocks, kThreads, 0, l.stream>>>(g, p, b, t, h, prev);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const bool has_next = hop + 1 < num_hops;
+    const int64_t next_k = has_next ? fanouts[hop + 1] : 0;
+    dedup_kernel<index_t><<<l.blocks, kThreads, 0, l.stream>>>(g, p, b, t, h, has_next,
+                                                               next_k);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    prev = h;
+    if (!has_next) break;
+    const auto totals = read_totals(s, l.stream);
+    h = next_hop(h, next_k, totals.first, totals.second);
+    std::swap(s.offsets, s.next_offsets);
+  }
+  relabel_kernel<index_t><<<l.blocks, kThreads, 0, l.stream>>>(
+      g, p, s.view(num_hops), table.view(), prev);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
 
 template <typename index_t>
 std::vector<at::Tensor> sample(const at::Tensor& colptr, const at::Tensor& row,
@@ -110,6 +191,7 @@ std::vector<at::Tensor> sample(const at::Tensor& colptr, const at::Tensor& row,
   const int64_t key_space = disjoint ? sat_mul(num_seeds, num_nodes) : num_nodes;
   const bool bounded = std::all_of(fanouts.begin(), fanouts.end(),
                                    [](int64_t k) { return k >= 0; });
+  const bool one_launch = fused && bounded;
   int64_t frontier = num_seeds, node_cap = num_seeds, edge_cap = 0,
           hop_edge_cap = 0, frontier_cap = num_seeds;
   for (int64_t k : fanouts) {
@@ -123,30 +205,33 @@ std::vector<at::Tensor> sample(const at::Tensor& colptr, const at::Tensor& row,
   node_cap = std::min(node_cap, key_space + num_seeds);
 
   // Outputs are separate tensors (they outlive the call); the scratch is
-  // carved out of one allocation.
+  // carved out of one allocation, its zeroed part (meta, then the scans'
+  // status words) contiguous so one memset clears it.
   State s;
   s.node = at::empty({std::max<int64_t>(node_cap, 1)}, opts);
   if (disjoint) s.batch = at::empty({std::max<int64_t>(node_cap, 1)}, opts);
   s.out_row = at::empty({std::max<int64_t>(edge_cap, 1)}, opts);
   s.out_col = at::empty_like(s.out_row);
   s.out_edge = at::empty_like(s.out_row);
+  s.tiles = one_launch ? State::tiles_of(std::max(num_seeds, hop_edge_cap)) : 0;
   {
-    const int64_t sizes[] = {hop_edge_cap + 1, hop_edge_cap + 1, hop_edge_cap + 1,
-                             frontier_cap + 1,
-                             tiles(std::max(frontier_cap, hop_edge_cap)),
-                             4 + 2 * num_hops};
+    const int64_t meta_words = 4 + 2 * num_hops;
+    const int64_t sizes[] = {hop_edge_cap + 1, frontier_cap + 1,
+                             frontier_cap + 1, 2, meta_words,
+                             tile_words(s.tiles)};
     int64_t total = 0;
     for (int64_t n : sizes) total += n;
     auto scratch = at::empty({total}, opts);
-    at::Tensor* views[] = {&s.pos, &s.nbr, &s.flags, &s.offsets, &s.partials,
-                           &s.meta};
+    at::Tensor* views[] = {&s.pos, &s.offsets, &s.next_offsets, &s.totals,
+                           &s.meta, &s.tile_buf};
     int64_t at_ = 0;
     for (int i = 0; i < 6; ++i) {
       *views[i] = scratch.narrow(0, at_, sizes[i]);
       at_ += sizes[i];
     }
+    // meta and the status words (the first s.tiles of tile_buf) are zeroed.
     C10_CUDA_CHECK(cudaMemsetAsync(s.meta.data_ptr<int64_t>(), 0,
-                                   s.meta.numel() * sizeof(int64_t), stream));
+                                   (meta_words + s.tiles) * sizeof(int64_t), stream));
   }
   Table table = make_table(std::min(node_cap, key_space), opts, stream);
 
@@ -158,78 +243,16 @@ std::vector<at::Tensor> sample(const at::Tensor& colptr, const at::Tensor& row,
     TORCH_WARN_ONCE(kOp, ": a fan-out of -1 has no upper bound, so the "
                     "per-hop path (one host sync per hop) samples instead of "
                     "the fused single launch");
-  if (fused && bounded) {
+  if (one_launch) {
     C10_CUDA_CHECK(launch_fused<index_t>(l, g, p, seed.data_ptr<int64_t>(),
-                                         s.view(num_hops), table.view(), f,
-                                         s.meta.data_ptr<int64_t>()));
+                                         s.view(num_hops), table.view(), f));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
-    auto hop = at::empty({static_cast<int64_t>(sizeof(Hop) / sizeof(int64_t))}, opts);
-    Hop* dh = reinterpret_cast<Hop*>(hop.data_ptr<int64_t>());
-    seeds_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
-        g, p, seed.data_ptr<int64_t>(), s.view(num_hops), table.view(), dh,
-        s.meta.data_ptr<int64_t>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    Hop host{0, 0, 0, num_seeds, 0, 0};
-    for (int h = 0; h < num_hops; ++h) {
-      // The frontier is at most the last hop's edges: size before counting.
-      const int64_t frontier_max = host.end - host.begin;
-      grow(s.offsets, frontier_max + 1, 0);
-      grow(s.partials, tiles(frontier_max), 0);
-      set_hop_kernel<<<1, 1, 0, stream>>>(dh, h, fanouts[h]);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      Buffers b = s.view(num_hops);
-      count_kernel<index_t><<<blocks, kThreads, 0, stream>>>(g, p, b, dh);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      offsets_apply_kernel<<<blocks, kThreads, 0, stream>>>(b, dh);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      set_edges_kernel<<<1, 1, 0, stream>>>(b, dh, h, fanouts[h]);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      // The one synchronisation of this hop: its exact size.
-      C10_CUDA_CHECK(cudaMemcpyAsync(&host, dh, sizeof(Hop),
-                                     cudaMemcpyDeviceToHost, stream));
-      C10_CUDA_CHECK(cudaStreamSynchronize(stream));
-      grow(s.pos, host.edges + 1, 0);
-      grow(s.nbr, host.edges + 1, 0);
-      grow(s.flags, host.edges + 1, 0);
-      grow(s.partials, tiles(host.edges), 0);
-      grow(s.out_row, host.base + host.edges, host.base);
-      grow(s.out_col, host.base + host.edges, host.base);
-      grow(s.out_edge, host.base + host.edges, host.base);
-      grow(s.node, host.end + host.edges, host.end);
-      if (disjoint) grow(s.batch, host.end + host.edges, host.end);
-      b = s.view(num_hops);
-      if (2 * (host.end + host.edges) > table.key.numel()) {
-        table = make_table(host.end + host.edges, opts, stream);
-        rehash_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
-            g, p, b, table.view(), host.end);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      }
-      const HashTable t = table.view();
-      sample_kernel<index_t><<<blocks, kThreads, 0, stream>>>(g, p, b, t, dh);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      flag_kernel<index_t><<<blocks, kThreads, 0, stream>>>(g, p, b, t, dh);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      assign_kernel<index_t><<<blocks, kThreads, 0, stream>>>(g, p, b, t, dh);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      relabel_kernel<index_t><<<blocks, kThreads, 0, stream>>>(g, p, b, t, dh);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      advance_kernel<<<1, 1, 0, stream>>>(b, dh, s.meta.data_ptr<int64_t>(),
-                                          num_hops);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      // Next hop's frontier is at most this hop's new nodes <= its edges.
-      host.begin = host.end;
-      host.end += host.edges;
-      host.base += host.edges;
-    }
-    if (num_hops == 0) {
-      // meta[0] (node count) is written by advance_kernel otherwise.
-      s.meta.narrow(0, 0, 1).fill_(num_seeds);
-    }
+    sample_per_hop(g, p, seed, fanouts, key_space, l, s, table);
   }
 
-  // The one synchronisation of the batch: sizes, per-hop counts, errors,
-  // through one copy into pinned memory.
+  // The one synchronisation of the batch (the last of the per-hop path):
+  // sizes, per-hop counts, errors, through one copy into pinned memory.
   auto meta = at::empty({s.meta.numel()},
                         at::TensorOptions().dtype(at::kLong).pinned_memory(true));
   C10_CUDA_CHECK(cudaMemcpyAsync(meta.data_ptr<int64_t>(), s.meta.data_ptr<int64_t>(),

@@ -18,163 +18,65 @@ struct Fanouts {
   int num;
 };
 
-// Device-side record of the sampling: sizes of every hop, so the host reads
-// everything it needs with one copy at the end.
-//   meta[0] = nodes, meta[1] = edges, meta[2 .. 2+L] = num_sampled_nodes,
-//   meta[3+L .. 3+2L) = num_sampled_edges
-__device__ inline void record(int64_t* meta, int num_hops, const Hop& h,
-                              int64_t hop, int64_t new_nodes) {
-  meta[2 + hop + 1] = new_nodes;
-  meta[3 + num_hops + hop] = h.edges;
-}
-
 // ------------------------------------------------------------- fused --
-// Every phase of every hop in one cooperative launch.
+// Every phase of every hop in one cooperative launch: 1 + 2 * hops grid
+// barriers, sizes read from `totals` after each.
 template <typename index_t>
 __global__ void __launch_bounds__(kThreads)
 fused_sample_kernel(Graph<index_t> g, Params p, const int64_t* seed,
-                    Buffers b0, HashTable t, Fanouts f, int64_t* meta) {
+                    Buffers b, HashTable t, Fanouts f) {
   namespace cg = cooperative_groups;
   cg::grid_group grid = cg::this_grid();
-  const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
 
-  phase_seeds(g, p, seed, b0, t);
-  if (leader) meta[2] = p.num_seeds;
+  phase_seeds(g, p, seed, b, t, f.num > 0 ? f.k[0] : 0);
   grid.sync();
+  if (f.num == 0) return;
 
-  Hop h{0, 0, 0, p.num_seeds, 0, 0};
-  Hop prev{};
-  Buffers prev_b = b0;
+  Hop h{0, f.k[0], 0, p.num_seeds, 0, b.totals[1]};
+  Hop prev{-1, 0, 0, 0, 0, 0};
   for (int hop = 0; hop < f.num; ++hop) {
-    h.index = hop;
-    h.k = f.k[hop];
-    Buffers b = b0;
-    b.out_row += h.base;
-    b.out_col += h.base;
-    b.out_edge += h.base;
-    const int64_t frontier = h.end - h.begin;
-
-    // The previous hop's relabel only reads what is final; it overlaps
-    // this hop's count.
-    if (hop > 0) phase_relabel(g, p, prev, prev_b, t);
-    phase_count_reduce(g, p, h, b);
+    phase_sample(g, p, h, prev, b, t);
     grid.sync();
-    phase_offsets_apply(h, b);
+    const bool has_next = hop + 1 < f.num;
+    phase_dedup(g, p, h, b, t, has_next, has_next ? f.k[hop + 1] : 0);
     grid.sync();
-    h.edges = b.offsets[frontier];
-
-    phase_fill(g, p, h, b, t);
-    phase_floyd(g, p, h, b, t);
-    grid.sync();
-    phase_flag_reduce(g, p, h, b, t);
-    grid.sync();
-    phase_flag_apply_assign(g, p, h, b, t);
-    grid.sync();
-
-    const int64_t new_nodes = b.flags[h.edges];
-    if (leader) record(meta, f.num, h, hop, new_nodes);
     prev = h;
-    prev_b = b;
-    h.begin = h.end;
-    h.end += new_nodes;
-    h.base += h.edges;
+    h = next_hop(h, has_next ? f.k[hop + 1] : 0, b.totals[0], b.totals[1]);
+    int64_t* swap = b.offsets;  // this hop's offsets serve the hop after next
+    b.offsets = b.next_offsets;
+    b.next_offsets = swap;
   }
-  if (f.num > 0) phase_relabel(g, p, prev, prev_b, t);
-  if (leader) {
-    meta[0] = h.end;
-    meta[1] = h.base;
-  }
+  phase_relabel(g, p, prev, b, t);
 }
 
 // ----------------------------------------------------------- per-hop --
-// The same phases, one kernel each; sizes live in device memory (`Hop* dh`)
-// so no launch needs the host to know them.
+// The same phases, a kernel each. The host knows every hop's size (it reads
+// `totals` after each dedup), so the hops come by value.
 template <typename index_t>
-__global__ void seeds_kernel(Graph<index_t> g, Params p, const int64_t* seed,
-                             Buffers b, HashTable t, Hop* dh, int64_t* meta) {
-  phase_seeds(g, p, seed, b, t);
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    *dh = Hop{0, 0, 0, p.num_seeds, 0, 0};
-    meta[2] = p.num_seeds;
-  }
-}
-
-__device__ inline Buffers hop_view(Buffers b, const Hop& h) {
-  b.out_row += h.base;
-  b.out_col += h.base;
-  b.out_edge += h.base;
-  return b;
+__global__ void __launch_bounds__(kThreads)
+seeds_kernel(Graph<index_t> g, Params p, const int64_t* seed, Buffers b,
+             HashTable t, int64_t k0) {
+  phase_seeds(g, p, seed, b, t, k0);
 }
 
 template <typename index_t>
-__global__ void count_kernel(Graph<index_t> g, Params p, Buffers b,
-                             const Hop* dh) {
-  const Hop h = *dh;
-  phase_count_reduce(g, p, h, hop_view(b, h));
-}
-
-
-__global__ void offsets_apply_kernel(Buffers b, Hop* dh) {
-  const Hop h = *dh;
-  phase_offsets_apply(h, b);
-}
-
-// After the offsets scan: the hop's slot count.
-__global__ void set_edges_kernel(Buffers b, Hop* dh, int hop,
-                                        int64_t k) {
-  dh->index = hop;
-  dh->k = k;
-  dh->edges = b.offsets[dh->end - dh->begin];
-}
-
-__global__ void set_hop_kernel(Hop* dh, int hop, int64_t k) {
-  dh->index = hop;
-  dh->k = k;
+__global__ void __launch_bounds__(kThreads)
+sample_kernel(Graph<index_t> g, Params p, Buffers b, HashTable t, Hop h,
+              Hop prev) {
+  phase_sample(g, p, h, prev, b, t);
 }
 
 template <typename index_t>
-__global__ void sample_kernel(Graph<index_t> g, Params p, Buffers b,
-                              HashTable t, const Hop* dh) {
-  const Hop h = *dh;
-  const Buffers v = hop_view(b, h);
-  phase_fill(g, p, h, v, t);
-  phase_floyd(g, p, h, v, t);
+__global__ void __launch_bounds__(kThreads)
+dedup_kernel(Graph<index_t> g, Params p, Buffers b, HashTable t, Hop h,
+             bool has_next, int64_t next_k) {
+  phase_dedup(g, p, h, b, t, has_next, next_k);
 }
 
 template <typename index_t>
-__global__ void flag_kernel(Graph<index_t> g, Params p, Buffers b, HashTable t,
-                            const Hop* dh) {
-  const Hop h = *dh;
-  phase_flag_reduce(g, p, h, hop_view(b, h), t);
-}
-
-
-template <typename index_t>
-__global__ void assign_kernel(Graph<index_t> g, Params p, Buffers b,
-                              HashTable t, const Hop* dh) {
-  const Hop h = *dh;
-  phase_flag_apply_assign(g, p, h, hop_view(b, h), t);
-}
-
-template <typename index_t>
-__global__ void relabel_kernel(Graph<index_t> g, Params p, Buffers b,
-                               HashTable t, const Hop* dh) {
-  const Hop h = *dh;
-  phase_relabel(g, p, h, hop_view(b, h), t);
-}
-
-// Closes a hop: records it and moves the frontier.
-__global__ void advance_kernel(Buffers b, Hop* dh, int64_t* meta,
-                                      int num_hops) {
-  Hop h = *dh;
-  const int64_t new_nodes = b.flags[h.edges];
-  record(meta, num_hops, h, h.index, new_nodes);
-  h.begin = h.end;
-  h.end += new_nodes;
-  h.base += h.edges;
-  *dh = h;
-  meta[0] = h.end;
-  meta[1] = h.base;
+__global__ void __launch_bounds__(kThreads)
+relabel_kernel(Graph<index_t> g, Params p, Buffers b, HashTable t, Hop h) {
+  phase_relabel(g, p, h, b, t);
 }
 
 // Re-inserts node[0, n) after the table grew (per-hop path with k = -1):
@@ -236,8 +138,8 @@ inline cudaError_t persistent_blocks(int device, int* blocks) {
 template <typename index_t>
 inline cudaError_t launch_fused(const Launch& l, Graph<index_t> g, Params p,
                                 const int64_t* seed, Buffers b, HashTable t,
-                                Fanouts f, int64_t* meta) {
-  void* args[] = {&g, &p, &seed, &b, &t, &f, &meta};
+                                Fanouts f) {
+  void* args[] = {&g, &p, &seed, &b, &t, &f};
   return cudaLaunchCooperativeKernel(
       reinterpret_cast<void*>(fused_sample_kernel<index_t>), dim3(l.blocks),
       dim3(kThreads), args, 0, l.stream);

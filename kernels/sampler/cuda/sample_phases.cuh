@@ -1,18 +1,28 @@
 // Device phases of the CUDA neighbour sampler (contract:
 // ../neighbor_sample.cpp). Plain CUDA, no ATen, so it compiles on its own.
 //
-// One hop is a fixed sequence of grid-wide phases:
-//   count+reduce | scan apply                 -> offsets of each target's slots
-//   fill (all / with-replacement slots, a thread each) + floyd (a warp per
-//        target sampled without replacement): each slot's neighbour and edge
-//        id are read and inserted into the hash table by whoever picked it,
-//        atomicMin-ing the slot's global position into the key's `first`
-//   flag+reduce | scan apply+assign          -> new nodes get local ids
-//                   in order of first appearance (what makes CUDA == CPU)
-//   relabel: out_row from the table (overlaps the next hop's count)
-// The fused kernel runs every phase of every hop in one cooperative launch
-// with grid.sync() between phases; the per-hop path launches each phase as a
-// kernel. Both call the functions below, so they compute the same thing.
+// A batch is a fixed sequence of grid-wide phases, two per hop:
+//   seeds   insert the seeds; scan their slot counts -> hop 0's offsets
+//   sample  (hop h) fill: a thread per slot of targets that take all their
+//           in-edges or draw with replacement; floyd: a warp per target
+//           sampled without replacement. Whoever picks a slot's neighbour
+//           inserts it into the hash table, atomicMin-ing the slot's global
+//           position into the key's `first`. The same phase relabels hop
+//           h - 1 (its local ids are final by then).
+//   dedup   (hop h) ONE scan over the hop's slots of the pair
+//           (first appearance?, the new node's slot count at hop h + 1):
+//           its first component gives new nodes their local ids in order of
+//           first appearance (what makes CUDA == CPU), its second the next
+//           hop's offsets. Both are prefix sums over the same slots, which
+//           is why the next hop's count needs no phase of its own.
+//   relabel the last hop's out_row.
+// Scans are single-pass (decoupled look-back: a tile publishes its
+// aggregate, then its inclusive prefix; later tiles add up what their
+// predecessors published), so a scan costs no barrier of its own.
+// The fused kernel runs the phases in one cooperative launch with a
+// grid.sync() between them: 1 + 2 * hops barriers. The per-hop path launches
+// each phase as a kernel and reads the next hop's size on the host. Both call
+// the functions below, so they compute the same thing.
 //
 // Load balance (NextDoor's point, by other means): slot-parallel phases give
 // every output slot one thread whatever its target's degree, and sampling
@@ -21,8 +31,8 @@
 #pragma once
 
 #include <cooperative_groups.h>
-#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+#include <cuda/atomic>
 
 #include <cstdint>
 
@@ -56,19 +66,49 @@ struct Graph {
   int64_t num_nodes;
 };
 
-// Output and scratch buffers. Edge-indexed arrays are indexed hop-locally
-// (0 .. hop edges); `base` (edges of earlier hops) keeps `first` global.
+// What a scan adds up: (new nodes, slots) for the dedup scan, (slots, -) for
+// the seeds' count.
+struct Pair {
+  int64_t a, b;
+};
+__device__ __forceinline__ Pair operator+(const Pair& x, const Pair& y) {
+  return Pair{x.a + y.a, x.b + y.b};
+}
+struct PairSum {
+  __device__ __forceinline__ Pair operator()(const Pair& x, const Pair& y) const {
+    return x + y;
+  }
+};
+
+// Look-back state of a scan's tiles, shared by every scan of a batch:
+// status[t] = 4 * epoch + kind (kind kAggregate: agg[t] is published,
+// kInclusive: incl[t] is). Scans of a batch use increasing epochs, so what an
+// earlier scan left reads as "nothing yet": one memset per batch suffices.
+struct TileState {
+  unsigned long long* status;  // [tiles]
+  Pair* agg;                   // [tiles]
+  Pair* incl;                  // [tiles]
+};
+enum TileKind : unsigned long long { kAggregate = 1, kInclusive = 2 };
+
+// Output and scratch buffers. out_* are indexed globally (all hops), pos
+// hop-locally (0 .. hop edges); `base` (edges of earlier hops) keeps `first`
+// global. Until its hop is relabelled, out_row holds the GLOBAL neighbour id
+// of each slot: the relabel of hop h - 1 overlaps hop h's draws, so the
+// neighbours must live in a buffer that hop h does not write.
 struct Buffers {
-  int64_t* node;       // [node capacity]
-  int64_t* batch;      // [node capacity] or nullptr
-  int64_t* out_row;    // hop-local views
+  int64_t* node;          // [node capacity]
+  int64_t* batch;         // [node capacity] or nullptr
+  int64_t* out_row;       // [edge capacity] global, then local neighbour id
   int64_t* out_col;
   int64_t* out_edge;
-  int64_t* pos;        // [hop edges] position in the target's in-edge list
-  int64_t* nbr;        // [hop edges] global neighbour id
-  int64_t* offsets;    // [frontier + 1] scanned slot counts
-  int64_t* flags;      // [hop edges + 1] scanned first-appearance flags
-  int64_t* partials;   // [scan tiles] scan scratch
+  int64_t* pos;           // [hop edges] Floyd's picks: in-edge positions
+  int64_t* offsets;       // [frontier + 1] this hop's scanned slot counts
+  int64_t* next_offsets;  // [new nodes + 1] the next hop's, from dedup
+  int64_t* totals;        // [2] the last scan's (new nodes, next hop's slots)
+  int64_t* meta;          // sizes for the host, see record_hop
+  int num_hops;
+  TileState tiles;
   unsigned long long* error;  // a kError code, 0 = fine
 };
 
@@ -108,11 +148,135 @@ struct GridRange {
         stride(static_cast<int64_t>(gridDim.x) * blockDim.x) {}
 };
 
+// ---------------------------------------------------------------- scan --
+using StatusRef = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
+
+// Stores `v` as tile `tile`'s aggregate or inclusive prefix, then releases
+// the status that announces it.
+__device__ __forceinline__ void publish(const TileState& s, int64_t tile,
+                                        unsigned long long epoch, TileKind kind,
+                                        Pair v) {
+  (kind == kAggregate ? s.agg : s.incl)[tile] = v;
+  StatusRef(s.status[tile]).store(4 * epoch + kind, cuda::memory_order_release);
+}
+
+__device__ __forceinline__ Pair warp_sum(Pair v) {
+  for (int off = 16; off > 0; off >>= 1) {
+    v.a += __shfl_xor_sync(0xffffffffu, v.a, off);
+    v.b += __shfl_xor_sync(0xffffffffu, v.b, off);
+  }
+  return v;
+}
+
+// The sum of every tile before `tile` (one warp; all its lanes call). Lane i
+// waits for tile (window end - i) to publish; the window's nearest inclusive
+// prefix ends the walk, otherwise its aggregates are added and the window
+// moves 32 tiles back. Tile 0 publishes its inclusive prefix at once, so
+// the walk ends, and tiles are taken in increasing order by resident blocks,
+// so every awaited tile makes progress.
+__device__ __forceinline__ Pair look_back(const TileState& s, int64_t tile,
+                                          unsigned long long epoch) {
+  const int lane = threadIdx.x & 31;
+  Pair sum{0, 0};
+  for (int64_t end = tile - 1;; end -= 32) {
+    const int64_t t = end - lane;
+    unsigned long long st = 0;
+    if (t >= 0) {
+      StatusRef ref(s.status[t]);
+      do {
+        st = ref.load(cuda::memory_order_acquire);
+      } while (st < 4 * epoch + kAggregate);
+    }
+    const unsigned inclusive = __ballot_sync(0xffffffffu, st == 4 * epoch + kInclusive);
+    const int stop = inclusive ? __ffs(inclusive) - 1 : 32;
+    Pair v{0, 0};
+    if (t >= 0 && lane <= stop) v = lane == stop ? s.incl[t] : s.agg[t];
+    sum = sum + warp_sum(v);
+    if (inclusive) return sum;
+  }
+}
+
+// Single-pass exclusive scan of the n pairs load(i): consume(i, exclusive
+// prefix, value) for every i, then finish(total) by one thread (also when
+// n == 0). Every thread of the grid calls it with the same arguments.
+template <typename Load, typename Consume, typename Finish>
+__device__ void scan_pairs(int64_t n, const TileState& s, unsigned long long epoch,
+                           Load load, Consume consume, Finish finish) {
+  using Scan = cub::BlockScan<Pair, kThreads>;
+  __shared__ typename Scan::TempStorage tmp;
+  __shared__ Pair tile_prefix;
+  const int64_t tiles = (n + kTile - 1) / kTile;
+  if (n == 0 && blockIdx.x == 0 && threadIdx.x == 0) finish(Pair{0, 0});
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    Pair vals[kItems];
+    Pair sum{0, 0};
+    for (int k = 0; k < kItems; ++k) {
+      const int64_t i = tile * kTile + threadIdx.x * kItems + k;
+      vals[k] = i < n ? load(i) : Pair{0, 0};
+      sum = sum + vals[k];
+    }
+    Pair excl, total;
+    Scan(tmp).ExclusiveScan(sum, excl, Pair{0, 0}, PairSum(), total);
+    if (threadIdx.x < 32) {
+      Pair before{0, 0};
+      if (tile == 0) {
+        if (threadIdx.x == 0) publish(s, 0, epoch, kInclusive, total);
+      } else {
+        if (threadIdx.x == 0) publish(s, tile, epoch, kAggregate, total);
+        before = look_back(s, tile, epoch);
+        if (threadIdx.x == 0) publish(s, tile, epoch, kInclusive, before + total);
+      }
+      if (threadIdx.x == 0) tile_prefix = before;
+    }
+    __syncthreads();
+    excl = excl + tile_prefix;
+    for (int k = 0; k < kItems; ++k) {
+      const int64_t i = tile * kTile + threadIdx.x * kItems + k;
+      if (i < n) consume(i, excl, vals[k]);
+      excl = excl + vals[k];
+    }
+    if (tile == tiles - 1 && threadIdx.x == 0) finish(tile_prefix + total);
+    __syncthreads();  // tmp and tile_prefix serve the next tile
+  }
+}
+
+// Epochs of a batch's scans: the seeds' count, then each hop's dedup.
+__device__ __forceinline__ unsigned long long seed_epoch() { return 1; }
+__device__ __forceinline__ unsigned long long dedup_epoch(int64_t hop) { return hop + 2; }
+
+// ----------------------------------------------------------------- hops --
+struct Hop {
+  int64_t index;   // hop number (RNG key)
+  int64_t k;       // fan-out
+  int64_t begin;   // frontier = node[begin, end)
+  int64_t end;
+  int64_t base;    // edges sampled by earlier hops
+  int64_t edges;   // this hop's slot count
+};
+
+// Where the host finds the sizes after the batch (one copy):
+//   meta[0] = nodes, meta[1] = edges, meta[2 .. 2+L] = num_sampled_nodes,
+//   meta[3+L .. 3+2L) = num_sampled_edges, meta[3+2L] = the error code.
+__device__ __forceinline__ void record_hop(const Buffers& b, const Hop& h,
+                                           int64_t new_nodes) {
+  b.meta[2 + h.index + 1] = new_nodes;
+  b.meta[3 + b.num_hops + h.index] = h.edges;
+  b.meta[0] = h.end + new_nodes;
+  b.meta[1] = h.base + h.edges;
+}
+
+template <typename index_t>
+__device__ __forceinline__ int64_t degree(const Graph<index_t>& g, int64_t v) {
+  return (v >= 0 && v < g.num_nodes) ? g.colptr[v + 1] - g.colptr[v] : 0;
+}
+
 // ---------------------------------------------------------------- seeds --
+// Inserts the seeds and, when there is a hop, scans their slot counts at
+// fan-out k0 into offsets (totals[1] = hop 0's slots).
 template <typename index_t>
 __device__ void phase_seeds(const Graph<index_t>& g, const Params& p,
                             const int64_t* seed, const Buffers& b,
-                            const HashTable& t) {
+                            const HashTable& t, int64_t k0) {
   GridRange r;
   for (int64_t i = r.start; i < p.num_seeds; i += r.stride) {
     const int64_t v = seed[i];
@@ -126,103 +290,25 @@ __device__ void phase_seeds(const Graph<index_t>& g, const Params& p,
     atomicMin(&t.first[s], -1LL);           // seeds are never "new"
     atomicMin(&t.value[s], static_cast<long long>(i));  // first copy wins
   }
-}
-
-// --------------------------------------------------------------- scans --
-// Exclusive scan of n values produced by `load(i)` into out[0..n), total in
-// out[n]. Two grid-wide phases: per-tile reduce into `partials`, then per-tile
-// scan + `consume(i, exclusive, value)`, where each block sums the totals of
-// the tiles before its own (a few hundred values, read coalesced) instead of
-// waiting for a separate scan of the totals -- one grid barrier fewer.
-template <typename Load>
-__device__ void scan_reduce(int64_t n, int64_t* out, int64_t* partials,
-                            Load load) {
-  using Reduce = cub::BlockReduce<int64_t, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  const int64_t tiles = (n + kTile - 1) / kTile;
-  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    int64_t sum = 0;
-    for (int k = 0; k < kItems; ++k) {
-      const int64_t i = tile * kTile + threadIdx.x * kItems + k;
-      if (i < n) {
-        const int64_t v = load(i);
-        out[i] = v;
-        sum += v;
-      }
-    }
-    const int64_t total = Reduce(tmp).Sum(sum);
-    if (threadIdx.x == 0) partials[tile] = total;
-    __syncthreads();
+  if (r.start == 0) {
+    b.meta[0] = p.num_seeds;
+    b.meta[2] = p.num_seeds;
   }
+  if (b.num_hops == 0) return;
+  scan_pairs(
+      p.num_seeds, b.tiles, seed_epoch(),
+      [&](int64_t i) {
+        return Pair{sample_count(degree(g, seed[i]), k0, p.replace), 0};
+      },
+      [&](int64_t i, Pair excl, Pair) { b.offsets[i] = excl.a; },
+      [&](Pair total) {
+        b.offsets[p.num_seeds] = total.a;
+        b.totals[0] = p.num_seeds;
+        b.totals[1] = total.a;
+      });
 }
 
-template <typename Consume>
-__device__ void scan_apply(int64_t n, int64_t* out, const int64_t* partials,
-                           Consume consume) {
-  using Scan = cub::BlockScan<int64_t, kThreads>;
-  using Reduce = cub::BlockReduce<int64_t, kThreads>;
-  __shared__ typename Scan::TempStorage tmp;
-  __shared__ typename Reduce::TempStorage reduce_tmp;
-  __shared__ int64_t tile_offset;
-  const int64_t tiles = (n + kTile - 1) / kTile;
-  if (n == 0 && blockIdx.x == 0 && threadIdx.x == 0) out[0] = 0;
-  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    int64_t before = 0;
-    for (int64_t t = threadIdx.x; t < tile; t += kThreads) before += partials[t];
-    before = Reduce(reduce_tmp).Sum(before);
-    if (threadIdx.x == 0) tile_offset = before;
-    __syncthreads();
-    int64_t vals[kItems];
-    int64_t sum = 0;
-    for (int k = 0; k < kItems; ++k) {
-      const int64_t i = tile * kTile + threadIdx.x * kItems + k;
-      vals[k] = i < n ? out[i] : 0;
-      sum += vals[k];
-    }
-    int64_t excl, tile_total;
-    Scan(tmp).ExclusiveSum(sum, excl, tile_total);
-    excl += tile_offset;
-    if (tile == tiles - 1 && threadIdx.x == 0) out[n] = tile_offset + tile_total;
-    for (int k = 0; k < kItems; ++k) {
-      const int64_t i = tile * kTile + threadIdx.x * kItems + k;
-      if (i < n) {
-        out[i] = excl;
-        consume(i, excl, vals[k]);
-      }
-      excl += vals[k];
-    }
-    __syncthreads();
-  }
-}
-
-// ----------------------------------------------------- per-hop phases --
-struct Hop {
-  int64_t index;   // hop number (RNG key)
-  int64_t k;       // fan-out
-  int64_t begin;   // frontier = node[begin, end)
-  int64_t end;
-  int64_t base;    // edges sampled by earlier hops
-  int64_t edges;   // this hop's slot count (known after the offsets scan)
-};
-
-template <typename index_t>
-__device__ __forceinline__ int64_t degree(const Graph<index_t>& g, int64_t v) {
-  return (v >= 0 && v < g.num_nodes) ? g.colptr[v + 1] - g.colptr[v] : 0;
-}
-
-template <typename index_t>
-__device__ void phase_count_reduce(const Graph<index_t>& g, const Params& p,
-                                   const Hop& h, const Buffers& b) {
-  scan_reduce(h.end - h.begin, b.offsets, b.partials, [&](int64_t i) {
-    return sample_count(degree(g, b.node[h.begin + i]), h.k, p.replace);
-  });
-}
-
-__device__ inline void phase_offsets_apply(const Hop& h, const Buffers& b) {
-  scan_apply(h.end - h.begin, b.offsets, b.partials,
-             [](int64_t, int64_t, int64_t) {});
-}
-
+// --------------------------------------------------------------- sample --
 // The last i with offsets[i] <= slot: the target that owns `slot`.
 __device__ __forceinline__ int64_t owner(const int64_t* offsets, int64_t n,
                                          int64_t slot) {
@@ -234,8 +320,6 @@ __device__ __forceinline__ int64_t owner(const int64_t* offsets, int64_t n,
   return lo;
 }
 
-// Slots of targets that take all in-edges or draw with replacement: one
-// thread each. Targets sampled without replacement are left to phase_floyd.
 // Reads the neighbour behind in-edge position `j` of `target`, records the
 // slot and inserts the neighbour (first position wins via atomicMin).
 template <typename index_t>
@@ -247,14 +331,16 @@ __device__ __forceinline__ void resolve_insert(const Graph<index_t>& g,
                                                int64_t j) {
   const int64_t e = start + j;
   const int64_t u = static_cast<int64_t>(g.row[e]);
-  b.out_col[slot] = target;
-  b.nbr[slot] = u;
-  b.out_edge[slot] = g.edge_id ? g.edge_id[e] : e;
+  b.out_row[h.base + slot] = u;  // global until the relabel
+  b.out_col[h.base + slot] = target;
+  b.out_edge[h.base + slot] = g.edge_id ? g.edge_id[e] : e;
   const int64_t bt = b.batch ? b.batch[target] : 0;
   const uint64_t s = table_insert(t, node_key(p, g.num_nodes, bt, u));
   atomicMin(&t.first[s], static_cast<long long>(h.base + slot));
 }
 
+// Slots of targets that take all in-edges or draw with replacement: one
+// thread each. Targets sampled without replacement are left to phase_floyd.
 template <typename index_t>
 __device__ void phase_fill(const Graph<index_t>& g, const Params& p,
                            const Hop& h, const Buffers& b, const HashTable& t) {
@@ -308,42 +394,70 @@ __device__ void phase_floyd(const Graph<index_t>& g, const Params& p,
 
 template <typename index_t>
 __device__ __forceinline__ unsigned long long slot_key(
-    const Graph<index_t>& g, const Params& p, const Buffers& b, int64_t slot) {
-  const int64_t bt = b.batch ? b.batch[b.out_col[slot]] : 0;
-  return node_key(p, g.num_nodes, bt, b.nbr[slot]);
+    const Graph<index_t>& g, const Params& p, const Hop& h, const Buffers& b,
+    int64_t slot) {
+  const int64_t bt = b.batch ? b.batch[b.out_col[h.base + slot]] : 0;
+  return node_key(p, g.num_nodes, bt, b.out_row[h.base + slot]);
 }
 
-template <typename index_t>
-__device__ void phase_flag_reduce(const Graph<index_t>& g, const Params& p,
-                                  const Hop& h, const Buffers& b,
-                                  const HashTable& t) {
-  scan_reduce(h.edges, b.flags, b.partials, [&](int64_t slot) -> int64_t {
-    return t.first[table_find(t, slot_key(g, p, b, slot))] == h.base + slot;
-  });
-}
-
-template <typename index_t>
-__device__ void phase_flag_apply_assign(const Graph<index_t>& g,
-                                        const Params& p, const Hop& h,
-                                        const Buffers& b, const HashTable& t) {
-  scan_apply(h.edges, b.flags, b.partials,
-             [&](int64_t slot, int64_t rank, int64_t is_first) {
-               if (!is_first) return;
-               const int64_t local = h.end + rank;
-               const unsigned long long key = slot_key(g, p, b, slot);
-               t.value[table_find(t, key)] = local;
-               b.node[local] = b.nbr[slot];
-               if (b.batch) b.batch[local] = b.batch[b.out_col[slot]];
-             });
-}
-
+// out_row of a hop whose new nodes have their local ids: global -> local,
+// in place (a thread per slot).
 template <typename index_t>
 __device__ void phase_relabel(const Graph<index_t>& g, const Params& p,
                               const Hop& h, const Buffers& b,
                               const HashTable& t) {
   GridRange r;
   for (int64_t slot = r.start; slot < h.edges; slot += r.stride)
-    b.out_row[slot] = t.value[table_find(t, slot_key(g, p, b, slot))];
+    b.out_row[h.base + slot] = t.value[table_find(t, slot_key(g, p, h, b, slot))];
+}
+
+// Hop h's draws; relabels `prev` (hop h - 1, edges = 0 for none) on the way:
+// it only reads what the dedup before this phase made final.
+template <typename index_t>
+__device__ void phase_sample(const Graph<index_t>& g, const Params& p,
+                             const Hop& h, const Hop& prev, const Buffers& b,
+                             const HashTable& t) {
+  phase_relabel(g, p, prev, b, t);
+  phase_fill(g, p, h, b, t);
+  phase_floyd(g, p, h, b, t);
+}
+
+// ---------------------------------------------------------------- dedup --
+// Local ids for hop h's new nodes (first appearance order) and, if another
+// hop follows at fan-out next_k, its offsets in next_offsets. totals =
+// (new nodes, next hop's slots).
+template <typename index_t>
+__device__ void phase_dedup(const Graph<index_t>& g, const Params& p,
+                            const Hop& h, const Buffers& b, const HashTable& t,
+                            bool has_next, int64_t next_k) {
+  scan_pairs(
+      h.edges, b.tiles, dedup_epoch(h.index),
+      [&](int64_t slot) {
+        if (t.first[table_find(t, slot_key(g, p, h, b, slot))] != h.base + slot)
+          return Pair{0, 0};
+        const int64_t u = b.out_row[h.base + slot];
+        return Pair{1, has_next ? sample_count(degree(g, u), next_k, p.replace) : 0};
+      },
+      [&](int64_t slot, Pair excl, Pair v) {
+        if (!v.a) return;
+        const int64_t local = h.end + excl.a;
+        t.value[table_find(t, slot_key(g, p, h, b, slot))] = local;
+        b.node[local] = b.out_row[h.base + slot];
+        if (b.batch) b.batch[local] = b.batch[b.out_col[h.base + slot]];
+        b.next_offsets[excl.a] = excl.b;
+      },
+      [&](Pair total) {
+        b.next_offsets[total.a] = total.b;
+        b.totals[0] = total.a;
+        b.totals[1] = total.b;
+        record_hop(b, h, total.a);
+      });
+}
+
+// The hop after `h`, given its dedup's totals.
+__device__ __host__ inline Hop next_hop(const Hop& h, int64_t k,
+                                        int64_t new_nodes, int64_t edges) {
+  return Hop{h.index + 1, k, h.end, h.end + new_nodes, h.base + h.edges, edges};
 }
 
 }  // namespace cuda_sampler
