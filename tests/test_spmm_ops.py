@@ -284,6 +284,42 @@ def test_spmm_raw_op_hub_chunks_cuda():
                                        msg=lambda m: f'{thr}/{chunk}: {m}')
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')
+@pytest.mark.parametrize('variant,hub_threshold', CUDA_VARIANTS)
+def test_spmm_bf16_cuda_matches_float64(variant, hub_threshold):
+    """bf16 on CUDA against the float64 reference on the same bf16 inputs,
+    in both load paths: 16-byte vectors (F and the head width multiples of
+    8, aligned rows; elements widened from 32-bit words, element 2i the low
+    half) and scalars (F or the head width not a multiple of 8, or a
+    misaligned x); unweighted and weighted, int32 and int64 columns."""
+    g = torch.Generator().manual_seed(11)
+    # (F, heads, layout): heads None is unweighted
+    cases = [(64, None, 'contiguous'), (64, 1, 'contiguous'),
+             (64, 2, 'contiguous'), (24, None, 'contiguous'),
+             (12, None, 'contiguous'), (12, 1, 'contiguous'),
+             (16, 4, 'contiguous'), (64, None, 'misaligned'),
+             (64, 1, 'misaligned')]
+    for name in ('random', 'huge_row'):
+        row, col, R, N = coo(name)
+        for col_dtype in (torch.int, torch.long):
+            graph = make_graph(row, col, R, N, col_dtype=col_dtype)
+            gd = to_device(graph, 'cuda')
+            for F, heads, layout in cases:
+                x = torch.randn(N, F, generator=g).to(torch.bfloat16)
+                value = edge_values(graph.nnz, heads, torch.bfloat16, g)
+                for reduce in ('sum', 'mean'):
+                    out = spmm(gd, with_layout(x.cuda(), layout), reduce,
+                               variant, hub_threshold,
+                               value=value.cuda() if heads else None)
+                    assert out.dtype == torch.bfloat16
+                    torch.testing.assert_close(
+                        out.cpu().double(), ref_spmm(graph, x, value, reduce),
+                        **tol(torch.bfloat16),
+                        msg=lambda m: f'{name} col={col_dtype} F={F} '
+                        f'heads={heads} {layout} {reduce}: {m}')
+
+
 # 2. gradients ################################################################
 
 @pytest.mark.parametrize('heads', [None, 1, 2])
@@ -769,6 +805,38 @@ def test_csrgraph_from_int32_edge_index_many_nodes():
     g64 = CSRGraph.from_edge_index(ei.long(), n)
     assert torch.equal(g32.rowptr, g64.rowptr)
     assert g32.col.tolist() == g64.col.tolist()  # row 1: [0], row n-1: [n-1]
+
+
+@pytest.mark.parametrize('device', devices())
+def test_csrgraph_int32_col_matches_int64(device):
+    """from_edge_index stores int32 columns (int64 row pointers); spmm,
+    sddmm and their gradients on it equal those on the same graph with
+    int64 columns, and the transpose keeps int32."""
+    g = torch.Generator().manual_seed(12)
+    ei = torch.randint(0, 40, (2, 300), generator=g).to(device)
+    w = torch.randn(300, generator=g, dtype=torch.float64).to(device)
+    g32 = CSRGraph.from_edge_index(ei, 40, w)
+    assert g32.col.dtype == torch.int32 and g32.rowptr.dtype == torch.long
+    assert g32.transpose().col.dtype == torch.int32
+    g64 = CSRGraph(g32.rowptr, g32.col.long(), g32.value, g32.num_cols)
+    rand = lambda *s: torch.randn(*s, generator=g,  # noqa: E731
+                                  dtype=torch.float64).to(device)
+    x, a, b = rand(40, 16), rand(40, 2, 8), rand(40, 2, 8)
+    v2 = rand(g32.nnz, 2)
+
+    def results(graph):
+        fns = [lambda x, v: spmm(graph, x, 'mean', value=v),
+               lambda x, v: spmm(graph.with_value(v), x),
+               lambda x, v: spmm(graph, x, value=v2 * v.unsqueeze(-1)),
+               lambda a, b: sddmm(graph, a, b)]
+        args = [(x, w), (x, w), (x, w), (a, b)]
+        return [grads(fn, inputs) for fn, inputs in zip(fns, args)]
+    for (out32, grads32), (out64, grads64) in zip(results(g32), results(g64)):
+        torch.testing.assert_close(out32, out64, rtol=0, atol=0)
+        for d32, d64 in zip(grads32, grads64):
+            torch.testing.assert_close(d32, d64, rtol=0, atol=0)
+    assert torch.equal(g32.to_torch_sparse().to_dense(),
+                       g64.to_torch_sparse().to_dense())
 
 
 @pytest.mark.parametrize('threshold', [0, 3, 10, 4999, 5000])

@@ -16,6 +16,7 @@
 #include <torch/library.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "../spmm_common.h"
@@ -32,6 +33,67 @@ template <typename scalar_t, int V>
 struct alignas(sizeof(scalar_t) * V) Vec {
   scalar_t v[V];
 };
+
+// Streaming loads and stores (ld/st.global.cs: evict-first in L1 and L2).
+// The column indices are read once and the output rows written once; with
+// the default policy they would push the feature rows -- the reused data of
+// the gather -- out of L2. The intrinsics take integer words, so a value
+// travels as the unsigned word of its size (int32 and int64 indices, 2- to
+// 16-byte output vectors alike).
+template <int kBytes> struct Word;
+template <> struct Word<2> { using type = unsigned short; };
+template <> struct Word<4> { using type = unsigned int; };
+template <> struct Word<8> { using type = unsigned long long; };
+template <> struct Word<16> { using type = uint4; };
+
+template <typename T>
+__device__ __forceinline__ T load_cs(const T* p) {
+  using W = typename Word<sizeof(T)>::type;
+  const W w = __ldcs(reinterpret_cast<const W*>(p));
+  T t;
+  memcpy(&t, &w, sizeof(T));
+  return t;
+}
+
+template <typename T>
+__device__ __forceinline__ void store_cs(T* p, const T& t) {
+  using W = typename Word<sizeof(T)>::type;
+  W w;
+  memcpy(&w, &t, sizeof(T));
+  __stcs(reinterpret_cast<W*>(p), w);
+}
+
+// Widening to the accumulator type. bf16 is the upper half of an fp32, so it
+// widens with integer ops: c10::BFloat16 -> float compiles to one
+// cvt.f32.bf16 per element (8 per 16-byte vector; bf16 ran ~1.8x slower
+// than fp32 at the same bytes per row on an H200), while a 32-bit word of
+// two bf16 (little-endian: element 2i in the low half) takes a shift and a
+// mask.
+template <typename scalar_t, typename acc_t>
+__device__ __forceinline__ acc_t widen(scalar_t v) {
+  if constexpr (std::is_same_v<scalar_t, c10::BFloat16>)
+    return __uint_as_float(static_cast<uint32_t>(v.x) << 16);
+  else
+    return static_cast<acc_t>(v);
+}
+
+// Loads the V elements at p (one load of the whole vector) into out, widened.
+// bf16 vectors load as 32-bit words, unpacked as above.
+template <typename scalar_t, int V, typename acc_t>
+__device__ __forceinline__ void load_acc(const scalar_t* p, acc_t (&out)[V]) {
+  if constexpr (std::is_same_v<scalar_t, c10::BFloat16> && V % 2 == 0) {
+    const Vec<uint32_t, V / 2> w = *reinterpret_cast<const Vec<uint32_t, V / 2>*>(p);
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) {
+      out[2 * i] = __uint_as_float(w.v[i] << 16);
+      out[2 * i + 1] = __uint_as_float(w.v[i] & 0xffff0000u);
+    }
+  } else {
+    const Vec<scalar_t, V> v = *reinterpret_cast<const Vec<scalar_t, V>*>(p);
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = widen<scalar_t, acc_t>(v.v[i]);
+  }
+}
 
 // Lane layout inside a group of G lanes that owns a row: `vlanes` lanes
 // across the feature vectors of a tile (kVecs vectors each) times
@@ -56,22 +118,32 @@ __device__ __forceinline__ void accumulate(
 #pragma unroll
   for (int j = 0; j < kVecs; ++j)
     head[j] = kWeighted ? ((first + static_cast<int64_t>(j) * vlanes) * V) / C : 0;
-#pragma unroll 2
-  for (int64_t e = e0; e < e1; e += step) {
-    const int64_t src = static_cast<int64_t>(col[e]) * F;
+  // Two of the slot's non-zeros per pass: both indices, then both rows
+  // loaded before any sum, so the two gathers are in flight together (the
+  // second predicated off past the end, its terms zero). Written out rather
+  // than as `#pragma unroll 2`: __ldcs is inline asm, and with it in the loop
+  // the compiler unrolled with an exit test between the two copies (PTX),
+  // so the second index load waited for the first gather's sums.
+  for (int64_t e = e0; e < e1; e += 2 * step) {
+    const bool two = e + step < e1;
+    const int64_t src0 = static_cast<int64_t>(load_cs(col + e)) * F;
+    const int64_t src1 = two ? static_cast<int64_t>(load_cs(col + e + step)) * F : 0;
 #pragma unroll
     for (int j = 0; j < kVecs; ++j) {
       const int64_t vi = first + static_cast<int64_t>(j) * vlanes;
       if (vi < nvec) {
-        const Vec<scalar_t, V> xv =
-            *reinterpret_cast<const Vec<scalar_t, V>*>(x + src + vi * V);
+        acc_t x0[V], x1[V] = {};
+        load_acc(x + src0 + vi * V, x0);
+        if (two) load_acc(x + src1 + vi * V, x1);
         if (kWeighted) {
-          const acc_t w = static_cast<acc_t>(value[e * heads + head[j]]);
+          const acc_t w0 = widen<scalar_t, acc_t>(value[e * heads + head[j]]);
+          const acc_t w1 =
+              two ? widen<scalar_t, acc_t>(value[(e + step) * heads + head[j]]) : acc_t(0);
 #pragma unroll
-          for (int i = 0; i < V; ++i) acc[j][i] += w * static_cast<acc_t>(xv.v[i]);
+          for (int i = 0; i < V; ++i) acc[j][i] += w0 * x0[i] + w1 * x1[i];
         } else {
 #pragma unroll
-          for (int i = 0; i < V; ++i) acc[j][i] += static_cast<acc_t>(xv.v[i]);
+          for (int i = 0; i < V; ++i) acc[j][i] += x0[i] + x1[i];
         }
       }
     }
@@ -132,7 +204,7 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
           Vec<scalar_t, V> o;
 #pragma unroll
           for (int i = 0; i < V; ++i) o.v[i] = static_cast<scalar_t>(acc[j][i] * scale);
-          *reinterpret_cast<Vec<scalar_t, V>*>(out + r * F + vi * V) = o;
+          store_cs(reinterpret_cast<Vec<scalar_t, V>*>(out + r * F + vi * V), o);
         }
       }
     }
