@@ -1,11 +1,10 @@
 """A CSR adjacency with the caches the SpMM/SDDMM ops and the scheduler need.
 
 ``CSRGraph`` is built once per graph: row pointers (int64: more than 2^31
-non-zeros work), column indices (int32 when built from ``edge_index``),
-optional edge values, and lazily the transposed structure (for ``A^T dY`` in
-the backward), the degree statistics the scheduler reads and the hub rows of
-a threshold. A layer keeps one per input graph, so a repeated call costs no
-hashing and no host sync.
+non-zeros work), column indices, optional edge values, and lazily the
+transposed structure (for ``A^T dY`` in the backward), the degree
+statistics the scheduler reads and the hub rows of a threshold. A layer keeps
+one per input graph, so a repeated call costs no hashing and no host sync.
 """
 import warnings
 from dataclasses import dataclass, field
@@ -19,13 +18,7 @@ from torch import Tensor
 class CSRGraph:
     r"""``A[i, j] = value[e]`` for ``e`` in ``rowptr[i]:rowptr[i + 1]`` and
     ``j = col[e]`` (``value`` ``None``: all ones). Rows aggregate: ``A @ X``
-    gives row ``i`` the (weighted) sum of the rows ``X[col[e]]``.
-
-    ``rowptr`` is int64; ``col`` is int32 or int64 (the kernels take both).
-    :meth:`from_edge_index` stores int32 whenever the column ids fit
-    (:obj:`num_nodes` <= 2^31 - 1): half the index bytes an SpMM reads per
-    non-zero. Arithmetic on column ids (sort keys, ``col * n + row``) is
-    done in int64."""
+    gives row ``i`` the (weighted) sum of the rows ``X[col[e]]``."""
     rowptr: Tensor
     col: Tensor
     value: Optional[Tensor]
@@ -48,8 +41,7 @@ class CSRGraph:
     def from_edge_index(cls, edge_index: Tensor, num_nodes: int,
                         value: Optional[Tensor] = None) -> 'CSRGraph':
         r"""Rows are targets (``edge_index[1]``), columns sources: ``A @ X``
-        is PyG's ``sum`` aggregation of messages ``x_j`` into node ``i``.
-        ``col`` is int32 if :obj:`num_nodes` fits, else int64."""
+        is PyG's ``sum`` aggregation of messages ``x_j`` into node ``i``."""
         # int64 keys: row * num_nodes + col overflows int32 past 46,340 nodes.
         row, col = edge_index[1].long(), edge_index[0].long()
         if row.numel() and (int(edge_index.min()) < 0
@@ -60,8 +52,7 @@ class CSRGraph:
         rowptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=row.device)
         rowptr[1:] = torch.bincount(row, minlength=num_nodes).cumsum(0)
         value = value[perm] if value is not None else None
-        col_dtype = torch.int32 if num_nodes <= 2**31 - 1 else torch.int64
-        return cls(rowptr, col.to(col_dtype).contiguous(), value, num_nodes)
+        return cls(rowptr, col.contiguous(), value, num_nodes)
 
     def degree(self) -> Tensor:
         if 'degree' not in self._cache:
@@ -162,9 +153,6 @@ class CSRGraph:
         if key not in self._cache:
             value = self.value.to(dtype) if self.value is not None else \
                 torch.ones(self.nnz, dtype=dtype, device=self.device)
-            # int64 indices, as torch's own CSR tensors have: the cuSPARSE
-            # baseline then runs as it does for torch users, and its
-            # crow/col index dtypes agree (rowptr is int64).
             with warnings.catch_warnings():  # "CSR support is in beta"
                 warnings.simplefilter('ignore')
                 self._cache[key] = torch.sparse_csr_tensor(

@@ -5,7 +5,7 @@ at several F (median of 20, synchronised), no scheduler involved.
     python scripts/device/spmm_timing.py products hub
     SPMM_F=16,32,64 python scripts/device/spmm_timing.py products
     SPMM_PACKED_P99=1 ...   # 'hub-subwarp' also at the p99 threshold
-    SPMM_COL64=1 ...        # int64 column indices (from_edge_index keeps int32)
+    SPMM_COL32=1 ...        # int32 column indices (call35: no faster than int64)
 
 ('hub-subwarp' joined after call17, at its own, lower thresholds.)
 """
@@ -28,8 +28,8 @@ def median_ms(fn, reps=20):
 for name in sys.argv[1:] or ['products']:
     data = get_dataset(name)
     g = CSRGraph.from_edge_index(data.edge_index.cuda(), data.num_nodes)
-    if os.environ.get('SPMM_COL64'):
-        g = CSRGraph(g.rowptr, g.col.long(), None, g.num_cols)
+    if os.environ.get('SPMM_COL32'):
+        g = CSRGraph(g.rowptr, g.col.int(), None, g.num_cols)
     st = g.stats()
     print(f'{name}: {g.num_rows:,} rows, {g.nnz:,} nnz, {g.col.dtype} columns, p99 {st["p99"]:.0f}, '
           f'max {st["max_degree"]:.0f}', flush=True)

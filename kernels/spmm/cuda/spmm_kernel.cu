@@ -16,7 +16,6 @@
 #include <torch/library.h>
 
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "../spmm_common.h"
@@ -33,35 +32,6 @@ template <typename scalar_t, int V>
 struct alignas(sizeof(scalar_t) * V) Vec {
   scalar_t v[V];
 };
-
-// Streaming loads and stores (ld/st.global.cs: evict-first in L1 and L2).
-// The column indices are read once and the output rows written once; with
-// the default policy they would push the feature rows -- the reused data of
-// the gather -- out of L2. The intrinsics take integer words, so a value
-// travels as the unsigned word of its size (int32 and int64 indices, 2- to
-// 16-byte output vectors alike).
-template <int kBytes> struct Word;
-template <> struct Word<2> { using type = unsigned short; };
-template <> struct Word<4> { using type = unsigned int; };
-template <> struct Word<8> { using type = unsigned long long; };
-template <> struct Word<16> { using type = uint4; };
-
-template <typename T>
-__device__ __forceinline__ T load_cs(const T* p) {
-  using W = typename Word<sizeof(T)>::type;
-  const W w = __ldcs(reinterpret_cast<const W*>(p));
-  T t;
-  memcpy(&t, &w, sizeof(T));
-  return t;
-}
-
-template <typename T>
-__device__ __forceinline__ void store_cs(T* p, const T& t) {
-  using W = typename Word<sizeof(T)>::type;
-  W w;
-  memcpy(&w, &t, sizeof(T));
-  __stcs(reinterpret_cast<W*>(p), w);
-}
 
 // Widening to the accumulator type. bf16 is the upper half of an fp32, so it
 // widens with integer ops: c10::BFloat16 -> float compiles to one
@@ -118,32 +88,22 @@ __device__ __forceinline__ void accumulate(
 #pragma unroll
   for (int j = 0; j < kVecs; ++j)
     head[j] = kWeighted ? ((first + static_cast<int64_t>(j) * vlanes) * V) / C : 0;
-  // Two of the slot's non-zeros per pass: both indices, then both rows
-  // loaded before any sum, so the two gathers are in flight together (the
-  // second predicated off past the end, its terms zero). Written out rather
-  // than as `#pragma unroll 2`: __ldcs is inline asm, and with it in the loop
-  // the compiler unrolled with an exit test between the two copies (PTX),
-  // so the second index load waited for the first gather's sums.
-  for (int64_t e = e0; e < e1; e += 2 * step) {
-    const bool two = e + step < e1;
-    const int64_t src0 = static_cast<int64_t>(load_cs(col + e)) * F;
-    const int64_t src1 = two ? static_cast<int64_t>(load_cs(col + e + step)) * F : 0;
+#pragma unroll 2
+  for (int64_t e = e0; e < e1; e += step) {
+    const int64_t src = static_cast<int64_t>(col[e]) * F;
 #pragma unroll
     for (int j = 0; j < kVecs; ++j) {
       const int64_t vi = first + static_cast<int64_t>(j) * vlanes;
       if (vi < nvec) {
-        acc_t x0[V], x1[V] = {};
-        load_acc(x + src0 + vi * V, x0);
-        if (two) load_acc(x + src1 + vi * V, x1);
+        acc_t xv[V];
+        load_acc(x + src + vi * V, xv);
         if (kWeighted) {
-          const acc_t w0 = widen<scalar_t, acc_t>(value[e * heads + head[j]]);
-          const acc_t w1 =
-              two ? widen<scalar_t, acc_t>(value[(e + step) * heads + head[j]]) : acc_t(0);
+          const acc_t w = widen<scalar_t, acc_t>(value[e * heads + head[j]]);
 #pragma unroll
-          for (int i = 0; i < V; ++i) acc[j][i] += w0 * x0[i] + w1 * x1[i];
+          for (int i = 0; i < V; ++i) acc[j][i] += w * xv[i];
         } else {
 #pragma unroll
-          for (int i = 0; i < V; ++i) acc[j][i] += x0[i] + x1[i];
+          for (int i = 0; i < V; ++i) acc[j][i] += xv[i];
         }
       }
     }
@@ -204,7 +164,7 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
           Vec<scalar_t, V> o;
 #pragma unroll
           for (int i = 0; i < V; ++i) o.v[i] = static_cast<scalar_t>(acc[j][i] * scale);
-          store_cs(reinterpret_cast<Vec<scalar_t, V>*>(out + r * F + vi * V), o);
+          *reinterpret_cast<Vec<scalar_t, V>*>(out + r * F + vi * V) = o;
         }
       }
     }
