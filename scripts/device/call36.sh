@@ -8,7 +8,7 @@ export REBUILD=${REBUILD:-1}
 export QUIET_BUILD=1
 source "$(dirname "$0")/prelude.sh"
 so=$(ls pyg_fusesample/_C*.so); ls -la $so
-[ "$(stat -c %s $so)" -lt 16000000 ] && cp $so $OUT/
+# (26.6 MB: over the 16 MB a returned file may have, so later calls rebuild)
 { timeout 200 python3 -m pytest -q -m cuda tests/test_cuda_sampler.py tests/test_neighbor_sample_op.py \
     tests/test_loader.py -p no:cacheprovider 2>&1 | tail -3
   timeout 100 python3 -m pytest -q -m cuda tests/test_spmm_ops.py -p no:cacheprovider 2>&1 | tail -2
