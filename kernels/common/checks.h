@@ -31,19 +31,28 @@ inline void check_same_device(const char* op, const char* name,
               "; move them to one device");
 }
 
+// A compressed sparse layout: int64 pointers with at least one entry and 1-D
+// int32/int64 indices on their device. The names are the caller's
+// (colptr/row for the sampler's CSC, rowptr/col for the SpMM's CSR).
+inline void check_compressed(const char* op, const char* ptr_name,
+                             const at::Tensor& ptr, const char* idx_name,
+                             const at::Tensor& idx, const char* count_name) {
+  check_1d(op, ptr_name, ptr);
+  check_dtype(op, ptr_name, ptr, at::kLong);
+  TORCH_CHECK(ptr.numel() >= 1, op, ": '", ptr_name, "' needs ", count_name,
+              " + 1 >= 1 entries, got 0");
+  check_1d(op, idx_name, idx);
+  check_index_dtype(op, idx_name, idx);
+  check_same_device(op, idx_name, idx, ptr_name, ptr);
+}
+
 // A CSC graph: colptr [N + 1] int64 (64-bit offsets: graphs may have more
 // than 2^31 edges), row [E] int32/int64 sources sorted by target, optional
 // edge_id [E] int64 (original edge ids, i.e. the permutation CSC applied).
 inline void check_csc(const char* op, const at::Tensor& colptr,
                       const at::Tensor& row,
                       const c10::optional<at::Tensor>& edge_id) {
-  check_1d(op, "colptr", colptr);
-  check_dtype(op, "colptr", colptr, at::kLong);
-  TORCH_CHECK(colptr.numel() >= 1, op,
-              ": 'colptr' needs num_nodes + 1 >= 1 entries, got 0");
-  check_1d(op, "row", row);
-  check_index_dtype(op, "row", row);
-  check_same_device(op, "row", row, "colptr", colptr);
+  check_compressed(op, "colptr", colptr, "row", row, "num_nodes");
   if (edge_id.has_value()) {
     check_1d(op, "edge_id", *edge_id);
     check_dtype(op, "edge_id", *edge_id, at::kLong);

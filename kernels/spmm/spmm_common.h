@@ -12,13 +12,7 @@ namespace fusesample {
 
 inline void check_csr(const char* op, const at::Tensor& rowptr,
                       const at::Tensor& col) {
-  check_1d(op, "rowptr", rowptr);
-  check_dtype(op, "rowptr", rowptr, at::kLong);
-  TORCH_CHECK(rowptr.numel() >= 1, op,
-              ": 'rowptr' needs num_rows + 1 >= 1 entries, got 0");
-  check_1d(op, "col", col);
-  check_index_dtype(op, "col", col);
-  check_same_device(op, "col", col, "rowptr", rowptr);
+  check_compressed(op, "rowptr", rowptr, "col", col, "num_rows");
 }
 
 // Heads of an edge-value tensor: [E] -> 1, [E, H] -> H.

@@ -25,6 +25,8 @@
 #include <cstdint>
 
 #include "../../common/floyd.cuh"
+#include "../../common/grid.h"
+#include "../../common/warps.cuh"
 #include "../../common/rng.h"
 #include "../../sampler/sample_count.h"
 #include "../sample_aggregate_common.h"
@@ -38,19 +40,7 @@ constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
 constexpr int kTile = 8;  // columns per lane per pass
 
-int64_t warp_blocks(int64_t warps) {
-  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  return std::max<int64_t>(
-      1, std::min<int64_t>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock,
-                           static_cast<int64_t>(sms) * 32));
-}
-
-__device__ __forceinline__ int64_t global_warp() {
-  return (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-}
-__device__ __forceinline__ int64_t warp_count() {
-  return (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-}
+int64_t warp_blocks(int64_t warps) { return grid_blocks(warps, kWarpsPerBlock, 32); }
 
 // ------------------------------------------------------------- forward --
 // The RNG key: fixed (rng_seed >= 0), or drawn from the CUDA generator. The

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "../../common/checks.h"
+#include "../../common/grid.h"
 
 namespace fusesample {
 namespace {
@@ -39,9 +40,7 @@ void launch(const at::Tensor& src, const at::Tensor& index, at::Tensor& out,
   const int64_t rows = index.numel();
   const int64_t vecs = row_bytes / static_cast<int64_t>(sizeof(vec_t));
   const int64_t total = rows * vecs;
-  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const int64_t blocks = std::min<int64_t>((total + kThreads - 1) / kThreads,
-                                           static_cast<int64_t>(sms) * 16);
+  const int64_t blocks = grid_blocks(total, kThreads, 16);
   gather_rows_kernel<vec_t><<<blocks, kThreads, 0,
                               at::cuda::getCurrentCUDAStream()>>>(
       reinterpret_cast<const vec_t*>(src.data_ptr()), index.data_ptr<int64_t>(),

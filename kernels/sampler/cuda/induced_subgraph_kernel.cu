@@ -54,8 +54,7 @@ __global__ void induce_kernel(const int64_t* colptr, const index_t* row,
                               int64_t* out_row, int64_t* out_col,
                               int64_t* out_edge) {
   const int lane = threadIdx.x & 31;
-  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  const int64_t warp = global_warp(), warps = warp_count();
   for (int64_t i = warp; i < n; i += warps) {
     const int64_t v = node[i];
     if (v < 0 || v >= num_nodes) continue;

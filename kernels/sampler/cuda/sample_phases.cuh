@@ -38,6 +38,7 @@
 
 #include "../../common/floyd.cuh"
 #include "../../common/rng.h"
+#include "../../common/warps.cuh"
 #include "../sample_count.h"
 
 namespace fusesample {
@@ -373,8 +374,7 @@ __device__ void phase_floyd(const Graph<index_t>& g, const Params& p,
                             const Hop& h, const Buffers& b, const HashTable& t) {
   if (h.k < 0 || p.replace) return;
   const int lane = threadIdx.x & 31;
-  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  const int64_t warp = global_warp(), warps = warp_count();
   const int64_t frontier = h.end - h.begin;
   for (int64_t i = warp; i < frontier; i += warps) {
     const int64_t target = h.begin + i;

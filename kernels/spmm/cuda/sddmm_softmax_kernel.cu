@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "../../common/grid.h"
+#include "../../common/warps.cuh"
 #include "../spmm_common.h"
 
 namespace fusesample {
@@ -31,17 +33,7 @@ __device__ __forceinline__ T warp_max(T v) {
   return v;
 }
 
-__device__ __forceinline__ int64_t warp_id() {
-  return (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-}
-__device__ __forceinline__ int64_t warp_total() {
-  return (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-}
-
-int64_t warp_blocks(int64_t rows) {
-  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  return std::max<int64_t>(1, std::min<int64_t>((rows + 7) / 8, static_cast<int64_t>(sms) * 64));
-}
+int64_t warp_blocks(int64_t rows) { return grid_blocks(rows, kThreads / 32, 64); }
 
 template <typename scalar_t, typename index_t>
 __global__ void __launch_bounds__(kThreads)
@@ -51,7 +43,7 @@ sddmm_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__ col
              int64_t num_b) {
   using acc_t = at::opmath_type<scalar_t>;
   const int lane = threadIdx.x & 31;
-  for (int64_t r = warp_id(); r < R; r += warp_total())
+  for (int64_t r = global_warp(); r < R; r += warp_count())
     for (int64_t e = rowptr[r]; e < rowptr[r + 1]; ++e) {
       const int64_t c = static_cast<int64_t>(col[e]);
       CUDA_KERNEL_ASSERT(c >= 0 && c < num_b);
@@ -100,7 +92,7 @@ softmax_kernel(const int64_t* __restrict__ rowptr, const scalar_t* __restrict__ 
                int64_t R, int64_t H) {
   using acc_t = at::opmath_type<scalar_t>;
   const int lane = threadIdx.x & 31;
-  for (int64_t r = warp_id(); r < R; r += warp_total()) {
+  for (int64_t r = global_warp(); r < R; r += warp_count()) {
     const int64_t b = rowptr[r], e = rowptr[r + 1];
     for (int64_t h = 0; h < H; ++h) {
       if (kBackward) {

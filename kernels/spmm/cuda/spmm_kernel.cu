@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../../common/grid.h"
+#include "../../common/warps.cuh"
 #include "../spmm_common.h"
 
 namespace fusesample {
@@ -134,8 +136,7 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
   const int lane = threadIdx.x & 31;
   const int sub = lane % group, vl = sub % vlanes, slot = sub / vlanes;
   const int64_t rows_per_warp = 32 / group;
-  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  const int64_t warp = global_warp(), warps = warp_count();
   const int64_t nvec = F / V, C = F / heads, tile = static_cast<int64_t>(vlanes) * kVecs;
   // The warp-uniform loop keeps every lane in the shuffles; a group without
   // a row (past the end, or a hub row left to the block kernel) adds zeros.
@@ -252,12 +253,6 @@ int vector_lanes(int64_t nvec, int group, int64_t lanes) {
   return v;
 }
 
-int64_t blocks_for(int64_t warps) {
-  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  return std::max<int64_t>(1, std::min<int64_t>((warps + kThreads / 32 - 1) / (kThreads / 32),
-                                                static_cast<int64_t>(sms) * 64));
-}
-
 template <bool kWeighted, typename scalar_t, typename index_t, int V>
 void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
             const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
@@ -273,7 +268,7 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
   const int64_t warps = (R + 32 / group - 1) / (32 / group);
   if (R > 0) {
     spmm_rows_kernel<kWeighted, scalar_t, index_t, V>
-        <<<blocks_for(warps), kThreads, 0, stream>>>(
+        <<<grid_blocks(warps, kThreads / 32, 64), kThreads, 0, stream>>>(
             rowptr.data_ptr<int64_t>(), col.data_ptr<index_t>(), vp,
             x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), R, F, heads, mean,
             layout, skip);
@@ -283,8 +278,7 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
   if (K > 0) {
     using acc_t = at::opmath_type<scalar_t>;
     at::Tensor partial = at::empty({K, F}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
-    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-    const int64_t blocks = std::min<int64_t>(K, static_cast<int64_t>(sms) * 16);
+    const int64_t blocks = grid_blocks(K, 1, 16);  // a block per chunk
     spmm_hub_kernel<kWeighted, scalar_t, index_t, V><<<blocks, kThreads, 0, stream>>>(
         col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(), hub_chunks.data_ptr<int64_t>(),
         K, F, heads, vector_lanes(nvec, 32, lanes), partial.data_ptr<acc_t>());
