@@ -6,6 +6,8 @@ at several F (median of 20, synchronised), no scheduler involved.
     SPMM_F=16,32,64 python scripts/device/spmm_timing.py products
     SPMM_PACKED_P99=1 ...   # 'hub-subwarp' also at the p99 threshold
     SPMM_COL32=1 ...        # int32 column indices (call35: no faster than int64)
+    SPMM_LANES=1,2,4,8 ...  # also 'hub' (first threshold) and 'warp' at these
+                            # lane layouts (lanes across the feature vectors)
 
 ('hub-subwarp' joined after call17, at its own, lower thresholds.)
 """
@@ -45,15 +47,19 @@ for name in sys.argv[1:] or ['products']:
             cus_err = ((spmm_cusparse(g, x).float() - ref).abs().max() /
                        ref.abs().max().clamp_min(1)).item()
             res = {'cusparse': median_ms(lambda: spmm_cusparse(g, x))}
-            for variant, th in ([('warp', -1), ('subwarp', -1)] + [('hub', t) for t in thresholds]
-                                + [('hub-subwarp', t) for t in packed]):
-                out = spmm(g, x, variant=variant, hub_threshold=th)
+            lane_sets = [int(v) for v in os.environ.get('SPMM_LANES', '').split(',') if v]
+            runs = ([('warp', -1, 0), ('subwarp', -1, 0)] + [('hub', t, 0) for t in thresholds]
+                    + [('hub-subwarp', t, 0) for t in packed]
+                    + [(v, t, n) for n in lane_sets
+                       for v, t in (('warp', -1), ('hub', thresholds[0]))])
+            for variant, th, lanes in runs:
+                out = spmm(g, x, variant=variant, hub_threshold=th, lanes=lanes)
                 err = ((out.float() - ref.float()).abs().max() /
                        ref.float().abs().max().clamp_min(1)).item()
                 assert err < (1e-4 if dtype == torch.float32 else max(2e-2, 2 * cus_err)), \
                     (variant, err, cus_err)
-                res[f'{variant}{th if th >= 0 else ""}'] = median_ms(
-                    lambda: spmm(g, x, variant=variant, hub_threshold=th))
+                res[f'{variant}{th if th >= 0 else ""}{f"@{lanes}" if lanes else ""}'] = median_ms(
+                    lambda: spmm(g, x, variant=variant, hub_threshold=th, lanes=lanes))
             floor = g.nnz * f * x.element_size() / 4.2e12 * 1e3
             best = min((v, k) for k, v in res.items() if k != 'cusparse')
             print(f'  {str(dtype)[6:]} F={f}: ' + ', '.join(f'{k} {v:.3f}' for k, v in res.items())
