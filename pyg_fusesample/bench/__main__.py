@@ -94,6 +94,7 @@ def main(argv=None):
     from ..datasets import get_dataset
     from .csv_schema import append_rows
     from .runner import Bench, fill_model_ms, run_row, time_epoch
+    from .timing import warm_up_device
     if args.threads:
         torch.set_num_threads(args.threads)
     data = get_dataset(args.graph, scale=args.scale, seed=args.seed)
@@ -101,6 +102,7 @@ def main(argv=None):
     print(f'SYNTHETIC graph {name}: {data.num_nodes:,} nodes, '
           f'{data.num_edges:,} edges', flush=True)
     bench = Bench(data, torch.device(args.device), args.seed)
+    warm_up_device(bench.device)
     if args.cmd in ('sage', 'sage-curve'):
         from . import sage_runner
         return sage_runner.main(bench, name, args)

@@ -32,3 +32,20 @@ def median_ms(fn: Callable[[], object], steps: int, warmup: int,
               device: torch.device) -> float:
     """Median of :func:`timed_calls`, in milliseconds."""
     return median(timed_calls(fn, steps, warmup, device))
+
+
+def warm_up_device(device: torch.device, seconds: float = 2.0) -> None:
+    """Keeps a CUDA device busy with matrix products for ``seconds`` before
+    anything is timed: an idle GPU runs at a low clock and takes a while to
+    raise it, so the first configurations of a run otherwise measure the
+    clock ramp (call37 on an H200: the first fan-out of the loader sweep ran
+    up to 1.6x slower than the same batches later). No-op on the CPU."""
+    if device.type != 'cuda':
+        return
+    a = torch.randn(4096, 4096, device=device)
+    torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(10):
+            a @ a
+        torch.cuda.synchronize(device)
