@@ -36,10 +36,11 @@ def median_ms(fn: Callable[[], object], steps: int, warmup: int,
 
 def warm_up_device(device: torch.device, seconds: float = 2.0) -> None:
     """Keeps a CUDA device busy with matrix products for ``seconds`` before
-    anything is timed: an idle GPU runs at a low clock and takes a while to
-    raise it, so the first configurations of a run otherwise measure the
-    clock ramp (call37 on an H200: the first fan-out of the loader sweep ran
-    up to 1.6x slower than the same batches later). No-op on the CPU."""
+    anything is timed. An idle GPU runs at a low clock and takes a while to
+    raise it; in call37 (an H200, benchmarks started right after the build)
+    the first fan-out of the loader sweep ran up to 1.6x slower per batch
+    than the next, larger one, which the ramp would explain. No-op on the
+    CPU."""
     if device.type != 'cuda':
         return
     a = torch.randn(4096, 4096, device=device)
