@@ -383,16 +383,20 @@ def test_cache_off_keeps_memo_only(timer, monkeypatch, env):
 
 
 def test_lane_layouts_in_shortlist():
-    """Both lane layouts of a row kernel are probed when they differ (F = 32
-    float32: 2 vector lanes by default, 8 with one vector per lane), with the
-    hub thresholds unchanged; at F = 4 they coincide and one is probed."""
+    """The lane layouts of a row kernel are probed when they differ (F = 32
+    float32: 2 vector lanes by default, 8 with one vector per lane, 4 between
+    them), with the hub thresholds unchanged; at F = 8 there is no layout
+    between 1 and 2 lanes; at F = 4 they coincide and one is probed."""
     stats = {'p90': 12.0, 'p99': 100.0, 'mean_degree': 5.0,
              'max_degree': 5000.0, 'skew': 1000.0}
     labels = [c.label for c in candidates.shortlist(stats, 32, torch.float32, 'cuda')]
-    assert 'warp' in labels and 'warp@8' in labels
+    assert {'warp', 'warp@4', 'warp@8'} <= set(labels)
     hubs = [c for c in candidates.shortlist(stats, 32, torch.float32, 'cuda')
             if c.variant == 'hub']
-    assert {c.params.get('lanes') for c in hubs} == {None, 8}
+    assert {c.params.get('lanes') for c in hubs} == {None, 4, 8}
+    f8 = {c.params.get('lanes') for c in candidates.shortlist(stats, 8, torch.float32, 'cuda')
+          if c.variant == 'warp'}
+    assert f8 == {None, 2}
     assert {c.params['hub_threshold'] for c in hubs} == set(
         candidates.hub_thresholds(stats))
     small = [c for c in candidates.shortlist(stats, 4, torch.float32, 'cuda')
