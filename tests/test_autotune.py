@@ -444,6 +444,7 @@ class SplitTimer(FakeTimer):
     (0.97, 0.70, 'cpu', 'confirm'),        # close fail, whole graph: faster
     (0.90, 1.10, 'cusparse', 'guardrail'),  # close pass, whole graph: slower
     (0.90, 0.90, 'cpu', 'confirm'),
+    (1.45, 0.70, 'cpu', 'confirm'),        # the Reddit-like case: far on the sample
 ])
 def test_close_probe_is_confirmed_on_the_whole_graph(
         probe_cpu, full_cpu, expect, source, monkeypatch, tmp_path):
@@ -464,7 +465,7 @@ def test_close_probe_is_confirmed_on_the_whole_graph(
     assert {r['candidate'] for r in lines if r['chosen']} == {expect}
 
 
-@pytest.mark.parametrize('probe_cpu', [0.40, 1.5])
+@pytest.mark.parametrize('probe_cpu', [0.40, 2.0])
 def test_clear_probe_or_small_graph_is_not_confirmed(probe_cpu, monkeypatch):
     monkeypatch.setitem(scheduler.PROBE_NNZ, 'cpu', 2000)
     g = skewed_graph(rows=20000, hubs=20, hub_degree=900)

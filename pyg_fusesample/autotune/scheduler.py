@@ -33,8 +33,10 @@ PROBE_NNZ = {'cuda': 1 << 22, 'cpu': 1 << 16}  # probe subgraph size
 WARMUP, MAX_REPS = 2, 7
 # A probe verdict this close to the guardrail (best kernel / (alpha x
 # cuSPARSE) inside the band) is re-timed on the whole graph: on hub-skewed
-# graphs the row sample's cache behaviour misranked the two by 15-30%.
-CONFIRM_BAND = (0.8, 1.25)
+# graphs the row sample's cache behaviour misranked the two by 15-30%, and
+# on the Reddit-like graph (F=64, float32) a probe at 1.52 hid a kernel that
+# took 0.67x cuSPARSE's time on the whole graph (call41 vs call33).
+CONFIRM_BAND = (0.8, 1.6)
 # Kernels within this factor of the probe's best are re-timed on the whole
 # graph too (at most MAX_RIVALS): the sample misranked 'hub' and
 # 'hub-subwarp' on the Reddit-like graph by 14%.
