@@ -13,5 +13,5 @@ timeout 200 $B loader --graph products --device cuda --variants fused per-hop to
 timeout 150 $B epoch --graph products --device cuda --variants fused per-hop torch-gpu \
   --fanouts 15,10 15,10,5 --out $OUT/epoch_gpu.csv 2>&1 | grep -v "^|\|^<\|^$" | tail -4
 timeout 200 $B step --graph products --device cuda --variants fused fused-prefetch per-hop model-only \
-  --fanouts 15,10 15,10,5 --amp off on --out $OUT/step_products_call37.csv 2>&1 \
+  --fanouts 15,10 15,10,5 --amp off on --out $OUT/${STEP_CSV:-step_products_call37.csv} 2>&1 \
   | grep -v "^|\|^<\|^$" | tail -4
