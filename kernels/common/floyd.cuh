@@ -18,8 +18,7 @@ __device__ inline void warp_floyd(uint64_t rng_seed, int64_t a, int64_t b,
   const int lane = threadIdx.x & 31;
   for (int64_t s = 0; s < k; ++s) {
     const int64_t j = d - k + s;
-    const int64_t draw = static_cast<int64_t>(uniform_below(
-        random_bits(rng_seed, a, b, s), static_cast<uint64_t>(j + 1)));
+    const int64_t draw = keyed_draw(rng_seed, a, b, s, j + 1);
     bool taken = false;
     for (int64_t q = 0; q < s && !taken; q += 32)
       taken = __any_sync(0xffffffffu, q + lane < s && picks[q + lane] == draw);

@@ -28,8 +28,7 @@ void floyd_sample(uint64_t rng_seed, int64_t a, int64_t b, int64_t d, int64_t k,
   if (use_bitmap && static_cast<int64_t>(seen.size()) < d) seen.resize(d, 0);
   for (int64_t s = 0; s < k; ++s) {
     const int64_t j = d - k + s;
-    int64_t t = static_cast<int64_t>(uniform_below(
-        random_bits(rng_seed, a, b, s), static_cast<uint64_t>(j + 1)));
+    int64_t t = keyed_draw(rng_seed, a, b, s, j + 1);
     const bool taken =
         use_bitmap ? seen[t] != 0
                    : std::find(picks.begin(), picks.end(), t) != picks.end();
@@ -54,8 +53,7 @@ void sample_positions(uint64_t rng_seed, int64_t a, int64_t b, int64_t d,
   } else if (replace) {
     if (d > 0)
       for (int64_t s = 0; s < k; ++s)
-        emit(s, static_cast<int64_t>(uniform_below(random_bits(rng_seed, a, b, s),
-                                                   static_cast<uint64_t>(d))));
+        emit(s, keyed_draw(rng_seed, a, b, s, d));
   } else {
     floyd_sample(rng_seed, a, b, d, k, picks, seen, emit);
   }

@@ -44,4 +44,15 @@ FS_HOST_DEVICE uint64_t uniform_below(uint64_t bits, uint64_t n) {
 #endif
 }
 
+// Draw s of the target keyed (a, b): a uniform integer in [0, n). Every draw
+// of every sampler goes through it (with replacement: n = the degree; in
+// Floyd's algorithm: n = j + 1), on both devices.
+FS_HOST_DEVICE int64_t keyed_draw(uint64_t seed, int64_t a, int64_t b, int64_t s,
+                                  int64_t n) {
+  return static_cast<int64_t>(uniform_below(
+      random_bits(seed, static_cast<uint64_t>(a), static_cast<uint64_t>(b),
+                  static_cast<uint64_t>(s)),
+      static_cast<uint64_t>(n)));
+}
+
 }  // namespace fusesample

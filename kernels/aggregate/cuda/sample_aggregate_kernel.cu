@@ -100,9 +100,7 @@ sample_aggregate_kernel(const int64_t* __restrict__ colptr,
           slots[s] = static_cast<int64_t>(row[start + slots[s]]);
       } else if (replace) {
         for (int64_t s = lane; s < k; s += 32)
-          slots[s] = d > 0 ? static_cast<int64_t>(row[start + uniform_below(
-                                 random_bits(rng_seed, level, v, s),
-                                 static_cast<uint64_t>(d))])
+          slots[s] = d > 0 ? static_cast<int64_t>(row[start + keyed_draw(rng_seed, level, v, s, d)])
                            : -1;
       } else {
         for (int64_t s = lane; s < k; s += 32)

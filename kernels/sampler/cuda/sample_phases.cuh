@@ -358,8 +358,7 @@ __device__ void phase_fill(const Graph<index_t>& g, const Params& p,
     if (h.k < 0 || (!p.replace && h.k >= d)) {
       j = s;
     } else if (p.replace) {
-      j = static_cast<int64_t>(uniform_below(
-          random_bits(p.rng_seed, h.index, target, s), static_cast<uint64_t>(d)));
+      j = keyed_draw(p.rng_seed, h.index, target, s, d);
     } else {
       continue;  // sampled without replacement: phase_floyd's slot
     }
