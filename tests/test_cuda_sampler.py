@@ -21,6 +21,16 @@ def graph(num_nodes=3000, num_edges=60000, seed=0, hubs=2, isolated=10):
     return ei, colptr, row, perm
 
 
+def assert_same_sample(cpu, gpu):
+    """Every field of the GPU sample equals the CPU one bitwise (None where
+    the CPU's is None)."""
+    for name, a, b in zip(cpu._fields, cpu, gpu):
+        if a is None:
+            assert b is None, name
+        else:
+            assert torch.equal(a, b.cpu()), name
+
+
 @pytest.mark.parametrize('fused', [True, False])
 @pytest.mark.parametrize('fanout,replace,disjoint', [
     ([15, 10], False, False),
@@ -42,11 +52,7 @@ def test_cuda_equals_cpu(fused, fanout, replace, disjoint, row_dtype):
                           rng_seed=42)
     gpu = neighbor_sample(colptr.cuda(), row.cuda(), perm.cuda(), seed.cuda(),
                           fanout, replace, disjoint, rng_seed=42, fused=fused)
-    for name, a, b in zip(cpu._fields, cpu, gpu):
-        if a is None:
-            assert b is None
-            continue
-        assert torch.equal(a, b.cpu()), name
+    assert_same_sample(cpu, gpu)
     assert gpu.num_sampled_nodes.device.type == 'cpu'
 
 
@@ -63,9 +69,7 @@ def test_cuda_equals_cpu_many_scan_tiles(fused, disjoint):
     gpu = neighbor_sample(colptr.cuda(), row.cuda(), perm.cuda(), seed.cuda(),
                           [15, 10, 5], False, disjoint, rng_seed=7, fused=fused)
     assert cpu.num_sampled_edges[-1] > 500 * 1024  # hop 2 spans > 500 tiles
-    for name, a, b in zip(cpu._fields, cpu, gpu):
-        if a is not None:
-            assert torch.equal(a, b.cpu()), name
+    assert_same_sample(cpu, gpu)
 
 
 def test_cuda_empty_and_isolated():

@@ -40,6 +40,7 @@ for name in sys.argv[1:] or ['products']:
     if os.environ.get('SPMM_PACKED_P99'):  # also try the p99 for 'hub-subwarp'
         packed = sorted(set(packed) | {int(st['p99'])})
     features = [int(f) for f in os.environ.get('SPMM_F', '16,32,64,128,256,512').split(',')]
+    lane_sets = [int(v) for v in os.environ.get('SPMM_LANES', '').split(',') if v]
     for dtype in (torch.float32, torch.bfloat16):
         for f in features:
             x = torch.randn(g.num_cols, f, device='cuda', dtype=dtype)
@@ -47,7 +48,6 @@ for name in sys.argv[1:] or ['products']:
             cus_err = ((spmm_cusparse(g, x).float() - ref).abs().max() /
                        ref.abs().max().clamp_min(1)).item()
             res = {'cusparse': median_ms(lambda: spmm_cusparse(g, x))}
-            lane_sets = [int(v) for v in os.environ.get('SPMM_LANES', '').split(',') if v]
             runs = ([('warp', -1, 0), ('subwarp', -1, 0)] + [('hub', t, 0) for t in thresholds]
                     + [('hub-subwarp', t, 0) for t in packed]
                     + [(v, t, n) for n in lane_sets
