@@ -38,10 +38,11 @@ fused_sample_kernel(Graph<index_t> g, Params p, const int64_t* seed,
     phase_sample(g, p, h, prev, b, t);
     grid.sync();
     const bool has_next = hop + 1 < f.num;
-    phase_dedup(g, p, h, b, t, has_next, has_next ? f.k[hop + 1] : 0);
+    const int64_t next_k = has_next ? f.k[hop + 1] : 0;
+    phase_dedup(g, p, h, b, t, has_next, next_k);
     grid.sync();
     prev = h;
-    h = next_hop(h, has_next ? f.k[hop + 1] : 0, b.totals[0], b.totals[1]);
+    h = next_hop(h, next_k, b.totals[0], b.totals[1]);
     int64_t* swap = b.offsets;  // this hop's offsets serve the hop after next
     b.offsets = b.next_offsets;
     b.next_offsets = swap;
