@@ -2,6 +2,7 @@
 modes), uniformity on the GPU, errors, opcheck, >2^31-edge graphs, and the
 loader on GPU data. Skipped without a GPU."""
 import copy
+import time
 
 import pytest
 import torch
@@ -133,6 +134,38 @@ def test_cuda_opcheck():
             torch.ops.fusesample.neighbor_sample.default,
             (*args, seed, [3, 2], False, False, 5, fused),
             test_utils=('test_schema', 'test_faketensor'))
+    torch.library.opcheck(
+        torch.ops.fusesample.neighbor_sample_async.default,
+        (*args, seed, [3, 2], False, True, 5),
+        test_utils=('test_schema', 'test_faketensor'))
+
+
+@pytest.mark.parametrize('fanout,disjoint', [([15, 10, 5], False),
+                                             ([10, 5], True)])
+def test_cuda_async_buffers_and_meta(fanout, disjoint):
+    """The async op's pinned meta, read after the stream passes it, holds the
+    sizes, per-hop counts and error word of the synchronous op's output."""
+    from pyg_fusesample.ops import neighbor_sample_async
+    _, colptr, row, perm = graph()
+    args = [t.cuda() for t in (colptr, row, perm)]
+    seed = torch.randperm(3000)[:256]
+    expected = neighbor_sample(colptr, row, perm, seed, fanout, False,
+                               disjoint, 9)  # the CPU kernel: equal bitwise
+    seed = seed.cuda()
+    *buffers, meta = torch.ops.fusesample.neighbor_sample_async(
+        *args, seed, fanout, False, disjoint, 9)
+    assert meta.is_pinned()
+    torch.cuda.synchronize()
+    n, e = expected.node.numel(), expected.row.numel()
+    hops = len(fanout)
+    assert meta.tolist() == [n, e, *expected.num_sampled_nodes.tolist(),
+                             *expected.num_sampled_edges.tolist(), 0]
+    for got, want in zip(buffers, expected[:5]):
+        if want is not None:
+            assert torch.equal(got[:want.numel()].cpu(), want)
+    assert_same_sample(expected, neighbor_sample_async(
+        *args, seed, fanout, False, disjoint, 9).wait())
+    assert len(meta) == 4 + 2 * hops
 
 
 @pytest.mark.slow
@@ -182,29 +215,59 @@ def test_loader_on_gpu_data_equals_cpu():
         assert a.num_sampled_edges == b.num_sampled_edges
 
 
-def test_prefetch_equals_plain_and_stops_cleanly():
+def test_prefetch_equals_plain():
+    """Prefetching (the GPU default) hands out the batches of the plain path,
+    also after an epoch abandoned half-way."""
     from torch_geometric.data import Data
     from pyg_fusesample import FusedNeighborLoader
     ei, *_ = graph(num_nodes=2000, num_edges=30000)
     data = Data(x=torch.randn(2000, 16), y=torch.randint(0, 5, (2000, )),
                 edge_index=ei).to('cuda')
     kw = dict(num_neighbors=[10, 5], batch_size=100, shuffle=True, seed=3)
-    plain = FusedNeighborLoader(data, **kw)
-    ahead = FusedNeighborLoader(data, prefetch=True, **kw)
-    for epoch in range(2):
+    plain = FusedNeighborLoader(data, prefetch=False, **kw)
+    ahead = FusedNeighborLoader(data, **kw)
+    assert ahead.prefetch and not plain.prefetch
+    for epoch in range(3):
+        if epoch == 1:  # abandoned after one batch, on both
+            next(iter(plain)), next(iter(ahead))
         a, b = list(plain), list(ahead)
         assert len(a) == len(b) == len(plain)
         for x, y in zip(a, b):
             for key in ('x', 'y', 'edge_index', 'n_id', 'e_id'):
                 assert torch.equal(x[key], y[key]), key
-    it = iter(ahead)  # abandoned mid-epoch: the helper thread must exit
-    next(it)
-    thread = it.thread
-    del it
-    thread.join(timeout=5)
-    assert not thread.is_alive()
+            assert x.num_sampled_nodes == y.num_sampled_nodes
+            assert x.num_sampled_edges == y.num_sampled_edges
     with pytest.raises(ValueError, match='prefetch'):
         FusedNeighborLoader(data.cpu(), prefetch=True, **kw)
+    with pytest.warns(UserWarning, match='per-hop'):
+        FusedNeighborLoader(data, prefetch=True, fused=False, **kw)
+    assert not FusedNeighborLoader(data, fused=False, **kw).prefetch
+
+
+def test_prefetch_does_not_wait_for_the_stream():
+    """With prefetch, handing out a batch never waits for work queued before
+    it: next() returns while a long kernel is still running. Without it the
+    sampler's read-back waits for that kernel."""
+    from torch_geometric.data import Data
+    from pyg_fusesample import FusedNeighborLoader
+    ei, *_ = graph(num_nodes=2000, num_edges=30000)
+    data = Data(x=torch.randn(2000, 16), edge_index=ei).to('cuda')
+    stream = torch.cuda.current_stream()
+    for prefetch in (True, False):
+        it = iter(FusedNeighborLoader(data, num_neighbors=[10, 5],
+                                      batch_size=100, prefetch=prefetch))
+        next(it)
+        torch.cuda.synchronize()
+        torch.cuda._sleep(2_000_000_000)  # >= 1 s: 2e9 cycles at <= 2 GHz
+        start = time.perf_counter()
+        batch = next(it)
+        waited = time.perf_counter() - start
+        if prefetch:
+            assert waited < 0.5 and not stream.query()
+        else:
+            assert waited > 0.5
+        torch.cuda.synchronize()
+        assert batch.edge_index.size(1) > 0
 
 
 def test_loader_gpu_input_ids_match_cpu():

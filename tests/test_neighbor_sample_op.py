@@ -209,6 +209,59 @@ def test_opcheck():
             test_utils=('test_schema', 'test_faketensor'))
 
 
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('fanout,replace,disjoint,num_seeds', [
+    ([3, 2], False, False, 5),
+    ([4, 3, 2], True, True, 5),
+    ([-1, 2], False, False, 5),   # unbounded: CUDA samples per hop, in the call
+    ([3, 2], False, False, 0),    # empty batch
+])
+def test_async_equals_sync(device, fanout, replace, disjoint, num_seeds):
+    """neighbor_sample_async's wait() gives the synchronous op's output, and
+    its meta is [n, m, num_sampled_nodes, num_sampled_edges, error]."""
+    from pyg_fusesample.ops import neighbor_sample_async
+    _, colptr, row, perm = graph()
+    seed = torch.tensor([0, 5, 57, 12, 3])[:num_seeds]
+    args = [t.to(device) for t in (colptr, row, perm, seed)]
+    expected = neighbor_sample(*args, fanout, replace, disjoint, 7)
+    raw = torch.ops.fusesample.neighbor_sample_async(*args, fanout, replace,
+                                                     disjoint, 7)
+    pending = neighbor_sample_async(*args, fanout, replace, disjoint, 7)
+    out = pending.wait()
+    assert pending.wait() is out  # finished once
+    assert_equal_outputs(out, [None if t is None else t.cpu()
+                               for t in expected])
+    meta = raw[-1]  # filled: the stream has passed pending's later launch
+    hops = len(fanout)
+    assert meta.device.type == 'cpu' and meta.numel() == 4 + 2 * hops
+    assert meta.tolist() == [out.node.numel(), out.row.numel(),
+                             *out.num_sampled_nodes.tolist(),
+                             *out.num_sampled_edges.tolist(), 0]
+    for buffer, length in zip(raw[:4], [out.node.numel()] + 3 * [out.row.numel()]):
+        assert buffer.numel() >= length
+
+
+@pytest.mark.parametrize('device', devices())
+def test_async_bad_seed_raises(device):
+    """An out-of-range seed is an error on either path: raised by the call on
+    the CPU, by wait() on CUDA (where the device finds it)."""
+    from pyg_fusesample.ops import neighbor_sample_async
+    _, colptr, row, perm = graph()
+    args = [t.to(device) for t in (colptr, row, perm, torch.tensor([0, 60]))]
+    with pytest.raises(RuntimeError, match="'seed' holds ids"):
+        neighbor_sample_async(*args, [2, 2]).wait()
+
+
+def test_async_opcheck():
+    _, colptr, row, perm = graph()
+    seed = torch.tensor([0, 5, 12])
+    for replace, disjoint in [(False, False), (True, True)]:
+        torch.library.opcheck(
+            torch.ops.fusesample.neighbor_sample_async.default,
+            (colptr, row, perm, seed, [3, 2], replace, disjoint, 5),
+            test_utils=('test_schema', 'test_faketensor'))
+
+
 def test_induced_subgraph_and_csc_match_reference_and_opcheck():
     from pyg_fusesample.ops import induced_subgraph
     ei, colptr, row, perm = graph(num_nodes=80, num_edges=600, seed=4)

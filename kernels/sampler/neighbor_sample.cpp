@@ -33,4 +33,20 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       "Tensor row, "
       "Tensor col, Tensor edge, Tensor batch, Tensor num_sampled_nodes, "
       "Tensor num_sampled_edges)");
+  // The same sample, not waited for (the loader enqueues batch i+1 behind
+  // batch i's training step and reads it one step later):
+  //   node, row, col, edge, batch  buffers whose first n (nodes) or m
+  //            (edges) entries become the outputs above;
+  //   meta     [4 + 2L] int64 on the CPU: n, m, num_sampled_nodes [L+1],
+  //            num_sampled_edges [L], error (0, or 1: a seed id out of range).
+  //            On CUDA it is pinned and filled by the current stream: read it
+  //            (and the buffers) only once the stream has passed this call,
+  //            e.g. after synchronising an event recorded right after it.
+  // CUDA samples with the fused launch (the per-hop path, for -1 fan-outs,
+  // synchronises per hop); the CPU kernel completes before returning.
+  m.def(
+      "neighbor_sample_async(Tensor colptr, Tensor row, Tensor? edge_id, "
+      "Tensor seed, int[] num_neighbors, bool replace=False, "
+      "bool disjoint=False, int rng_seed=0) -> (Tensor node, Tensor row, "
+      "Tensor col, Tensor edge, Tensor batch, Tensor meta)");
 }

@@ -119,6 +119,7 @@ def main(argv=None):
                               train=args.cmd == 'step')
             print(f"{name} [{row['fanout']}] b={bs} amp={row['amp']} "
                   f"{row['variant']:>10} w={nw}: step {row['step_ms']} ms, "
+                  f"pipelined {row.get('pipelined_step_ms') or '-'} ms, "
                   f"loader {row['loader_ms']} ms, "
                   f"{row['sampled_edges_per_s']} edges/s", flush=True)
             rows.append(row)

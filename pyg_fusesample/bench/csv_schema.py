@@ -5,9 +5,10 @@ from typing import Dict, Iterable, List
 
 COLUMNS = [
     'device', 'torch', 'cuda', 'graph', 'num_nodes', 'num_edges', 'fanout',
-    'batch_size', 'amp', 'variant', 'num_workers', 'step_ms', 'loader_ms',
-    'model_ms', 'batches_per_s', 'sampled_edges_per_s', 'peak_mem_mb',
-    'transient_mem_mb', 'steps',
+    'batch_size', 'amp', 'variant', 'num_workers', 'step_ms',
+    'pipelined_step_ms', 'loader_ms', 'model_ms', 'pipelined_model_ms',
+    'batches_per_s', 'sampled_edges_per_s', 'peak_mem_mb', 'transient_mem_mb',
+    'steps',
 ]
 
 
@@ -15,6 +16,12 @@ def append_rows(path: str, rows: Iterable[Dict]):
     """Appends rows (missing columns left empty), writing the header once."""
     rows = list(rows)
     new = not os.path.exists(path) or os.path.getsize(path) == 0
+    if not new:
+        with open(path, newline='') as f:
+            header = next(csv.reader(f), [])
+        if header != COLUMNS:
+            raise ValueError(f"{path} has other columns than this harness "
+                             f"writes ({header}); write to a new file")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, 'a', newline='') as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction='raise')

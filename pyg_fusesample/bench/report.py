@@ -16,17 +16,26 @@ def _f(x: str, fmt: str) -> str:
         return '-'
 
 
+def _over(r: Dict, column: str, floor_column: str) -> str:
+    try:
+        return f"{float(r[column]) / float(r[floor_column]):.2f}"
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return '-'
+
+
 def markdown(rows: List[Dict], baseline: str = 'pyg') -> str:
     """One line per (setting, variant). Ratios compare rows of one CSV (one
     process run): ``vs pyg`` against NeighborLoader with the most workers
-    measured in that setting, ``/ model`` against the model-only step."""
+    measured in that setting, ``/ model`` against the model-only step (the
+    synchronised and the pipelined one)."""
     groups = defaultdict(list)
     for r in rows:
         groups[_key(r)].append(r)
     lines = ['| device | graph | fan-out | batch | amp | variant | workers | '
-             'step ms | loader ms | step / model-only | speed-up vs pyg | '
-             'sampled edges/s | peak MB | transient MB |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+             'step ms | pipelined step ms | loader ms | step / model-only | '
+             'pipelined / model-only | speed-up vs pyg | sampled edges/s | '
+             'peak MB | transient MB |',
+             '|' + '---|' * 16]
     for key, rs in groups.items():
         base = sorted((r for r in rs if r['variant'] == baseline),
                       key=lambda r: int(r['num_workers']))
@@ -35,13 +44,15 @@ def markdown(rows: List[Dict], baseline: str = 'pyg') -> str:
         for r in rs:
             ms = float(r['step_ms'])
             ratio = f'{base_ms / ms:.2f}x (w={base_w})' if base_ms else '-'
-            over = (f"{ms / float(r['model_ms']):.2f}"
-                    if r.get('model_ms') else '-')
             lines.append(
                 f"| {r['device']} | {r['graph']} | {r['fanout']} | "
                 f"{r['batch_size']} | {r['amp']} | {r['variant']} | "
-                f"{r['num_workers']} | {ms:.3f} | {_f(r['loader_ms'], '.3f')} "
-                f"| {over} | {ratio} | {_f(r['sampled_edges_per_s'], '.3g')} "
+                f"{r['num_workers']} | {ms:.3f} | "
+                f"{_f(r.get('pipelined_step_ms'), '.3f')} | "
+                f"{_f(r['loader_ms'], '.3f')} | "
+                f"{_over(r, 'step_ms', 'model_ms')} | "
+                f"{_over(r, 'pipelined_step_ms', 'pipelined_model_ms')} | "
+                f"{ratio} | {_f(r['sampled_edges_per_s'], '.3g')} "
                 f"| {_f(r['peak_mem_mb'], '.0f')} | "
                 f"{_f(r['transient_mem_mb'], '.0f')} |")
     return '\n'.join(lines) + '\n'

@@ -10,11 +10,18 @@ gives both numbers of a row: the time to the batch being on the device
 synchronised at both points, so asynchronous work is charged where it runs.
 Medians over >= 30 timed steps after warm-up; peak memory is reset before
 the timed loop and transient = peak - allocated before the loop.
+A second, pipelined pass of as many steps gives pipelined_step_ms: no host
+synchronisation inside the loop, the period between consecutive steps'
+completions timed with CUDA events -- the step time of a training loop that
+never waits for the GPU, where a loader's host work can hide behind the
+previous step's kernels (the synchronised step_ms exposes all of it). The
+peak memory covers both passes.
 
 Variants: pyg (NeighborLoader, CPU data, torch_sparse), fused / per-hop
 (FusedNeighborLoader on GPU data, one launch vs one launch per phase),
-fused-prefetch (fused, sampling the next batch on a side stream while the
-step runs), torch-gpu (plain PyTorch per-hop GPU sampler), model-only
+fused-prefetch (fused with prefetch=True, the GPU default: the next batch's
+sampling is enqueued as a batch is handed out), fused-sync (fused with
+prefetch=False), torch-gpu (plain PyTorch per-hop GPU sampler), model-only
 (pre-sampled batches already on the GPU: the floor for the step).
 Synchronisation is of the stream the step runs on: work a loader overlaps
 on another stream is charged only where the step has to wait for it.
@@ -30,10 +37,11 @@ import torch
 import torch.nn.functional as F
 
 from .env_info import device_name, versions
+from .timing import pipelined_periods
 from .torch_gpu_sampler import TorchGPUSampler
 
-STEP_VARIANTS = ('pyg', 'fused', 'fused-prefetch', 'per-hop', 'torch-gpu',
-                 'model-only')
+STEP_VARIANTS = ('pyg', 'fused', 'fused-prefetch', 'fused-sync', 'per-hop',
+                 'torch-gpu', 'model-only')
 
 
 def _cycle(make):
@@ -73,13 +81,15 @@ class Bench:
             loader = self._pyg_loaders[key]
             return (b.to(self.device, non_blocking=True)
                     for b in _cycle(lambda: loader))
-        if variant in ('fused', 'per-hop', 'fused-prefetch'):
+        if variant in ('fused', 'per-hop', 'fused-prefetch', 'fused-sync'):
+            # fused and per-hop take the loader's defaults (prefetch is on
+            # for fused GPU sampling, off for per-hop).
             from ..loader import FusedNeighborLoader
+            prefetch = {'fused-prefetch': True, 'fused-sync': False}
             loader = FusedNeighborLoader(
                 d, num_neighbors=fanout, batch_size=batch_size,
                 input_nodes=d.train_mask, shuffle=True, seed=self.seed,
-                fused=variant != 'per-hop',
-                prefetch=variant == 'fused-prefetch')
+                fused=variant != 'per-hop', prefetch=prefetch.get(variant))
             return _cycle(lambda: loader)
         if variant == 'torch-gpu':
             from ..sampler import build_csc
@@ -129,6 +139,18 @@ def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
         model, opt = bench.model(len(fanout))
     autocast = (torch.autocast(dev.type, dtype=torch.bfloat16) if amp
                 else contextlib.nullcontext())
+
+    def train_step(batch):
+        if train:
+            opt.zero_grad(set_to_none=True)
+            with autocast:
+                out = model(batch.x, batch.edge_index)[:batch.batch_size]
+                loss = F.cross_entropy(out.float(),
+                                       batch.y[:batch.batch_size])
+            loss.backward()
+            opt.step()
+
+    # Synchronised pass: the loader's and the step's latency.
     loader_ms, step_ms, edges = [], [], []
     peak = transient = float('nan')
     for i in range(warmup + steps):
@@ -141,20 +163,16 @@ def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
         batch = next(batches)
         _sync(dev)
         t1 = time.perf_counter()
-        if train:
-            opt.zero_grad(set_to_none=True)
-            with autocast:
-                out = model(batch.x, batch.edge_index)[:batch.batch_size]
-                loss = F.cross_entropy(out.float(),
-                                       batch.y[:batch.batch_size])
-            loss.backward()
-            opt.step()
-            _sync(dev)
+        train_step(batch)
+        _sync(dev)
         t2 = time.perf_counter()
         if i >= warmup:
             loader_ms.append((t1 - t0) * 1e3)
             step_ms.append((t2 - t0) * 1e3)
             edges.append(batch.edge_index.size(1))
+    # Pipelined pass: the period per step of a loop that never waits.
+    periods = pipelined_periods(lambda: train_step(next(batches)), steps,
+                                warmup, dev)
     if dev.type == 'cuda':
         peak = torch.cuda.max_memory_allocated(dev) / 2**20
         transient = peak - before / 2**20
@@ -165,6 +183,7 @@ def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
         **_setting(bench, graph, fanout, batch_size),
         'amp': 'bf16' if amp else 'off', 'variant': variant,
         'num_workers': num_workers, 'step_ms': f'{sm:.3f}',
+        'pipelined_step_ms': f'{statistics.median(periods):.3f}',
         'loader_ms': f'{lm:.3f}' if variant != 'model-only' else '0',
         'batches_per_s': f'{1e3 / sm:.2f}',
         'sampled_edges_per_s': (f'{sum(edges) / loader_total_s:.4g}'
@@ -200,9 +219,13 @@ def time_epoch(bench: Bench, graph: str, fanout: List[int], batch_size: int,
 
 
 def fill_model_ms(rows: List[Dict]):
-    """model_ms of every row = the model-only step of the same setting."""
-    floor = {(r['graph'], r['fanout'], r['batch_size'], r['amp']):
-             r['step_ms'] for r in rows if r['variant'] == 'model-only'}
-    for r in rows:
-        r['model_ms'] = floor.get(
-            (r['graph'], r['fanout'], r['batch_size'], r['amp']), '')
+    """model_ms (pipelined_model_ms) of every row = the model-only step_ms
+    (pipelined_step_ms) of the same setting."""
+    def key(r):
+        return r['graph'], r['fanout'], r['batch_size'], r['amp']
+    for column, model_column in (('step_ms', 'model_ms'),
+                                 ('pipelined_step_ms', 'pipelined_model_ms')):
+        floor = {key(r): r.get(column, '') for r in rows
+                 if r['variant'] == 'model-only'}
+        for r in rows:
+            r[model_column] = floor.get(key(r), '')

@@ -1,5 +1,7 @@
-"""Timers that are honest on both devices: a CUDA device is synchronised
-before each host clock read, so asynchronous work is counted where it runs."""
+"""Timers that are honest on both devices: either a CUDA device is
+synchronised before each host clock read, so asynchronous work is counted
+where it runs (:func:`timed_calls`), or nothing waits and CUDA events time
+the device's period per call (:func:`pipelined_periods`)."""
 import statistics
 import time
 from typing import Callable, List
@@ -22,6 +24,34 @@ def timed_calls(fn: Callable[[], object], steps: int, warmup: int,
         if i >= warmup:
             times.append((time.perf_counter() - t0) * 1e3)
     return times
+
+
+def pipelined_periods(fn: Callable[[], object], steps: int, warmup: int,
+                      device: torch.device) -> List[float]:
+    """Calls ``fn`` ``warmup + steps + 1`` times with no host synchronisation
+    in between; returns the ``steps`` periods (ms) between the completions of
+    consecutive calls' device work: CUDA events recorded after each call
+    (host clock reads on the CPU). This is the step time of a training loop
+    that never waits for the GPU: the device's time per step while the host
+    keeps ahead of it, plus the idle time when the host falls behind."""
+    n = warmup + steps + 1
+    if device.type != 'cuda':
+        stamps = []
+        for _ in range(n):
+            fn()
+            stamps.append(time.perf_counter())
+        return [(b - a) * 1e3 for a, b in zip(stamps[warmup:],
+                                              stamps[warmup + 1:])]
+    stream = torch.cuda.current_stream(device)
+    events = []
+    for _ in range(n):
+        fn()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record(stream)
+        events.append(event)
+    stream.synchronize()
+    return [a.elapsed_time(b) for a, b in zip(events[warmup:],
+                                              events[warmup + 1:])]
 
 
 def median(xs: List[float]) -> float:

@@ -1,6 +1,5 @@
 """FusedNeighborLoader: a drop-in for PyG's NeighborLoader."""
-import queue
-import threading
+import warnings
 from typing import Callable, Iterator, List, Optional, Tuple, Union
 
 import torch
@@ -85,10 +84,20 @@ class _InProcessIterator:
     # With num_workers=0 a batch is sample + filter; DataLoader's generic
     # iterator (fetcher, collation checks, worker bookkeeping) costs more host
     # time than a GPU takes to sample a batch, so it is bypassed.
-    def __init__(self, loader: 'FusedNeighborLoader'):
+    #
+    # With `lookahead` (prefetch on a GPU), batch i+1's sampling is enqueued
+    # as batch i is handed out: on the stream it runs after batch i's feature
+    # gathers and before the training step the caller enqueues next, and its
+    # sizes are read one call later, when the stream has long passed it. So
+    # the host never waits for a training step to finish, and assembling a
+    # batch overlaps the GPU's work instead of leaving the GPU idle. The keys
+    # and order are those of the plain path: the batches are bitwise equal.
+    def __init__(self, loader: 'FusedNeighborLoader', lookahead: bool):
         self.loader = loader
         self.batches = iter(loader.sampler)
         self.pin = loader.pin_memory and torch.cuda.is_available()
+        self.lookahead = lookahead
+        self.pending = self._launch() if lookahead else None
 
     def __iter__(self):
         return self
@@ -96,10 +105,21 @@ class _InProcessIterator:
     def __len__(self) -> int:
         return len(self.loader.sampler)
 
+    def _launch(self):
+        item = next(self.batches, None)
+        return None if item is None else self.loader._sample_async(item)
+
     def __next__(self):
         loader = self.loader
-        out = loader.collate_fn(next(self.batches))
-        if not loader.filter_per_worker:
+        if self.lookahead:
+            pending = self.pending
+            if pending is None:
+                raise StopIteration
+            self.pending = self._launch()
+            out = pending.wait()
+        else:
+            out = loader.collate_fn(next(self.batches))
+        if self.lookahead or not loader.filter_per_worker:
             out = loader.filter_fn(out)
         if self.pin:
             out = out.pin_memory()
@@ -113,98 +133,6 @@ def _gather(value: Tensor, dim: int, index: Tensor) -> Tensor:
     if value.is_cuda and dim == 0 and value.dim() >= 1:
         return gather_rows(value, index, check_index=False)
     return value.index_select(dim, index)
-
-
-class _End:
-    pass
-
-
-class _Failure:
-    def __init__(self, exc: BaseException):
-        self.exc = exc
-
-
-def _cuda_tensors(batch: Data):
-    for value in batch._store._mapping.values():
-        if isinstance(value, Tensor) and value.is_cuda:
-            yield value
-
-
-def _put(ready: queue.Queue, stop: threading.Event, item) -> bool:
-    while not stop.is_set():
-        try:
-            ready.put(item, timeout=0.1)
-            return True
-        except queue.Full:
-            pass
-    return False
-
-
-def _produce(inner, ready, stop, stream, device):
-    try:
-        with torch.cuda.device(device), torch.cuda.stream(stream):
-            while not stop.is_set():
-                try:
-                    batch = next(inner)
-                except StopIteration:
-                    _put(ready, stop, _End())
-                    return
-                event = torch.cuda.Event()
-                event.record(stream)
-                if not _put(ready, stop, (batch, event)):
-                    return
-    except BaseException as e:  # surfaced in the caller's thread
-        _put(ready, stop, _Failure(e))
-
-
-class _PrefetchIterator:
-    # Builds batch i+1 in a helper thread on a side CUDA stream while the
-    # caller trains on batch i, so sampling overlaps the model's kernels. The
-    # batch order and RNG keys are those of the plain iterator (the helper
-    # consumes the same seeded batch sampler), so results are bitwise equal.
-    # The caller's stream waits on an event recorded after each batch, and
-    # every tensor is marked as used by it (record_stream) so the caching
-    # allocator cannot hand its memory back to the side stream too early.
-    def __init__(self, loader: 'FusedNeighborLoader'):
-        self.inner = _InProcessIterator(loader)
-        self.device = loader.node_sampler.device
-        self.stream = torch.cuda.Stream(self.device)
-        self.ready: queue.Queue = queue.Queue(maxsize=1)
-        self.stop = threading.Event()
-        self.done = False
-        # The helper gets the pieces it needs, not `self`: an abandoned
-        # iterator is then collected, and its __del__ stops the helper.
-        self.thread = threading.Thread(
-            target=_produce,
-            args=(self.inner, self.ready, self.stop, self.stream, self.device),
-            daemon=True)
-        self.thread.start()
-
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def __next__(self):
-        if self.done:
-            raise StopIteration
-        item = self.ready.get()
-        if isinstance(item, (_End, _Failure)):
-            self.done = True
-            self.thread.join()
-            if isinstance(item, _Failure):
-                raise item.exc
-            raise StopIteration
-        batch, event = item
-        current = torch.cuda.current_stream(self.device)
-        current.wait_event(event)
-        for tensor in _cuda_tensors(batch):
-            tensor.record_stream(current)
-        return batch
-
-    def __del__(self):
-        self.stop.set()
 
 
 class FusedNeighborLoader(NodeLoader):
@@ -252,10 +180,12 @@ class FusedNeighborLoader(NodeLoader):
         fused (bool): on a GPU, sample all hops in one kernel launch with
             one host sync per batch (default); ``False`` launches per phase
             with a sync per hop (the ablation baseline).
-        prefetch (bool): on a GPU with ``num_workers=0``, build the next
-            batch in a helper thread on a side CUDA stream while the current
-            one is used, overlapping sampling with training. Batches are the
-            same as without it. (default: ``False``)
+        prefetch (bool, optional): on a GPU with ``num_workers=0``, enqueue
+            the next batch's sampling as the current batch is handed out and
+            read it one batch later, so the host never waits for a training
+            step and batch assembly overlaps the GPU's work. Batches are the
+            same as without it. (default: on when the graph is on a GPU,
+            ``fused=True`` and ``num_workers=0``)
         batch_size (int): seeds per mini-batch. (default: ``1``)
         shuffle (bool): reshuffle seeds every epoch. (default: ``False``)
         drop_last (bool): drop the last incomplete batch.
@@ -283,7 +213,7 @@ class FusedNeighborLoader(NodeLoader):
         seed: Optional[int] = None,
         generator: Optional[torch.Generator] = None,
         fused: bool = True,
-        prefetch: bool = False,
+        prefetch: Optional[bool] = None,
         batch_size: int = 1,
         shuffle: bool = False,
         drop_last: bool = False,
@@ -352,12 +282,19 @@ class FusedNeighborLoader(NodeLoader):
         # one as NeighborLoader does (it only informs, nothing reads it).
         object.__setattr__(self, 'batch_size', batch_size)
         object.__setattr__(self, 'drop_last', drop_last)
-        self.prefetch = prefetch
-        if prefetch and (neighbor_sampler.device.type != 'cuda'
-                         or self.num_workers > 0):
+        on_gpu = neighbor_sampler.device.type == 'cuda'
+        if prefetch is None:
+            prefetch = on_gpu and self.num_workers == 0 and fused
+        elif prefetch and (not on_gpu or self.num_workers > 0):
             raise ValueError("'prefetch=True' overlaps GPU sampling with "
                              "training: it needs the graph on a CUDA device "
                              "and num_workers=0")
+        elif prefetch and not neighbor_sampler.fused:
+            warnings.warn("'prefetch=True' with fused=False: the per-hop "
+                          "sampler waits for the GPU at every hop, so the "
+                          "next batch cannot be prepared ahead; sampling "
+                          "stays on the critical path", stacklevel=2)
+        self.prefetch = bool(prefetch)
 
     def collate_fn(self, batch) -> Union[Data, object]:
         r"""Samples the subgraph of one mini-batch. :obj:`batch` is a
@@ -376,6 +313,13 @@ class FusedNeighborLoader(NodeLoader):
         if self.filter_per_worker:
             out = self.filter_fn(out)
         return out
+
+    def _sample_async(self, batch):
+        # collate_fn's sampling, not waited for (the prefetch path); the
+        # filter runs when the batch is handed out.
+        positions, rng_seed = batch
+        return self.node_sampler.sample_from_nodes_async(
+            self._select_inputs(positions), rng_seed=rng_seed)
 
     def _select_inputs(self, batch: Tensor) -> NodeSamplerInput:
         # The seeds live on the sampling device. Indexing them with a CPU
@@ -402,9 +346,7 @@ class FusedNeighborLoader(NodeLoader):
 
     def _get_iterator(self):
         if self.num_workers == 0:
-            if self.prefetch:
-                return _PrefetchIterator(self)
-            return _InProcessIterator(self)
+            return _InProcessIterator(self, lookahead=self.prefetch)
         return super()._get_iterator()
 
     def filter_fn(self, out):

@@ -1,8 +1,10 @@
 """Thin Python wrappers over ``torch.ops.fusesample.*`` with fake kernels."""
 from .aggregate import SampleAggregateOutput, sample_aggregate
-from .sampling import (NeighborSampleOutput, csc_from_coo, gather_rows,
-                       induced_subgraph, neighbor_sample)
+from .sampling import (NeighborSampleOutput, PendingNeighborSample,
+                       csc_from_coo, gather_rows, induced_subgraph,
+                       neighbor_sample, neighbor_sample_async)
 
-__all__ = ['NeighborSampleOutput', 'neighbor_sample', 'induced_subgraph',
+__all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
+           'neighbor_sample_async', 'induced_subgraph',
            'csc_from_coo', 'gather_rows', 'SampleAggregateOutput',
            'sample_aggregate']

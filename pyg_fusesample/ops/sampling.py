@@ -61,6 +61,66 @@ def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
                                 batch if disjoint else None, nsn, nse)
 
 
+class PendingNeighborSample:
+    r"""A :func:`neighbor_sample` whose kernels are enqueued but not waited
+    for, from :func:`neighbor_sample_async`. :meth:`wait` blocks until the
+    stream has produced it (one training step later it long has) and returns
+    the :class:`NeighborSampleOutput`."""
+    __slots__ = ('_buffers', '_meta', '_event', '_num_hops', '_num_nodes',
+                 '_disjoint', '_out')
+
+    def __init__(self, buffers, meta: Tensor, event, num_hops: int,
+                 num_nodes: int, disjoint: bool):
+        self._buffers = buffers
+        self._meta = meta
+        self._event = event
+        self._num_hops = num_hops
+        self._num_nodes = num_nodes
+        self._disjoint = disjoint
+        self._out = None
+
+    def wait(self) -> NeighborSampleOutput:
+        if self._out is None:
+            if self._event is not None:
+                self._event.synchronize()
+            hops, meta = self._num_hops, self._meta
+            n, e, *_, error = meta.tolist()
+            if error != 0:
+                raise RuntimeError(f"fusesample::neighbor_sample: 'seed' "
+                                   f"holds ids outside [0, {self._num_nodes})")
+            node, row, col, edge, batch = self._buffers
+            self._out = NeighborSampleOutput(
+                node[:n], row[:e], col[:e], edge[:e],
+                batch[:n] if self._disjoint else None,
+                meta[2:3 + hops], meta[3 + hops:3 + 2 * hops])
+            self._buffers = self._meta = self._event = None
+        return self._out
+
+
+def neighbor_sample_async(colptr: Tensor, row: Tensor,
+                          edge_id: Optional[Tensor], seed: Tensor,
+                          num_neighbors: List[int], replace: bool = False,
+                          disjoint: bool = False, rng_seed: int = 0
+                          ) -> PendingNeighborSample:
+    r""":func:`neighbor_sample` (fused) without waiting for the result: on
+    CUDA the kernels are enqueued on the current stream and this returns at
+    once; :meth:`PendingNeighborSample.wait` gives the (bitwise identical)
+    output. On the CPU the sample is complete when this returns.
+
+    A loader calls it for batch :math:`i+1` while handing out batch :math:`i`:
+    the host then never waits for a training step, so assembling batches
+    overlaps the GPU's work instead of stalling it."""
+    *buffers, meta = _ops.neighbor_sample_async(
+        colptr, row, edge_id, seed, num_neighbors, replace, disjoint,
+        rng_seed)
+    event = None
+    if colptr.is_cuda:
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(colptr.device))
+    return PendingNeighborSample(buffers, meta, event, len(num_neighbors),
+                                 colptr.numel() - 1, disjoint)
+
+
 def induced_subgraph(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
                      node: Tensor):
     r"""All edges among the unique nodes :obj:`node`, as local
@@ -106,6 +166,23 @@ def _neighbor_sample_fake(colptr, row, edge_id, seed, num_neighbors,
     nsn = torch.empty(hops + 1, dtype=torch.long, device='cpu')
     nse = torch.empty(hops, dtype=torch.long, device='cpu')
     return (node, *edge_out, batch, nsn, nse)
+
+
+@torch.library.register_fake('fusesample::neighbor_sample_async')
+def _neighbor_sample_async_fake(colptr, row, edge_id, seed, num_neighbors,
+                                replace=False, disjoint=False, rng_seed=0):
+    # Buffers at least as long as the outputs: sizes the device decides.
+    ctx = torch.library.get_ctx()
+    node_cap = ctx.new_dynamic_size()
+    edge_cap = ctx.new_dynamic_size()
+    node = seed.new_empty(node_cap, dtype=torch.long)
+    edge_out = [colptr.new_empty(edge_cap, dtype=torch.long)
+                for _ in range(3)]
+    batch = (colptr.new_empty(node_cap, dtype=torch.long) if disjoint else
+             colptr.new_empty(0, dtype=torch.long))
+    meta = torch.empty(4 + 2 * len(num_neighbors), dtype=torch.long,
+                       device='cpu')
+    return (node, *edge_out, batch, meta)
 
 
 @torch.library.register_fake('fusesample::induced_subgraph')

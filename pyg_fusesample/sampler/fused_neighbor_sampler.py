@@ -8,9 +8,10 @@ from torch_geometric.sampler import (BaseSampler, EdgeSamplerInput,
                                      NegativeSampling, NodeSamplerInput,
                                      NumNeighbors, SamplerOutput)
 from torch_geometric.sampler.base import SubgraphType
-from torch_geometric.sampler.neighbor_sampler import edge_sample, node_sample
+from torch_geometric.sampler.neighbor_sampler import edge_sample
 
-from ..ops import induced_subgraph, neighbor_sample
+from ..ops import (NeighborSampleOutput, PendingNeighborSample,
+                   induced_subgraph, neighbor_sample, neighbor_sample_async)
 from .graph_store import CSCGraph, build_csc
 
 _RNG_HIGH = 2**62
@@ -145,38 +146,66 @@ class FusedNeighborSampler(BaseSampler):
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
                           rng_seed: Optional[int] = None) -> SamplerOutput:
-        if inputs.input_type is not None:
-            raise NotImplementedError("heterogeneous node inputs are not "
-                                      "supported")
-        out = node_sample(inputs, self._sampler_fn(rng_seed))
-        if self.subgraph_type == SubgraphType.bidirectional:
-            out = out.to_bidirectional(keep_orig_edges=self.keep_orig_edges)
-        return out
+        seed, rng_seed = self._node_seeds(inputs, rng_seed)
+        out = neighbor_sample(*self._graph_args(), seed, self.num_neighbors,
+                              self.replace, self.disjoint, rng_seed,
+                              self.fused)
+        return self._finish(out, (inputs.input_id, inputs.time))
+
+    def sample_from_nodes_async(self, inputs: NodeSamplerInput,
+                                rng_seed: Optional[int] = None
+                                ) -> 'PendingSamplerOutput':
+        r""":meth:`sample_from_nodes` without waiting: with the fused CUDA
+        kernel the sampling is enqueued on the current stream and this
+        returns at once; ``.wait()`` gives the same
+        :class:`~torch_geometric.sampler.SamplerOutput`. Elsewhere (CPU,
+        ``fused=False``) the sample is complete when this returns."""
+        if not (self.fused and self.device.type == 'cuda'):
+            return PendingSamplerOutput(
+                self, self.sample_from_nodes(inputs, rng_seed), None)
+        seed, rng_seed = self._node_seeds(inputs, rng_seed)
+        pending = neighbor_sample_async(*self._graph_args(), seed,
+                                        self.num_neighbors, self.replace,
+                                        self.disjoint, rng_seed)
+        return PendingSamplerOutput(self, pending,
+                                    (inputs.input_id, inputs.time))
 
     def sample_from_edges(self, inputs: EdgeSamplerInput,
                           neg_sampling: Optional[NegativeSampling] = None,
                           rng_seed: Optional[int] = None) -> SamplerOutput:
-        out = edge_sample(inputs, self._sampler_fn(rng_seed), self.num_nodes,
-                          self.disjoint, None, neg_sampling)
+        if rng_seed is None:
+            rng_seed = draw_rng_seeds(1, self.generator)[0]
+
+        def sample_fn(seed: Tensor, seed_time: Optional[Tensor] = None):
+            if seed_time is not None:
+                raise NotImplementedError("temporal seeds are not supported")
+            seed = seed.to(device=self.device, dtype=torch.long)
+            return self._sampler_output(neighbor_sample(
+                *self._graph_args(), seed, self.num_neighbors, self.replace,
+                self.disjoint, rng_seed, self.fused))
+
+        out = edge_sample(inputs, sample_fn, self.num_nodes, self.disjoint,
+                          None, neg_sampling)
         if self.subgraph_type == SubgraphType.bidirectional:
             out = out.to_bidirectional(keep_orig_edges=self.keep_orig_edges)
         return out
 
-    def _sampler_fn(self, rng_seed: Optional[int]):
+    def _node_seeds(self, inputs: NodeSamplerInput, rng_seed: Optional[int]):
+        if inputs.input_type is not None:
+            raise NotImplementedError("heterogeneous node inputs are not "
+                                      "supported")
+        if inputs.time is not None:
+            raise NotImplementedError("temporal seeds are not supported")
         if rng_seed is None:
             rng_seed = draw_rng_seeds(1, self.generator)[0]
-        return lambda seed, seed_time=None: self._sample(seed, seed_time,
-                                                         rng_seed)
+        return inputs.node.to(device=self.device, dtype=torch.long), rng_seed
 
-    def _sample(self, seed: Tensor, seed_time: Optional[Tensor],
-                rng_seed: int) -> SamplerOutput:
-        if seed_time is not None:
-            raise NotImplementedError("temporal seeds are not supported")
+    def _graph_args(self):
         g = self.graph
-        seed = seed.to(device=g.device, dtype=torch.long)
-        out = neighbor_sample(g.colptr, g.row, g.edge_id, seed,
-                              self.num_neighbors, self.replace, self.disjoint,
-                              rng_seed, self.fused)
+        return g.colptr, g.row, g.edge_id
+
+    def _sampler_output(self, out: NeighborSampleOutput) -> SamplerOutput:
+        g = self.graph
         row, col, edge = out.row, out.col, out.edge
         num_sampled_edges = out.num_sampled_edges.tolist()
         if self.subgraph_type == SubgraphType.induced:
@@ -193,8 +222,36 @@ class FusedNeighborSampler(BaseSampler):
             num_sampled_edges=num_sampled_edges,
         )
 
+    def _finish(self, out: NeighborSampleOutput, metadata) -> SamplerOutput:
+        # The op's output as PyG's node_sample + NeighborSampler return it.
+        out = self._sampler_output(out)
+        out.metadata = metadata
+        if self.subgraph_type == SubgraphType.bidirectional:
+            out = out.to_bidirectional(keep_orig_edges=self.keep_orig_edges)
+        return out
+
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(num_neighbors='
                 f'{self.num_neighbors}, replace={self.replace}, '
                 f'subgraph_type={self.subgraph_type.value}, '
                 f'disjoint={self.disjoint}, device={self.device})')
+
+
+class PendingSamplerOutput:
+    r"""A :meth:`FusedNeighborSampler.sample_from_nodes_async` result:
+    :meth:`wait` returns its :class:`~torch_geometric.sampler.SamplerOutput`
+    (blocking only until the stream has produced it)."""
+    __slots__ = ('_sampler', '_pending', '_metadata')
+
+    def __init__(self, sampler: FusedNeighborSampler,
+                 pending: Union[PendingNeighborSample, SamplerOutput],
+                 metadata):
+        self._sampler = sampler
+        self._pending = pending
+        self._metadata = metadata
+
+    def wait(self) -> SamplerOutput:
+        if isinstance(self._pending, PendingNeighborSample):
+            self._pending = self._sampler._finish(self._pending.wait(),
+                                                  self._metadata)
+        return self._pending

@@ -156,10 +156,25 @@ neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
   });
 }
 
+// The CPU kernel is synchronous: the outputs at their exact sizes, and meta
+// already filled (a bad seed raised above, so the error word is 0).
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
+neighbor_sample_async_cpu(const at::Tensor& colptr, const at::Tensor& row,
+                          const c10::optional<at::Tensor>& edge_id,
+                          const at::Tensor& seed, at::IntArrayRef num_neighbors,
+                          bool replace, bool disjoint, int64_t rng_seed) {
+  auto [node, out_row, out_col, out_edge, batch, nsn, nse] = neighbor_sample_cpu(
+      colptr, row, edge_id, seed, num_neighbors, replace, disjoint, rng_seed, true);
+  auto sizes = at::tensor(std::vector<int64_t>{node.numel(), out_row.numel()}, at::kLong);
+  auto meta = at::cat({sizes, nsn, nse, at::zeros({1}, at::kLong)});
+  return std::make_tuple(node, out_row, out_col, out_edge, batch, meta);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(fusesample, CPU, m) {
   m.impl("neighbor_sample", &neighbor_sample_cpu);
+  m.impl("neighbor_sample_async", &neighbor_sample_async_cpu);
 }
 
 }  // namespace fusesample

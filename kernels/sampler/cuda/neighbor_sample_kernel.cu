@@ -10,6 +10,10 @@
 //    host synchronisation per hop, so buffers are sized exactly and grow as
 //    needed -- the conventional design, kept for the ablation and for
 //    unbounded (-1) hops.
+// fusesample::neighbor_sample_async is the fused mode without the wait: it
+// returns the capacity-sized buffers and a pinned meta the stream fills, so a
+// loader can enqueue batch i+1 behind batch i's training step and read it
+// later without stalling the GPU.
 // Memory comes from PyTorch's caching allocator, work runs on the current
 // stream, every launch is checked.
 #include <ATen/ATen.h>
@@ -166,13 +170,19 @@ void sample_per_hop(const Graph<index_t>& g, const Params& p, const at::Tensor& 
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// A batch whose kernels are enqueued: the buffers its outputs are prefixes
+// of, and the host copy of meta ([n, m, nsn, nse, error]) that the stream
+// fills -- pinned, so the copy is asynchronous and nothing here waits.
+struct Launched {
+  State s;
+  at::Tensor meta;
+};
+
 template <typename index_t>
-std::vector<at::Tensor> sample(const at::Tensor& colptr, const at::Tensor& row,
-                               const c10::optional<at::Tensor>& edge_id,
-                               const at::Tensor& seed,
-                               const std::vector<int64_t>& fanouts,
-                               bool replace, bool disjoint, uint64_t rng_seed,
-                               bool fused, int64_t* error) {
+Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
+                       const c10::optional<at::Tensor>& edge_id,
+                       const at::Tensor& seed, const std::vector<int64_t>& fanouts,
+                       bool replace, bool disjoint, uint64_t rng_seed, bool fused) {
   const auto opts = colptr.options();
   const int64_t num_nodes = colptr.numel() - 1;
   const int64_t num_seeds = seed.numel();
@@ -250,73 +260,113 @@ std::vector<at::Tensor> sample(const at::Tensor& colptr, const at::Tensor& row,
   } else {
     sample_per_hop(g, p, seed, fanouts, key_space, l, s, table);
   }
-
-  // The one synchronisation of the batch (the last of the per-hop path):
-  // sizes, per-hop counts, errors, through one copy into pinned memory.
+  // copy_ (not a raw cudaMemcpyAsync) so the pinned block is marked as used
+  // by the stream: freed early, the host allocator will not reuse it before
+  // the copy has landed.
   auto meta = at::empty({s.meta.numel()},
                         at::TensorOptions().dtype(at::kLong).pinned_memory(true));
-  C10_CUDA_CHECK(cudaMemcpyAsync(meta.data_ptr<int64_t>(), s.meta.data_ptr<int64_t>(),
-                                 s.meta.numel() * sizeof(int64_t),
-                                 cudaMemcpyDeviceToHost, stream));
-  C10_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const int64_t* m = meta.data_ptr<int64_t>();
-  *error = m[3 + 2 * num_hops];
-  if (*error != kOk) return {};
-  const int64_t n = m[0], e = m[1];
-  auto nsn = meta.narrow(0, 2, num_hops + 1).clone();
-  auto nse = meta.narrow(0, 3 + num_hops, num_hops).clone();
-  return {s.node.narrow(0, 0, n),
-          s.out_row.narrow(0, 0, e),
-          s.out_col.narrow(0, 0, e),
-          s.out_edge.narrow(0, 0, e),
-          disjoint ? s.batch.narrow(0, 0, n) : at::empty({0}, opts),
-          nsn, nse};
+  meta.copy_(s.meta, /*non_blocking=*/true);
+  return {std::move(s), std::move(meta)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
-           at::Tensor, at::Tensor>
-neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row,
-                     const c10::optional<at::Tensor>& edge_id,
-                     const at::Tensor& seed, at::IntArrayRef num_neighbors,
-                     bool replace, bool disjoint, int64_t rng_seed,
-                     bool fused) {
+using SampleTuple = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
+                               at::Tensor, at::Tensor, at::Tensor>;
+using AsyncTuple = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
+                              at::Tensor, at::Tensor>;
+
+// Contiguous, checked inputs on the graph's device (both ops' prologue).
+struct Inputs {
+  at::Tensor colptr, row, seed;
+  c10::optional<at::Tensor> edge_id;
+  std::vector<int64_t> fanouts;
+};
+
+Inputs checked_inputs(const at::Tensor& colptr, const at::Tensor& row,
+                      const c10::optional<at::Tensor>& edge_id,
+                      const at::Tensor& seed, at::IntArrayRef num_neighbors) {
   check_csc(kOp, colptr, row, edge_id);
   check_node_ids(kOp, "seed", seed, colptr);
   check_fanouts(kOp, num_neighbors);
   TORCH_CHECK(static_cast<int>(num_neighbors.size()) <= kMaxHops, kOp,
               ": at most ", kMaxHops, " hops are supported, got ",
               num_neighbors.size());
-  c10::cuda::CUDAGuard guard(colptr.device());
-  const auto colptr_c = colptr.contiguous();
-  const auto row_c = row.contiguous();
-  const auto seed_c = seed.contiguous();
-  c10::optional<at::Tensor> eid_c;
-  if (edge_id.has_value()) eid_c = edge_id->contiguous();
-  const std::vector<int64_t> fanouts(num_neighbors.begin(), num_neighbors.end());
-  if (seed.numel() == 0) {
-    auto empty = at::empty({0}, colptr.options());
-    auto cpu = at::TensorOptions().dtype(at::kLong);
-    return std::make_tuple(empty, empty.clone(), empty.clone(), empty.clone(),
-                           empty.clone(), at::zeros({(int64_t)fanouts.size() + 1}, cpu),
-                           at::zeros({(int64_t)fanouts.size()}, cpu));
-  }
-  // Errors found on the device come back as a code and are raised here,
-  // outside the dispatch lambda and after every buffer is released.
-  int64_t error = kOk;
-  auto out = AT_DISPATCH_INDEX_TYPES(row.scalar_type(), "neighbor_sample_cuda", [&] {
-    return sample<index_t>(colptr_c, row_c, eid_c, seed_c, fanouts, replace,
-                           disjoint, static_cast<uint64_t>(rng_seed), fused,
-                           &error);
+  Inputs in{colptr.contiguous(), row.contiguous(), seed.contiguous(), c10::nullopt,
+            std::vector<int64_t>(num_neighbors.begin(), num_neighbors.end())};
+  if (edge_id.has_value()) in.edge_id = edge_id->contiguous();
+  return in;
+}
+
+Launched launch(const Inputs& in, bool replace, bool disjoint, int64_t rng_seed,
+                bool fused) {
+  return AT_DISPATCH_INDEX_TYPES(in.row.scalar_type(), "neighbor_sample_cuda", [&] {
+    return launch_sample<index_t>(in.colptr, in.row, in.edge_id, in.seed, in.fanouts,
+                                  replace, disjoint, static_cast<uint64_t>(rng_seed),
+                                  fused);
   });
+}
+
+void check_error(int64_t error, const at::Tensor& colptr) {
   TORCH_CHECK(error == kOk, kOp, ": 'seed' holds ids outside [0, ",
               colptr.numel() - 1, ")");
-  return std::make_tuple(out[0], out[1], out[2], out[3], out[4], out[5], out[6]);
+}
+
+SampleTuple neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row,
+                                 const c10::optional<at::Tensor>& edge_id,
+                                 const at::Tensor& seed, at::IntArrayRef num_neighbors,
+                                 bool replace, bool disjoint, int64_t rng_seed,
+                                 bool fused) {
+  c10::cuda::CUDAGuard guard(colptr.device());
+  const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors);
+  const int64_t num_hops = static_cast<int64_t>(in.fanouts.size());
+  auto cpu = at::TensorOptions().dtype(at::kLong);
+  if (seed.numel() == 0) {
+    auto empty = at::empty({0}, colptr.options());
+    return std::make_tuple(empty, empty.clone(), empty.clone(), empty.clone(),
+                           empty.clone(), at::zeros({num_hops + 1}, cpu),
+                           at::zeros({num_hops}, cpu));
+  }
+  Launched b = launch(in, replace, disjoint, rng_seed, fused);
+  // The one synchronisation of the batch (the last of the per-hop path).
+  C10_CUDA_CHECK(cudaStreamSynchronize(at::cuda::getCurrentCUDAStream()));
+  const int64_t* m = b.meta.data_ptr<int64_t>();
+  check_error(m[3 + 2 * num_hops], colptr);
+  const int64_t n = m[0], e = m[1];
+  const State& s = b.s;
+  return std::make_tuple(s.node.narrow(0, 0, n), s.out_row.narrow(0, 0, e),
+                         s.out_col.narrow(0, 0, e), s.out_edge.narrow(0, 0, e),
+                         disjoint ? s.batch.narrow(0, 0, n) : at::empty({0}, colptr.options()),
+                         b.meta.narrow(0, 2, num_hops + 1).clone(),
+                         b.meta.narrow(0, 3 + num_hops, num_hops).clone());
+}
+
+// The same batch, not waited for: the buffers and the pinned meta, which the
+// caller reads once the stream has passed this call (see the schema).
+AsyncTuple neighbor_sample_async_cuda(const at::Tensor& colptr, const at::Tensor& row,
+                                      const c10::optional<at::Tensor>& edge_id,
+                                      const at::Tensor& seed,
+                                      at::IntArrayRef num_neighbors, bool replace,
+                                      bool disjoint, int64_t rng_seed) {
+  c10::cuda::CUDAGuard guard(colptr.device());
+  const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors);
+  if (seed.numel() == 0) {
+    auto empty = at::empty({0}, colptr.options());
+    return std::make_tuple(empty, empty.clone(), empty.clone(), empty.clone(),
+                           empty.clone(),
+                           at::zeros({4 + 2 * static_cast<int64_t>(in.fanouts.size())},
+                                     at::TensorOptions().dtype(at::kLong)));
+  }
+  Launched b = launch(in, replace, disjoint, rng_seed, /*fused=*/true);
+  const State& s = b.s;
+  return std::make_tuple(s.node, s.out_row, s.out_col, s.out_edge,
+                         disjoint ? s.batch : at::empty({0}, colptr.options()),
+                         b.meta);
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(fusesample, CUDA, m) {
   m.impl("neighbor_sample", &neighbor_sample_cuda);
+  m.impl("neighbor_sample_async", &neighbor_sample_async_cuda);
 }
 
 }  // namespace fusesample
