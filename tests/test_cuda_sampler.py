@@ -237,11 +237,11 @@ def test_prefetch_equals_plain():
                 assert torch.equal(x[key], y[key]), key
             assert x.num_sampled_nodes == y.num_sampled_nodes
             assert x.num_sampled_edges == y.num_sampled_edges
-    with pytest.raises(ValueError, match='prefetch'):
-        FusedNeighborLoader(data.cpu(), prefetch=True, **kw)
     with pytest.warns(UserWarning, match='per-hop'):
         FusedNeighborLoader(data, prefetch=True, fused=False, **kw)
     assert not FusedNeighborLoader(data, fused=False, **kw).prefetch
+    with pytest.raises(ValueError, match='prefetch'):  # (Data.cpu is in place)
+        FusedNeighborLoader(data.cpu(), prefetch=True, **kw)
 
 
 def test_prefetch_does_not_wait_for_the_stream():

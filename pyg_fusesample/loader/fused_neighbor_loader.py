@@ -39,13 +39,18 @@ class SeededBatchSampler(torch.utils.data.Sampler):
             return self.num_inputs // self.batch_size
         return -(-self.num_inputs // self.batch_size)
 
-    def __iter__(self) -> Iterator[Tuple[Tensor, int]]:
+    def plan(self) -> Tuple[Tensor, List[int]]:
+        r"""One epoch: the order of the inputs and one key per batch, drawn
+        from the generator exactly as iterating draws them."""
         g = self.generator
         if self.shuffle:
             order = torch.randperm(self.num_inputs, generator=g)
         else:
             order = torch.arange(self.num_inputs)
-        keys = draw_rng_seeds(len(self), g)
+        return order, draw_rng_seeds(len(self), g)
+
+    def __iter__(self) -> Iterator[Tuple[Tensor, int]]:
+        order, keys = self.plan()
         for i, key in enumerate(keys):
             yield order[i * self.batch_size:(i + 1) * self.batch_size], key
 
@@ -85,6 +90,9 @@ class _InProcessIterator:
     # iterator (fetcher, collation checks, worker bookkeeping) costs more host
     # time than a GPU takes to sample a batch, so it is bypassed.
     #
+    # On a GPU the epoch's seeds are put on the device once, in batch order,
+    # and each batch takes a slice: no per-batch copy from the host.
+    #
     # With `lookahead` (prefetch on a GPU), batch i+1's sampling is enqueued
     # as batch i is handed out: on the stream it runs after batch i's feature
     # gathers and before the training step the caller enqueues next, and its
@@ -94,20 +102,32 @@ class _InProcessIterator:
     # and order are those of the plain path: the batches are bitwise equal.
     def __init__(self, loader: 'FusedNeighborLoader', lookahead: bool):
         self.loader = loader
-        self.batches = iter(loader.sampler)
         self.pin = loader.pin_memory and torch.cuda.is_available()
         self.lookahead = lookahead
+        sampler = loader.sampler
+        order, keys = sampler.plan()
+        seeds = loader._device_seeds(order)
+        size = sampler.batch_size
+        self.batches = (
+            (order[i * size:(i + 1) * size], key,
+             None if seeds is None else seeds[i * size:(i + 1) * size])
+            for i, key in enumerate(keys))
+        self.num_batches = len(keys)
         self.pending = self._launch() if lookahead else None
 
     def __iter__(self):
         return self
 
     def __len__(self) -> int:
-        return len(self.loader.sampler)
+        return self.num_batches
 
     def _launch(self):
         item = next(self.batches, None)
-        return None if item is None else self.loader._sample_async(item)
+        if item is None:
+            return None
+        positions, key, seeds = item
+        return self.loader.node_sampler.sample_from_nodes_async(
+            self.loader._node_input(positions, seeds), rng_seed=key)
 
     def __next__(self):
         loader = self.loader
@@ -118,9 +138,10 @@ class _InProcessIterator:
             self.pending = self._launch()
             out = pending.wait()
         else:
-            out = loader.collate_fn(next(self.batches))
-        if self.lookahead or not loader.filter_per_worker:
-            out = loader.filter_fn(out)
+            positions, key, seeds = next(self.batches)
+            out = loader.node_sampler.sample_from_nodes(
+                loader._node_input(positions, seeds), rng_seed=key)
+        out = loader.filter_fn(out)
         if self.pin:
             out = out.pin_memory()
         return out
@@ -269,9 +290,13 @@ class FusedNeighborLoader(NodeLoader):
                                   or int(nodes.max()) >= data.num_nodes):
             raise ValueError(f"'input_nodes' holds ids outside "
                              f"[0, {data.num_nodes})")
-        nodes = nodes.to(neighbor_sampler.device)
+        # PyG's NodeSamplerInput keeps its tensors on the CPU; for GPU
+        # sampling the seeds are also kept on the device (_node_input).
         self.input_data = NodeSamplerInput(input_id=input_id, node=nodes,
                                            time=None, input_type=input_type)
+        self._seed_nodes = (nodes.to(neighbor_sampler.device)
+                            if neighbor_sampler.device.type == 'cuda'
+                            else None)
 
         batch_sampler = SeededBatchSampler(nodes.numel(), batch_size, shuffle,
                                            drop_last, generator)
@@ -307,42 +332,38 @@ class FusedNeighborLoader(NodeLoader):
             batch, rng_seed = batch
         if not isinstance(batch, Tensor):
             batch = torch.tensor(batch, dtype=torch.long)
-        input_data = self._select_inputs(batch)
-        out = self.node_sampler.sample_from_nodes(input_data,
+        out = self.node_sampler.sample_from_nodes(self.input_data[batch],
                                                   rng_seed=rng_seed)
         if self.filter_per_worker:
             out = self.filter_fn(out)
         return out
 
-    def _sample_async(self, batch):
-        # collate_fn's sampling, not waited for (the prefetch path); the
-        # filter runs when the batch is handed out.
-        positions, rng_seed = batch
-        return self.node_sampler.sample_from_nodes_async(
-            self._select_inputs(positions), rng_seed=rng_seed)
+    def _device_seeds(self, order: Tensor) -> Optional[Tensor]:
+        # The epoch's seed nodes on the sampling GPU, in `order`: one
+        # non-blocking copy of the order per epoch (None on the CPU).
+        if self._seed_nodes is None:
+            return None
+        index = order.pin_memory().to(self._seed_nodes.device,
+                                      non_blocking=True)
+        return self._seed_nodes.index_select(0, index)
 
-    def _select_inputs(self, batch: Tensor) -> NodeSamplerInput:
-        # The seeds live on the sampling device. Indexing them with a CPU
-        # index would copy it from pageable memory, which waits for the
-        # stream: a second host sync per batch. A pinned, non-blocking copy
-        # keeps the op's own read-back the only one. input_id keeps the
-        # device get_input_nodes gave it (the CPU unless a GPU mask was
-        # passed), as in NeighborLoader.
+    def _node_input(self, positions: Tensor,
+                    seeds: Optional[Tensor] = None) -> NodeSamplerInput:
+        # The sampler input of one batch: PyG's own selection, or with the
+        # batch's seeds already on the GPU a NodeSamplerInput that keeps them
+        # there (its constructor moves every tensor to the CPU: a host sync
+        # per batch, and a copy back for the sampler). input_id stays on the
+        # CPU, as in NeighborLoader.
         data = self.input_data
-        if not data.node.is_cuda:
-            return data[batch]
-        # index_select, not advanced indexing: the same gather at a
-        # fraction of the host time (measured ~50 us per call on the H200).
-        index = batch.pin_memory().to(data.node.device, non_blocking=True)
-        if data.input_id is None:
-            input_id = batch
-        elif data.input_id.is_cuda:
-            input_id = data.input_id.index_select(0, index)
-        else:
-            input_id = data.input_id.index_select(0, batch)
-        return NodeSamplerInput(input_id=input_id,
-                                node=data.node.index_select(0, index),
-                                time=None, input_type=data.input_type)
+        if seeds is None:
+            return data[positions]
+        inputs = object.__new__(NodeSamplerInput)
+        inputs.input_id = (positions if data.input_id is None else
+                           data.input_id.index_select(0, positions))
+        inputs.node = seeds
+        inputs.time = None
+        inputs.input_type = data.input_type
+        return inputs
 
     def _get_iterator(self):
         if self.num_workers == 0:

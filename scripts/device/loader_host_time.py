@@ -17,9 +17,10 @@ data = copy.copy(products_like()).to('cuda')
 
 
 def loader(fanout, prefetch):
-    it = iter(FusedNeighborLoader(data, num_neighbors=fanout, batch_size=1024,
-                                  input_nodes=data.train_mask, shuffle=True,
-                                  seed=0, prefetch=prefetch))
+    loader = FusedNeighborLoader(data, num_neighbors=fanout, batch_size=1024,
+                                 input_nodes=data.train_mask, shuffle=True,
+                                 seed=0, prefetch=prefetch)
+    it = (batch for _ in range(100) for batch in loader)  # epochs on end
     for _ in range(10):
         next(it)
     torch.cuda.synchronize()
