@@ -310,3 +310,27 @@ def test_gather_rows_matches_index_select(device, dtype, shape):
     torch.library.opcheck(torch.ops.fusesample.gather_rows.default,
                           (src, index, True),
                           test_utils=('test_schema', 'test_faketensor'))
+
+
+@pytest.mark.parametrize('device', devices())
+def test_gather_rows_list_matches_gather_rows(device):
+    """One call for several attributes: each result equals gather_rows of
+    that tensor, whatever its dtype and row shape; errors are gather_rows'."""
+    from pyg_fusesample.ops import gather_rows, gather_rows_list
+    g = torch.Generator().manual_seed(0)
+    srcs = [torch.randn(50, 100, generator=g), torch.randint(0, 9, (50, )),
+            torch.rand(50, generator=g) > 0.5,
+            torch.randn(50, 3, 2, generator=g).half()]
+    srcs = [s.to(device) for s in srcs]
+    index = torch.randint(0, 50, (40, ), generator=g).to(device)
+    for check_index in (True, False):
+        out = gather_rows_list(srcs, index, check_index=check_index)
+        assert len(out) == len(srcs)
+        for s, o in zip(srcs, out):
+            assert torch.equal(o, gather_rows(s, index))
+    assert gather_rows_list([], index) == []
+    with pytest.raises(RuntimeError, match="'index' holds ids"):
+        gather_rows_list(srcs, torch.tensor([0, 50], device=device))
+    torch.library.opcheck(torch.ops.fusesample.gather_rows_list.default,
+                          (srcs, index, True),
+                          test_utils=('test_schema', 'test_faketensor'))

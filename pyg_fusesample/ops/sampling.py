@@ -147,6 +147,13 @@ def gather_rows(src: Tensor, index: Tensor, check_index: bool = True
     return _ops.gather_rows(src, index, check_index)
 
 
+def gather_rows_list(src: List[Tensor], index: Tensor,
+                     check_index: bool = True) -> List[Tensor]:
+    r""":func:`gather_rows` of every tensor in :obj:`src` with one
+    :obj:`index`, in one call (one trip through the dispatcher)."""
+    return _ops.gather_rows_list(src, index, check_index)
+
+
 # Fake kernels ###############################################################
 
 @torch.library.register_fake('fusesample::neighbor_sample')

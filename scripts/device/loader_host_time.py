@@ -51,6 +51,28 @@ for fanout in ([15, 10], [15, 10, 5]):
               f'{median_ms(synced):.3f} ms; host time of next() behind '
               f'busy GPU {median_ms(busy):.3f} ms', flush=True)
 
+# The three parts of a prefetching next(), timed one by one behind a busy
+# GPU: enqueue the next batch, wait for this one's sizes, filter.
+it = iter(FusedNeighborLoader(data, num_neighbors=[15, 10], batch_size=1024,
+                              input_nodes=data.train_mask, shuffle=True,
+                              seed=0))
+parts = {'launch': [], 'wait': [], 'filter': []}
+for _ in range(60):
+    torch.cuda._sleep(20_000_000)
+    t0 = time.perf_counter()
+    pending, it.pending = it.pending, it._launch()
+    t1 = time.perf_counter()
+    out = pending.wait()
+    t2 = time.perf_counter()
+    it.loader.filter_fn(out)
+    t3 = time.perf_counter()
+    for name, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
+        parts[name].append(dt)
+    torch.cuda.synchronize()
+print('prefetching next() by part: ' + ', '.join(
+    f'{name} {median_ms(ts):.3f} ms' for name, ts in parts.items()))
+print('batch keys:', sorted(it.loader.filter_fn(out).keys()))
+
 it = loader([15, 10], True)
 prof = cProfile.Profile()
 prof.enable()
@@ -59,4 +81,4 @@ for _ in range(200):
 prof.disable()
 torch.cuda.synchronize()
 print('cProfile, [15, 10] prefetch, 200 batches, by own time:')
-pstats.Stats(prof).sort_stats('tottime').print_stats(25)
+pstats.Stats(prof).sort_stats('tottime').print_stats(30)
