@@ -156,10 +156,8 @@ def gather_rows_list(src: List[Tensor], index: Tensor,
 
 # Fake kernels ###############################################################
 
-@torch.library.register_fake('fusesample::neighbor_sample')
-def _neighbor_sample_fake(colptr, row, edge_id, seed, num_neighbors,
-                          replace=False, disjoint=False, rng_seed=0,
-                          fused=True):
+def _fake_sample_tensors(colptr, seed, disjoint):
+    # node, row, col, edge, batch of a sample: sizes the device decides.
     ctx = torch.library.get_ctx()
     num_nodes = ctx.new_dynamic_size()
     num_edges = ctx.new_dynamic_size()
@@ -168,28 +166,27 @@ def _neighbor_sample_fake(colptr, row, edge_id, seed, num_neighbors,
                 for _ in range(3)]
     batch = (colptr.new_empty(num_nodes, dtype=torch.long) if disjoint else
              colptr.new_empty(0, dtype=torch.long))
+    return (node, *edge_out, batch)
+
+
+@torch.library.register_fake('fusesample::neighbor_sample')
+def _neighbor_sample_fake(colptr, row, edge_id, seed, num_neighbors,
+                          replace=False, disjoint=False, rng_seed=0,
+                          fused=True):
     hops = len(num_neighbors)
     # Per-hop counts are host tensors on every device (read in the op's sync).
     nsn = torch.empty(hops + 1, dtype=torch.long, device='cpu')
     nse = torch.empty(hops, dtype=torch.long, device='cpu')
-    return (node, *edge_out, batch, nsn, nse)
+    return (*_fake_sample_tensors(colptr, seed, disjoint), nsn, nse)
 
 
 @torch.library.register_fake('fusesample::neighbor_sample_async')
 def _neighbor_sample_async_fake(colptr, row, edge_id, seed, num_neighbors,
                                 replace=False, disjoint=False, rng_seed=0):
-    # Buffers at least as long as the outputs: sizes the device decides.
-    ctx = torch.library.get_ctx()
-    node_cap = ctx.new_dynamic_size()
-    edge_cap = ctx.new_dynamic_size()
-    node = seed.new_empty(node_cap, dtype=torch.long)
-    edge_out = [colptr.new_empty(edge_cap, dtype=torch.long)
-                for _ in range(3)]
-    batch = (colptr.new_empty(node_cap, dtype=torch.long) if disjoint else
-             colptr.new_empty(0, dtype=torch.long))
+    # The buffers (at least as long as the outputs) and the host meta.
     meta = torch.empty(4 + 2 * len(num_neighbors), dtype=torch.long,
                        device='cpu')
-    return (node, *edge_out, batch, meta)
+    return (*_fake_sample_tensors(colptr, seed, disjoint), meta)
 
 
 @torch.library.register_fake('fusesample::induced_subgraph')

@@ -11,7 +11,7 @@ timeout 240 python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_cuda_sam
 timeout 120 python3 scripts/device/loader_host_time.py 2>&1 | tee $OUT/loader_host_time.log | head -12
 B="python3 -m pyg_fusesample.bench"
 timeout 200 $B step --graph products --device cuda --variants fused fused-sync per-hop model-only \
-  --fanouts 15,10 15,10,5 --amp off on --out $OUT/step_products_call47.csv 2>&1 \
+  --fanouts 15,10 15,10,5 --amp off on --out $OUT/step_products_${TAG:-call47}.csv 2>&1 \
   | grep -v "^|\|^<\|^$" | tail -17
 timeout 120 $B epoch --graph products --device cuda --variants fused fused-sync per-hop \
-  --fanouts 15,10 15,10,5 --out $OUT/epoch_gpu_call47.csv 2>&1 | grep -v "^|\|^<\|^$" | tail -7
+  --fanouts 15,10 15,10,5 --out $OUT/epoch_gpu_${TAG:-call47}.csv 2>&1 | grep -v "^|\|^<\|^$" | tail -7
