@@ -244,6 +244,25 @@ def test_prefetch_equals_plain():
         FusedNeighborLoader(data.cpu(), prefetch=True, **kw)
 
 
+def test_async_sample_collected_on_another_stream():
+    """A sample enqueued on a side stream and collected on the default one
+    (wait() then marks its buffers as used by the collecting stream) equals
+    the CPU kernel's."""
+    from pyg_fusesample.ops import neighbor_sample_async
+    _, colptr, row, perm = graph()
+    args = [t.cuda() for t in (colptr, row, perm)]
+    seed = torch.randperm(3000)[:300]
+    expected = neighbor_sample(colptr, row, perm, seed, [10, 5], rng_seed=4)
+    seed = seed.cuda()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        pending = neighbor_sample_async(*args, seed, [10, 5], rng_seed=4)
+    out = pending.wait()  # on the default stream
+    assert_same_sample(expected, out)
+    torch.cuda.synchronize()
+
+
 def test_prefetch_does_not_wait_for_the_stream():
     """With prefetch, handing out a batch never waits for work queued before
     it: next() returns while a long kernel is still running. Without it the

@@ -66,14 +66,15 @@ class PendingNeighborSample:
     for, from :func:`neighbor_sample_async`. :meth:`wait` blocks until the
     stream has produced it (one training step later it long has) and returns
     the :class:`NeighborSampleOutput`."""
-    __slots__ = ('_buffers', '_meta', '_event', '_num_hops', '_num_nodes',
-                 '_disjoint', '_out')
+    __slots__ = ('_buffers', '_meta', '_event', '_stream', '_num_hops',
+                 '_num_nodes', '_disjoint', '_out')
 
-    def __init__(self, buffers, meta: Tensor, event, num_hops: int,
+    def __init__(self, buffers, meta: Tensor, event, stream, num_hops: int,
                  num_nodes: int, disjoint: bool):
         self._buffers = buffers
         self._meta = meta
         self._event = event
+        self._stream = stream
         self._num_hops = num_hops
         self._num_nodes = num_nodes
         self._disjoint = disjoint
@@ -83,6 +84,13 @@ class PendingNeighborSample:
         if self._out is None:
             if self._event is not None:
                 self._event.synchronize()
+                # Collected on another stream than the one that wrote them:
+                # the allocator must not recycle the buffers before that
+                # stream's work on them is done.
+                stream = torch.cuda.current_stream(self._stream.device)
+                if stream != self._stream:
+                    for buffer in self._buffers:
+                        buffer.record_stream(stream)
             hops, meta = self._num_hops, self._meta
             n, e, *_, error = meta.tolist()
             if error != 0:
@@ -113,12 +121,14 @@ def neighbor_sample_async(colptr: Tensor, row: Tensor,
     *buffers, meta = _ops.neighbor_sample_async(
         colptr, row, edge_id, seed, num_neighbors, replace, disjoint,
         rng_seed)
-    event = None
+    event = stream = None
     if colptr.is_cuda:
+        stream = torch.cuda.current_stream(colptr.device)
         event = torch.cuda.Event()
-        event.record(torch.cuda.current_stream(colptr.device))
-    return PendingNeighborSample(buffers, meta, event, len(num_neighbors),
-                                 colptr.numel() - 1, disjoint)
+        event.record(stream)
+    return PendingNeighborSample(buffers, meta, event, stream,
+                                 len(num_neighbors), colptr.numel() - 1,
+                                 disjoint)
 
 
 def induced_subgraph(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
