@@ -1,7 +1,8 @@
 """Which calls of a bf16 training step synchronise with the GPU (arxiv-like,
 [15, 10, 5], batch 1024, prefetching FusedNeighborLoader): PyTorch's sync
 debug mode, each warning printed once with the Python frames that led to
-it; then the step's host time split by part with and without prefetch."""
+it; then the step's host time split by part with and without prefetch,
+three rounds interleaved (call61: is the gap an order effect?)."""
 import contextlib
 import statistics
 import time
@@ -31,12 +32,13 @@ def show(message, category, filename, lineno, file=None, line=None):
 
 
 warnings.showwarning = show
-for variant in ('fused', 'fused-sync'):
+for variant in ('fused', 'fused-sync', 'fused', 'fused-sync', 'fused',
+                'fused-sync'):
     batches = bench.batches(variant, [15, 10, 5], 1024, 0)
     model, opt = bench.model(3)
     parts = {'next': [], 'forward': [], 'backward': [], 'step': []}
     for i in range(40):
-        if i == 30:
+        if i == 30 and not seen:
             torch.cuda.set_sync_debug_mode('warn')
         torch.cuda.synchronize()
         t0 = time.perf_counter()
