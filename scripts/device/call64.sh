@@ -9,6 +9,6 @@ export QUIET_BUILD=1
 source "$(dirname "$0")/prelude.sh"
 AMP=${AMP:-off}
 timeout 580 python3 -m pyg_fusesample.bench step --graph products --device cuda \
-  --variants fused fused-sync per-hop torch-gpu model-only pyg --num-workers 8 \
+  --variants ${VARIANTS:-fused fused-sync per-hop torch-gpu model-only pyg} --num-workers 8 \
   --fanouts 15,10 15,10,5 10,10,10 --batch-sizes 512 1024 4096 --amp $AMP \
   --out $OUT/step_products_matrix_amp_$AMP.csv 2>&1 | grep -v "^|\|^<\|^$" | tail -56
