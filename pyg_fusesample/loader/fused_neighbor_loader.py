@@ -285,9 +285,8 @@ class FusedNeighborLoader(NodeLoader):
         # sampling the seeds are also kept on the device (_node_input).
         self.input_data = NodeSamplerInput(input_id=input_id, node=nodes,
                                            time=None, input_type=input_type)
-        self._seed_nodes = (nodes.to(neighbor_sampler.device)
-                            if neighbor_sampler.device.type == 'cuda'
-                            else None)
+        on_gpu = neighbor_sampler.device.type == 'cuda'
+        self._seed_nodes = nodes.to(neighbor_sampler.device) if on_gpu else None
 
         batch_sampler = SeededBatchSampler(nodes.numel(), batch_size, shuffle,
                                            drop_last, generator)
@@ -298,7 +297,6 @@ class FusedNeighborLoader(NodeLoader):
         # one as NeighborLoader does (it only informs, nothing reads it).
         object.__setattr__(self, 'batch_size', batch_size)
         object.__setattr__(self, 'drop_last', drop_last)
-        on_gpu = neighbor_sampler.device.type == 'cuda'
         if prefetch is None:
             prefetch = on_gpu and self.num_workers == 0 and fused
         elif prefetch and (not on_gpu or self.num_workers > 0):

@@ -146,10 +146,7 @@ class FusedNeighborSampler(BaseSampler):
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
                           rng_seed: Optional[int] = None) -> SamplerOutput:
-        seed, rng_seed = self._node_seeds(inputs, rng_seed)
-        out = neighbor_sample(*self._graph_args(), seed, self.num_neighbors,
-                              self.replace, self.disjoint, rng_seed,
-                              self.fused)
+        out = self._sample(*self._node_seeds(inputs, rng_seed))
         return self._finish(out, (inputs.input_id, inputs.time))
 
     def sample_from_nodes_async(self, inputs: NodeSamplerInput,
@@ -164,7 +161,8 @@ class FusedNeighborSampler(BaseSampler):
             return PendingSamplerOutput(
                 self, self.sample_from_nodes(inputs, rng_seed), None)
         seed, rng_seed = self._node_seeds(inputs, rng_seed)
-        pending = neighbor_sample_async(*self._graph_args(), seed,
+        g = self.graph
+        pending = neighbor_sample_async(g.colptr, g.row, g.edge_id, seed,
                                         self.num_neighbors, self.replace,
                                         self.disjoint, rng_seed)
         return PendingSamplerOutput(self, pending,
@@ -173,16 +171,13 @@ class FusedNeighborSampler(BaseSampler):
     def sample_from_edges(self, inputs: EdgeSamplerInput,
                           neg_sampling: Optional[NegativeSampling] = None,
                           rng_seed: Optional[int] = None) -> SamplerOutput:
-        if rng_seed is None:
-            rng_seed = draw_rng_seeds(1, self.generator)[0]
+        rng_seed = self._key(rng_seed)
 
         def sample_fn(seed: Tensor, seed_time: Optional[Tensor] = None):
             if seed_time is not None:
                 raise NotImplementedError("temporal seeds are not supported")
-            seed = seed.to(device=self.device, dtype=torch.long)
-            return self._sampler_output(neighbor_sample(
-                *self._graph_args(), seed, self.num_neighbors, self.replace,
-                self.disjoint, rng_seed, self.fused))
+            return self._sampler_output(self._sample(self._on_device(seed),
+                                                     rng_seed))
 
         out = edge_sample(inputs, sample_fn, self.num_nodes, self.disjoint,
                           None, neg_sampling)
@@ -196,13 +191,22 @@ class FusedNeighborSampler(BaseSampler):
                                       "supported")
         if inputs.time is not None:
             raise NotImplementedError("temporal seeds are not supported")
+        return self._on_device(inputs.node), self._key(rng_seed)
+
+    def _key(self, rng_seed: Optional[int]) -> int:
+        # The batch's RNG key: the given one, else one from the generator.
         if rng_seed is None:
             rng_seed = draw_rng_seeds(1, self.generator)[0]
-        return inputs.node.to(device=self.device, dtype=torch.long), rng_seed
+        return rng_seed
 
-    def _graph_args(self):
+    def _on_device(self, seed: Tensor) -> Tensor:
+        return seed.to(device=self.device, dtype=torch.long)
+
+    def _sample(self, seed: Tensor, rng_seed: int) -> NeighborSampleOutput:
         g = self.graph
-        return g.colptr, g.row, g.edge_id
+        return neighbor_sample(g.colptr, g.row, g.edge_id, seed,
+                               self.num_neighbors, self.replace,
+                               self.disjoint, rng_seed, self.fused)
 
     def _sampler_output(self, out: NeighborSampleOutput) -> SamplerOutput:
         g = self.graph
