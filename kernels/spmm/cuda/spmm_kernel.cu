@@ -7,15 +7,19 @@
 // lanes; float32 accumulators, combined across non-zero slots by shuffles.
 // A feature tile is vlanes * kVecs vectors; wide F loops over tiles.
 // 'hub' runs the same kernel on rows with <= hub_threshold non-zeros, and the
-// heavier rows in chunks of non-zeros, a thread block each (see below);
-// 'hub-subwarp' likewise with the light rows packed as in 'subwarp'.
+// heavier rows in chunks of non-zeros, a thread block each (see below), the
+// two kernels side by side on two streams; 'hub-subwarp' likewise with the
+// light rows packed as in 'subwarp'.
 #include <ATen/ATen.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "../../common/grid.h"
@@ -146,17 +150,93 @@ __device__ __forceinline__ void accumulate(
   }
 }
 
-// Sums the partials of the edge slots of a group (lanes vlanes apart).
-// Every lane of the warp must call it.
+// Sums the partials of the edge slots of a group (lanes vlanes apart), for
+// the first `live` vector columns j of the tile (those with a vector inside
+// the row; at narrow F the rest are zeros and their shuffles are skipped).
+// Every lane of the warp must call it, with the same `live`.
 template <int V, typename acc_t>
 __device__ __forceinline__ void reduce_slots(acc_t (&acc)[kVecs][V], int vlanes,
-                                             int group) {
+                                             int group, int live) {
   for (int off = vlanes; off < group; off <<= 1)
 #pragma unroll
     for (int j = 0; j < kVecs; ++j)
+      if (j < live)
 #pragma unroll
-      for (int i = 0; i < V; ++i)
-        acc[j][i] += __shfl_xor_sync(0xffffffffu, acc[j][i], off);
+        for (int i = 0; i < V; ++i)
+          acc[j][i] += __shfl_xor_sync(0xffffffffu, acc[j][i], off);
+}
+
+// Vector columns j of the tile starting at vector t0 that hold a vector of
+// the row for some lane (warp-uniform).
+__device__ __forceinline__ int live_columns(int64_t t0, int vlanes, int64_t nvec) {
+  const int64_t left = (nvec - t0 + vlanes - 1) / vlanes;
+  return left < kVecs ? static_cast<int>(left) : kVecs;
+}
+
+constexpr int log2_of(int n) { return n > 1 ? 1 + log2_of(n / 2) : 0; }
+
+// The same sums by recursive halving, for lanes of at most 16 values. At
+// each level a lane keeps one half of its live values, receives its
+// partner's copy of that half and sends the other, so a level costs half the
+// shuffles of the one before (fp32 F=32, 16 slots: 8 + 4 + 2 + 1 shuffles for
+// the 64 of reduce_slots). After h = min(levels, log2 N) halvings the lane's
+// first kept = N >> h values are the sums of flat indices [first, first +
+// kept) (flat index j * V + i of acc[j][i]); further levels (more slots than
+// values) sum the one value left, so only slots < N / kept hold distinct
+// sums. On the H200 this took the products-like fp32 F=32 SpMM from 5.5 to
+// 5.0 ms, but ran bf16 (N = 32) 2.5-5x slower (call67-69), so 16-bit rows
+// keep reduce_slots (uses_halving). Every lane of the warp must call it.
+template <int V, typename acc_t>
+__device__ __forceinline__ int reduce_scatter_slots(acc_t (&acc)[kVecs][V], int vlanes,
+                                                    int group, int slot, int& first) {
+  constexpr int N = kVecs * V, kLevels = log2_of(N);
+  int kept = N, level = 0;
+  first = 0;
+  // An affine level loop, so it unrolls and every acc index is a constant.
+#pragma unroll
+  for (int l = 0; l < kLevels; ++l) {
+    const int s = N >> (l + 1);
+    const int off = vlanes << level;
+    if (off >= group) break;
+    const bool upper = (slot >> level) & 1;
+#pragma unroll
+    for (int n = 0; n < s; ++n) {
+      acc_t& lo = acc[n / V][n % V];
+      const acc_t hi = acc[(n + s) / V][(n + s) % V];
+      const acc_t send = upper ? lo : hi;
+      lo = (upper ? hi : lo) + __shfl_xor_sync(0xffffffffu, send, off);
+    }
+    if (upper) first += s;
+    kept = s;
+    ++level;
+  }
+  for (int off = vlanes << level; off < group; off <<= 1)
+    acc[0][0] += __shfl_xor_sync(0xffffffffu, acc[0][0], off);
+  return kept;
+}
+
+// Calls store(vector index, element, sum) for each sum this lane kept after
+// reduce_scatter_slots (vectors past the row's end skipped): flat index
+// j * V + i of lane vl's values is element i of vector t0 + vl + j * vlanes.
+template <int V, typename acc_t, typename Store>
+__device__ __forceinline__ void for_kept(const acc_t (&acc)[kVecs][V], int kept, int first,
+                                         int64_t t0, int vl, int vlanes, int64_t nvec,
+                                         Store store) {
+#pragma unroll
+  for (int p = 0; p < kVecs * V; ++p) {
+    if (p >= kept) break;
+    const int idx = first + p;
+    const int64_t vi = t0 + vl + static_cast<int64_t>(idx / V) * vlanes;
+    if (vi < nvec) store(vi, idx % V, acc[p / V][p % V]);
+  }
+}
+
+// Whether a group reduces by halving (see above): lanes of at most 16 values
+// and at least 8 slots. With 4 slots (fp32 F=128) halving measured 5% slower
+// on the hub-skewed graph (3.19 vs 3.03 ms, call67-69).
+template <int V>
+__device__ __forceinline__ bool uses_halving(int slots) {
+  return kVecs * V <= 16 && slots >= 8;
 }
 
 template <bool kWeighted, typename scalar_t, typename index_t, int V>
@@ -174,15 +254,23 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
   const int64_t nvec = F / V, C = F / heads, tile = static_cast<int64_t>(vlanes) * kVecs;
   // The warp-uniform loop keeps every lane in the shuffles; a group without
   // a row (past the end, or a hub row left to the block kernel) adds zeros.
-  for (int64_t base = warp * rows_per_warp; base < R; base += warps * rows_per_warp) {
-    const int64_t r = base + lane / group;
-    int64_t e0 = 0, e1 = 0;
-    bool active = r < R;
-    if (active) {
+  // The next row's extent is loaded while this row is summed: on short rows
+  // the chain rowptr -> col -> x is most of a row's time.
+  const int64_t stride = warps * rows_per_warp;
+  auto extent = [&](int64_t r, int64_t& e0, int64_t& e1) {
+    e0 = e1 = 0;
+    if (r < R) {
       e0 = rowptr[r];
       e1 = rowptr[r + 1];
-      active = !(skip_above >= 0 && e1 - e0 > skip_above);
     }
+  };
+  int64_t next0, next1;
+  extent(warp * rows_per_warp + lane / group, next0, next1);
+  for (int64_t base = warp * rows_per_warp; base < R; base += stride) {
+    const int64_t r = base + lane / group;
+    int64_t e0 = next0, e1 = next1;
+    extent(r + stride, next0, next1);
+    const bool active = r < R && !(skip_above >= 0 && e1 - e0 > skip_above);
     if (!active) e1 = e0;
     const acc_t scale = mean && e1 > e0 ? acc_t(1) / static_cast<acc_t>(e1 - e0) : acc_t(1);
     for (int64_t t0 = 0; t0 < nvec; t0 += tile) {
@@ -190,16 +278,26 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
       accumulate<kWeighted, scalar_t, index_t, V>(col, value, x, F, C, heads, e0 + slot,
                                                   e1, group / vlanes, t0 + vl, vlanes,
                                                   nvec, acc);
-      reduce_slots<V>(acc, vlanes, group);
-      if (!active || slot != 0) continue;
+      if (uses_halving<V>(group / vlanes)) {
+        int first;
+        const int kept = reduce_scatter_slots<V>(acc, vlanes, group, slot, first);
+        if (!active || slot >= kVecs * V / kept) continue;
+        for_kept<V>(acc, kept, first, t0, vl, vlanes, nvec,
+                    [&](int64_t vi, int i, acc_t sum) {
+                      out[r * F + vi * V + i] = static_cast<scalar_t>(sum * scale);
+                    });
+      } else {
+        reduce_slots<V>(acc, vlanes, group, live_columns(t0, vlanes, nvec));
+        if (!active || slot != 0) continue;
 #pragma unroll
-      for (int j = 0; j < kVecs; ++j) {
-        const int64_t vi = t0 + vl + static_cast<int64_t>(j) * vlanes;
-        if (vi < nvec) {
-          Vec<scalar_t, V> o;
+        for (int j = 0; j < kVecs; ++j) {
+          const int64_t vi = t0 + vl + static_cast<int64_t>(j) * vlanes;
+          if (vi < nvec) {
+            Vec<scalar_t, V> o;
 #pragma unroll
-          for (int i = 0; i < V; ++i) o.v[i] = static_cast<scalar_t>(acc[j][i] * scale);
-          *reinterpret_cast<Vec<scalar_t, V>*>(out + r * F + vi * V) = o;
+            for (int i = 0; i < V; ++i) o.v[i] = static_cast<scalar_t>(acc[j][i] * scale);
+            *reinterpret_cast<Vec<scalar_t, V>*>(out + r * F + vi * V) = o;
+          }
         }
       }
     }
@@ -231,25 +329,32 @@ spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ va
       accumulate<kWeighted, scalar_t, index_t, V>(
           col, value, x, F, C, heads, e0 + warp * slots + slot, e1, kWarps * slots,
           t0 + vl, vlanes, nvec, acc);
-      reduce_slots<V>(acc, vlanes, 32);
-      if (slot == 0)
+      // part[warp][(j * vlanes + vl) * V + i] is element i of vector
+      // t0 + j * vlanes + vl, i.e. feature t0 * V + that index.
+      if (uses_halving<V>(slots)) {
+        int first;
+        const int kept = reduce_scatter_slots<V>(acc, vlanes, 32, slot, first);
+        if (slot < kVecs * V / kept)
+          for_kept<V>(acc, kept, first, t0, vl, vlanes, nvec,
+                      [&](int64_t vi, int i, acc_t sum) {
+                        part[warp][(vi - t0) * V + i] = sum;
+                      });
+      } else {
+        reduce_slots<V>(acc, vlanes, 32, live_columns(t0, vlanes, nvec));
+        if (slot == 0)
 #pragma unroll
-        for (int j = 0; j < kVecs; ++j)
+          for (int j = 0; j < kVecs; ++j)
 #pragma unroll
-          for (int i = 0; i < V; ++i) part[warp][(j * vlanes + vl) * V + i] = acc[j][i];
+            for (int i = 0; i < V; ++i) part[warp][(j * vlanes + vl) * V + i] = acc[j][i];
+      }
       __syncthreads();
-      if (warp == 0 && slot == 0) {
+      // The warps' partials meet in order (deterministic), a feature a thread.
+      const int64_t width = tile * V < F - t0 * V ? tile * V : F - t0 * V;
+      for (int64_t v = threadIdx.x; v < width; v += kThreads) {
+        acc_t sum = 0;
 #pragma unroll
-        for (int j = 0; j < kVecs; ++j) {
-          const int64_t vi = t0 + vl + static_cast<int64_t>(j) * vlanes;
-          if (vi >= nvec) continue;
-#pragma unroll
-          for (int i = 0; i < V; ++i) {
-            acc_t sum = 0;
-            for (int w = 0; w < kWarps; ++w) sum += part[w][(j * vlanes + vl) * V + i];
-            partial[c * F + vi * V + i] = sum;
-          }
-        }
+        for (int w = 0; w < kWarps; ++w) sum += part[w][v];
+        partial[c * F + t0 * V + v] = sum;
       }
       __syncthreads();
     }
@@ -257,6 +362,10 @@ spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ va
 }
 
 // A block per chunk that starts its row: the row's chunks summed in order.
+// The run of chunks is counted first, a window of a block's threads at a
+// time, so the sums' loads are independent (a loop that tested each chunk's
+// row before loading it took 80 us on a 147-chunk row, longer than the rest
+// of the kernel).
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads)
 spmm_hub_combine_kernel(const int64_t* __restrict__ rowptr,
@@ -267,14 +376,33 @@ spmm_hub_combine_kernel(const int64_t* __restrict__ rowptr,
   for (int64_t c = blockIdx.x; c < num_chunks; c += gridDim.x) {
     const int64_t r = chunks[3 * c];
     if (c > 0 && chunks[3 * (c - 1)] == r) continue;
+    // A row's chunks are adjacent, so the matches in a window are a prefix.
+    int64_t n = 0;
+    for (int64_t w = c;; w += blockDim.x) {
+      const int64_t k = w + threadIdx.x;
+      const int same = __syncthreads_count(k < num_chunks && chunks[3 * k] == r);
+      n += same;
+      if (same < static_cast<int>(blockDim.x)) break;
+    }
     const int64_t deg = rowptr[r + 1] - rowptr[r];
     const acc_t scale = mean && deg > 0 ? acc_t(1) / static_cast<acc_t>(deg) : acc_t(1);
     for (int64_t f = threadIdx.x; f < F; f += blockDim.x) {
       acc_t sum = 0;
-      for (int64_t k = c; k < num_chunks && chunks[3 * k] == r; ++k) sum += partial[k * F + f];
+#pragma unroll 8
+      for (int64_t k = c; k < c + n; ++k) sum += partial[k * F + f];
       out[r * F + f] = static_cast<scalar_t>(sum * scale);
     }
   }
+}
+
+// FUSESAMPLE_SPMM_SERIAL_HUBS=1 runs the hub chunks after the light rows on
+// one stream (the ablation of the concurrent launch).
+bool concurrent_hub_chunks() {
+  static const bool serial = [] {
+    const char* env = std::getenv("FUSESAMPLE_SPMM_SERIAL_HUBS");
+    return env != nullptr && std::string(env) == "1";
+  }();
+  return !serial;
 }
 
 // Lanes across vectors: `lanes` if given (the scheduler probes layouts),
@@ -300,6 +428,38 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
   const scalar_t* vp = kWeighted ? value.data_ptr<scalar_t>() : nullptr;
   const int64_t skip = splits_hubs(variant) ? hub_threshold : -1;
   const int64_t warps = (R + 32 / group - 1) / (32 / group);
+  // The hub chunks run on a second stream, beside the light rows: each
+  // kernel alone leaves the memory system idle (short rows wait on the chain
+  // rowptr -> col -> x, chunks on their block reductions), and serially
+  // each also paid the other's tail. The rows kernel skips the hub rows and
+  // the chunks write only `partial`, so the two are independent; the
+  // combine, which writes the hub rows of `out`, joins them. (`partial` and
+  // the inputs are freed to this stream, whose later work comes after the
+  // join, so they need no record_stream.)
+  const int64_t K = splits_hubs(variant) ? hub_chunks.size(0) : 0;
+  using acc_t = at::opmath_type<scalar_t>;
+  at::Tensor partial;
+  at::cuda::CUDAEvent joined;
+  const bool concurrent = K > 0 && R > 0 && concurrent_hub_chunks();
+  const int64_t hub_blocks = grid_blocks(K, 1, 16);  // a block per chunk
+  if (K > 0) {
+    partial = at::empty({K, F}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+    const at::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream();
+    c10::optional<at::cuda::CUDAStream> side;
+    if (concurrent) {
+      side = at::cuda::getStreamFromPool(/*isHighPriority=*/false, main.device_index());
+      at::cuda::CUDAEvent forked;
+      forked.record(main);
+      forked.block(*side);
+    }
+    spmm_hub_kernel<kWeighted, scalar_t, index_t, V>
+        <<<hub_blocks, kThreads, 0, side ? side->stream() : stream>>>(
+            col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(),
+            hub_chunks.data_ptr<int64_t>(), K, F, heads, vector_lanes(nvec, 32, lanes),
+            partial.data_ptr<acc_t>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (side) joined.record(*side);
+  }
   if (R > 0) {
     spmm_rows_kernel<kWeighted, scalar_t, index_t, V>
         <<<grid_blocks(warps, kThreads / 32, 64), kThreads, 0, stream>>>(
@@ -308,16 +468,9 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
             layout, skip);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  const int64_t K = splits_hubs(variant) ? hub_chunks.size(0) : 0;
   if (K > 0) {
-    using acc_t = at::opmath_type<scalar_t>;
-    at::Tensor partial = at::empty({K, F}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
-    const int64_t blocks = grid_blocks(K, 1, 16);  // a block per chunk
-    spmm_hub_kernel<kWeighted, scalar_t, index_t, V><<<blocks, kThreads, 0, stream>>>(
-        col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(), hub_chunks.data_ptr<int64_t>(),
-        K, F, heads, vector_lanes(nvec, 32, lanes), partial.data_ptr<acc_t>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    spmm_hub_combine_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(
+    if (concurrent) joined.block(at::cuda::getCurrentCUDAStream());
+    spmm_hub_combine_kernel<scalar_t><<<hub_blocks, kThreads, 0, stream>>>(
         rowptr.data_ptr<int64_t>(), hub_chunks.data_ptr<int64_t>(), K,
         partial.data_ptr<acc_t>(), out.data_ptr<scalar_t>(), F, mean);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
