@@ -386,7 +386,9 @@ def test_lane_layouts_in_shortlist():
     """The lane layouts of a row kernel are probed when they differ (F = 32
     float32: 2 vector lanes by default, 8 with one vector per lane, 4 between
     them), with the hub thresholds unchanged; at F = 8 there is no layout
-    between 1 and 2 lanes; at F = 4 they coincide and one is probed."""
+    between 1 and 2 lanes; at F = 4 they coincide and one is probed. bf16
+    lanes hold 2 vectors (the kernel's kVecsOf): F = 128 takes 8 lanes by
+    default and 16 with one vector per lane, nothing between."""
     stats = {'p90': 12.0, 'p99': 100.0, 'mean_degree': 5.0,
              'max_degree': 5000.0, 'skew': 1000.0}
     labels = [c.label for c in candidates.shortlist(stats, 32, torch.float32, 'cuda')]
@@ -397,6 +399,11 @@ def test_lane_layouts_in_shortlist():
     f8 = {c.params.get('lanes') for c in candidates.shortlist(stats, 8, torch.float32, 'cuda')
           if c.variant == 'warp'}
     assert f8 == {None, 2}
+    bf = {c.params.get('lanes') for c in candidates.shortlist(stats, 128, torch.bfloat16, 'cuda')
+          if c.variant == 'warp'}
+    assert bf == {None, 16}
+    assert candidates._default_lanes(128, torch.bfloat16) == 8
+    assert candidates._default_lanes(12, torch.bfloat16) == 4  # scalar path: 4 a lane
     assert {c.params['hub_threshold'] for c in hubs} == set(
         candidates.hub_thresholds(stats))
     small = [c for c in candidates.shortlist(stats, 4, torch.float32, 'cuda')

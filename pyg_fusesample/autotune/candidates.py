@@ -61,11 +61,11 @@ def shortlist(stats: Dict[str, float], F: int, dtype: torch.dtype,
     features by elements and pick vector loads themselves."""
     if device_type != 'cuda':
         return [Candidate(v) for v in KERNELS.get(device_type, ())]
-    # Lane layouts per row kernel: the default (4 vectors per lane, the rest
-    # of the lanes on non-zeros), one vector per lane (wider coalesced rows,
-    # fewer non-zeros in flight) and, when there is room, the one between (2
-    # vectors per lane: on the H200 it won bf16 F=128, 11.7 vs 12.9 ms on the
-    # products-like graph, call39). Which wins depends on F, the dtype and
+    # Lane layouts per row kernel: the default (4 vectors per lane, 2 for
+    # 16-bit types; the rest of the lanes on non-zeros), one vector per lane
+    # (wider coalesced rows, fewer non-zeros in flight) and, when there is
+    # room, the one between (on the H200 it won bf16 F=128, 11.7 vs 12.9 ms
+    # on the products-like graph, call39, when bf16 lanes held 4 vectors). Which wins depends on F, the dtype and
     # the degree profile, so it is probed rather than guessed.
     lanes = [{}]
     default, one_per_lane = _default_lanes(F, dtype), _one_vector_per_lane(F, dtype)
@@ -91,9 +91,15 @@ def _vectors(F: int, dtype: torch.dtype) -> int:
     return F // per if F % per == 0 else F
 
 
+def _vectors_per_lane(F: int, dtype: torch.dtype) -> int:
+    # The kernel's kVecsOf: 2 for 16-byte vectors of a 16-bit type, else 4.
+    size = torch.empty((), dtype=dtype).element_size()
+    return 2 if size == 2 and F % 8 == 0 else 4
+
+
 def _default_lanes(F: int, dtype: torch.dtype) -> int:
-    v, n = 1, _vectors(F, dtype)
-    while v < WARP and v * 4 < n:
+    v, n, k = 1, _vectors(F, dtype), _vectors_per_lane(F, dtype)
+    while v < WARP and v * k < n:
         v <<= 1
     return v
 

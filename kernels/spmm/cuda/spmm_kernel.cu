@@ -5,7 +5,7 @@
 // a group, lanes split both the feature vectors (16-byte loads when F and
 // the pointers allow) and the row's non-zeros, so narrow F does not idle
 // lanes; float32 accumulators, combined across non-zero slots by shuffles.
-// A feature tile is vlanes * kVecs vectors; wide F loops over tiles.
+// A feature tile is vlanes * kVecsOf<V> vectors; wide F loops over tiles.
 // 'hub' runs the same kernel on rows with <= hub_threshold non-zeros, and the
 // heavier rows in chunks of non-zeros, a thread block each (see below), the
 // two kernels side by side on two streams; 'hub-subwarp' likewise with the
@@ -31,7 +31,12 @@ namespace {
 
 constexpr const char* kSpmm = "fusesample::spmm";
 constexpr int kThreads = 256;
-constexpr int kVecs = 4;  // vectors per lane per tile
+// Vectors per lane per tile: 4, or 2 for 16-byte vectors of a 16-bit type
+// (8 elements each), so every lane holds at most 16 float accumulators. Four
+// of them (32 floats) cost the bf16 kernels registers (80-104) and with them
+// occupancy, on kernels that are latency-bound at narrow F.
+template <int V>
+constexpr int kVecsOf = V == 8 ? 2 : 4;
 constexpr int kSubwarpLanes = 8;
 
 template <typename scalar_t, int V>
@@ -89,7 +94,8 @@ __device__ __forceinline__ void accumulate(
     const index_t* __restrict__ col, const scalar_t* __restrict__ value,
     const scalar_t* __restrict__ x, int64_t F, int64_t C, int64_t heads,
     int64_t e0, int64_t e1, int64_t step, int64_t first, int vlanes,
-    int64_t nvec, acc_t (&acc)[kVecs][V]) {
+    int64_t nvec, acc_t (&acc)[kVecsOf<V>][V]) {
+  constexpr int kVecs = kVecsOf<V>;
   int64_t head[kVecs];
 #pragma unroll
   for (int j = 0; j < kVecs; ++j)
@@ -155,8 +161,9 @@ __device__ __forceinline__ void accumulate(
 // the row; at narrow F the rest are zeros and their shuffles are skipped).
 // Every lane of the warp must call it, with the same `live`.
 template <int V, typename acc_t>
-__device__ __forceinline__ void reduce_slots(acc_t (&acc)[kVecs][V], int vlanes,
+__device__ __forceinline__ void reduce_slots(acc_t (&acc)[kVecsOf<V>][V], int vlanes,
                                              int group, int live) {
+  constexpr int kVecs = kVecsOf<V>;
   for (int off = vlanes; off < group; off <<= 1)
 #pragma unroll
     for (int j = 0; j < kVecs; ++j)
@@ -168,7 +175,9 @@ __device__ __forceinline__ void reduce_slots(acc_t (&acc)[kVecs][V], int vlanes,
 
 // Vector columns j of the tile starting at vector t0 that hold a vector of
 // the row for some lane (warp-uniform).
+template <int V>
 __device__ __forceinline__ int live_columns(int64_t t0, int vlanes, int64_t nvec) {
+  constexpr int kVecs = kVecsOf<V>;
   const int64_t left = (nvec - t0 + vlanes - 1) / vlanes;
   return left < kVecs ? static_cast<int>(left) : kVecs;
 }
@@ -187,9 +196,9 @@ constexpr int log2_of(int n) { return n > 1 ? 1 + log2_of(n / 2) : 0; }
 // 5.0 ms, but ran bf16 (N = 32) 2.5-5x slower (call67-69), so 16-bit rows
 // keep reduce_slots (uses_halving). Every lane of the warp must call it.
 template <int V, typename acc_t>
-__device__ __forceinline__ int reduce_scatter_slots(acc_t (&acc)[kVecs][V], int vlanes,
+__device__ __forceinline__ int reduce_scatter_slots(acc_t (&acc)[kVecsOf<V>][V], int vlanes,
                                                     int group, int slot, int& first) {
-  constexpr int N = kVecs * V, kLevels = log2_of(N);
+  constexpr int N = kVecsOf<V> * V, kLevels = log2_of(N);
   int kept = N, level = 0;
   first = 0;
   // An affine level loop, so it unrolls and every acc index is a constant.
@@ -219,11 +228,11 @@ __device__ __forceinline__ int reduce_scatter_slots(acc_t (&acc)[kVecs][V], int 
 // reduce_scatter_slots (vectors past the row's end skipped): flat index
 // j * V + i of lane vl's values is element i of vector t0 + vl + j * vlanes.
 template <int V, typename acc_t, typename Store>
-__device__ __forceinline__ void for_kept(const acc_t (&acc)[kVecs][V], int kept, int first,
-                                         int64_t t0, int vl, int vlanes, int64_t nvec,
-                                         Store store) {
+__device__ __forceinline__ void for_kept(const acc_t (&acc)[kVecsOf<V>][V], int kept,
+                                         int first, int64_t t0, int vl, int vlanes,
+                                         int64_t nvec, Store store) {
 #pragma unroll
-  for (int p = 0; p < kVecs * V; ++p) {
+  for (int p = 0; p < kVecsOf<V> * V; ++p) {
     if (p >= kept) break;
     const int idx = first + p;
     const int64_t vi = t0 + vl + static_cast<int64_t>(idx / V) * vlanes;
@@ -231,12 +240,12 @@ __device__ __forceinline__ void for_kept(const acc_t (&acc)[kVecs][V], int kept,
   }
 }
 
-// Whether a group reduces by halving (see above): lanes of at most 16 values
-// and at least 8 slots. With 4 slots (fp32 F=128) halving measured 5% slower
-// on the hub-skewed graph (3.19 vs 3.03 ms, call67-69).
+// Whether a group reduces by halving (see above): not 16-bit vectors, lanes
+// of at most 16 values, at least 8 slots. With 4 slots (fp32 F=128) halving
+// measured 5% slower on the hub-skewed graph (3.19 vs 3.03 ms, call67-69).
 template <int V>
 __device__ __forceinline__ bool uses_halving(int slots) {
-  return kVecs * V <= 16 && slots >= 8;
+  return V != 8 && kVecsOf<V> * V <= 16 && slots >= 8;
 }
 
 template <bool kWeighted, typename scalar_t, typename index_t, int V>
@@ -246,6 +255,7 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
                  scalar_t* __restrict__ out, int64_t R, int64_t F, int64_t heads,
                  bool mean, Layout layout, int64_t skip_above) {
   using acc_t = at::opmath_type<scalar_t>;
+  constexpr int kVecs = kVecsOf<V>;
   const int group = layout.group, vlanes = layout.vlanes;
   const int lane = threadIdx.x & 31;
   const int sub = lane % group, vl = sub % vlanes, slot = sub / vlanes;
@@ -287,7 +297,7 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
                       out[r * F + vi * V + i] = static_cast<scalar_t>(sum * scale);
                     });
       } else {
-        reduce_slots<V>(acc, vlanes, group, live_columns(t0, vlanes, nvec));
+        reduce_slots<V>(acc, vlanes, group, live_columns<V>(t0, vlanes, nvec));
         if (!active || slot != 0) continue;
 #pragma unroll
         for (int j = 0; j < kVecs; ++j) {
@@ -317,7 +327,7 @@ spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ va
                 int64_t num_chunks, int64_t F, int64_t heads, int vlanes,
                 at::opmath_type<scalar_t>* __restrict__ partial) {
   using acc_t = at::opmath_type<scalar_t>;
-  constexpr int kWarps = kThreads / 32;
+  constexpr int kWarps = kThreads / 32, kVecs = kVecsOf<V>;
   __shared__ acc_t part[kWarps][32 * kVecs * V];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int vl = lane % vlanes, slot = lane / vlanes, slots = 32 / vlanes;
@@ -340,7 +350,7 @@ spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ va
                         part[warp][(vi - t0) * V + i] = sum;
                       });
       } else {
-        reduce_slots<V>(acc, vlanes, 32, live_columns(t0, vlanes, nvec));
+        reduce_slots<V>(acc, vlanes, 32, live_columns<V>(t0, vlanes, nvec));
         if (slot == 0)
 #pragma unroll
           for (int j = 0; j < kVecs; ++j)
@@ -406,12 +416,13 @@ bool concurrent_hub_chunks() {
 }
 
 // Lanes across vectors: `lanes` if given (the scheduler probes layouts),
-// else enough that kVecs vectors each cover the row; at most the group. The
+// else enough that kVecsOf<V> vectors each cover the row; at most the group. The
 // rest of the group splits the non-zeros.
+template <int V>
 int vector_lanes(int64_t nvec, int group, int64_t lanes) {
   if (lanes > 0) return static_cast<int>(std::min<int64_t>(lanes, group));
   int v = 1;
-  while (v < group && static_cast<int64_t>(v) * kVecs < nvec) v <<= 1;
+  while (v < group && static_cast<int64_t>(v) * kVecsOf<V> < nvec) v <<= 1;
   return v;
 }
 
@@ -423,7 +434,7 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
   const int64_t R = rowptr.numel() - 1, F = x.size(1), nvec = F / V;
   // 'subwarp' and 'hub-subwarp' pack 4 rows per warp (8 lanes each).
   const int group = packs_rows(variant) ? kSubwarpLanes : 32;
-  const Layout layout{group, vector_lanes(nvec, group, lanes)};
+  const Layout layout{group, vector_lanes<V>(nvec, group, lanes)};
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const scalar_t* vp = kWeighted ? value.data_ptr<scalar_t>() : nullptr;
   const int64_t skip = splits_hubs(variant) ? hub_threshold : -1;
@@ -455,7 +466,7 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
     spmm_hub_kernel<kWeighted, scalar_t, index_t, V>
         <<<hub_blocks, kThreads, 0, side ? side->stream() : stream>>>(
             col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(),
-            hub_chunks.data_ptr<int64_t>(), K, F, heads, vector_lanes(nvec, 32, lanes),
+            hub_chunks.data_ptr<int64_t>(), K, F, heads, vector_lanes<V>(nvec, 32, lanes),
             partial.data_ptr<acc_t>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (side) joined.record(*side);
