@@ -33,8 +33,8 @@ constexpr const char* kSpmm = "fusesample::spmm";
 constexpr int kThreads = 256;
 // Vectors per lane per tile: 4, or 2 for 16-byte vectors of a 16-bit type
 // (8 elements each), so every lane holds at most 16 float accumulators. Four
-// of them (32 floats) cost the bf16 kernels registers (80-104) and with them
-// occupancy, on kernels that are latency-bound at narrow F.
+// of them (32 floats) cost the bf16 kernels 80-104 registers (54-64 with two,
+// call73) and with them occupancy, on kernels that are latency-bound.
 template <int V>
 constexpr int kVecsOf = V == 8 ? 2 : 4;
 constexpr int kSubwarpLanes = 8;
@@ -77,7 +77,7 @@ __device__ __forceinline__ void load_acc(const scalar_t* p, acc_t (&out)[V]) {
 }
 
 // Lane layout inside a group of G lanes that owns a row: `vlanes` lanes
-// across the feature vectors of a tile (kVecs vectors each) times
+// across the feature vectors of a tile (kVecsOf<V> vectors each) times
 // G / vlanes edge slots, so a narrow row still keeps every lane loading --
 // 32 of a row's non-zeros in flight at F = 16 instead of one. The slots'
 // partial sums are combined with shuffles at the end of the tile.
