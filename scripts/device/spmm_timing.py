@@ -8,6 +8,7 @@ at several F (median of 20, synchronised), no scheduler involved.
     SPMM_COL32=1 ...        # int32 column indices (call35: no faster than int64)
     SPMM_LANES=1,2,4,8 ...  # also 'hub' (first threshold) and 'warp' at these
                             # lane layouts (lanes across the feature vectors)
+    SPMM_DTYPES=bfloat16 ...  # only these dtypes (default: float32,bfloat16)
 
 ('hub-subwarp' joined after call17, at its own, lower thresholds.)
 """
@@ -41,7 +42,8 @@ for name in sys.argv[1:] or ['products']:
         packed = sorted(set(packed) | {int(st['p99'])})
     features = [int(f) for f in os.environ.get('SPMM_F', '16,32,64,128,256,512').split(',')]
     lane_sets = [int(v) for v in os.environ.get('SPMM_LANES', '').split(',') if v]
-    for dtype in (torch.float32, torch.bfloat16):
+    dtypes = os.environ.get('SPMM_DTYPES', 'float32,bfloat16').split(',')
+    for dtype in (getattr(torch, d) for d in dtypes):
         for f in features:
             x = torch.randn(g.num_cols, f, device='cuda', dtype=dtype)
             ref = spmm_cusparse(g, x.float())  # float32 reference
