@@ -320,6 +320,32 @@ def test_spmm_bf16_cuda_matches_float64(variant, hub_threshold):
                         f'heads={heads} {layout} {reduce}: {m}')
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')
+@pytest.mark.parametrize('variant', ['hub', 'hub-subwarp'])
+def test_spmm_hub_variants_in_cuda_graph(variant):
+    """The hub variants run the chunks on a second stream, forked from and
+    joined to the caller's with events: a CUDA graph captures that, and its
+    replays equal eager calls, also after the input changes."""
+    row, col, R, N = coo('huge_row')
+    graph = to_device(make_graph(row, col, R, N, torch.randn(row.numel())),
+                      'cuda')
+    graph.hub_chunks(3)  # sized (one host sync) and cached before capture
+    static_x = torch.randn(N, 64, device='cuda')
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream
+        spmm(graph, static_x, 'sum', variant, 3)
+    torch.cuda.current_stream().wait_stream(side)
+    captured = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(captured):
+        out = spmm(graph, static_x, 'sum', variant, 3)
+    for _ in range(2):
+        captured.replay()
+        torch.testing.assert_close(out, spmm(graph, static_x, 'sum', variant, 3))
+        static_x.copy_(torch.randn_like(static_x))
+
+
 # 2. gradients ################################################################
 
 @pytest.mark.parametrize('heads', [None, 1, 2])
