@@ -49,10 +49,21 @@ class SeededBatchSampler(torch.utils.data.Sampler):
             order = torch.arange(self.num_inputs)
         return order, draw_rng_seeds(len(self), g)
 
-    def __iter__(self) -> Iterator[Tuple[Tensor, int]]:
-        order, keys = self.plan()
+    def slices(self, order: Tensor, keys: List[int],
+               seeds: Optional[Tensor] = None
+               ) -> Iterator[Tuple[Tensor, int, Optional[Tensor]]]:
+        r"""``(positions, key, seeds)`` per batch of a :meth:`plan`:
+        ``seeds`` (the epoch's seed nodes in ``order``, e.g. on a GPU) is
+        cut into the same windows as ``order`` (``None`` stays ``None``)."""
+        size = self.batch_size
         for i, key in enumerate(keys):
-            yield order[i * self.batch_size:(i + 1) * self.batch_size], key
+            window = slice(i * size, (i + 1) * size)
+            yield (order[window], key,
+                   None if seeds is None else seeds[window])
+
+    def __iter__(self) -> Iterator[Tuple[Tensor, int]]:
+        for positions, key, _ in self.slices(*self.plan()):
+            yield positions, key
 
 
 def _check_input_nodes(input_nodes, num_nodes: int):
@@ -106,12 +117,7 @@ class _InProcessIterator:
         self.lookahead = lookahead
         sampler = loader.sampler
         order, keys = sampler.plan()
-        seeds = loader._device_seeds(order)
-        size = sampler.batch_size
-        self.batches = (
-            (order[i * size:(i + 1) * size], key,
-             None if seeds is None else seeds[i * size:(i + 1) * size])
-            for i, key in enumerate(keys))
+        self.batches = sampler.slices(order, keys, loader._device_seeds(order))
         self.num_batches = len(keys)
         self.pending = self._launch() if lookahead else None
 
