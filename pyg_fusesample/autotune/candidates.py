@@ -65,8 +65,9 @@ def shortlist(stats: Dict[str, float], F: int, dtype: torch.dtype,
     # 16-bit types; the rest of the lanes on non-zeros), one vector per lane
     # (wider coalesced rows, fewer non-zeros in flight) and, when there is
     # room, the one between (on the H200 it won bf16 F=128, 11.7 vs 12.9 ms
-    # on the products-like graph, call39, when bf16 lanes held 4 vectors). Which wins depends on F, the dtype and
-    # the degree profile, so it is probed rather than guessed.
+    # on the products-like graph, call39, when bf16 lanes held 4 vectors).
+    # Which wins depends on F, the dtype and the degree profile, so it is
+    # probed rather than guessed.
     lanes = [{}]
     default, one_per_lane = _default_lanes(F, dtype), _one_vector_per_lane(F, dtype)
     if 2 * default < one_per_lane:

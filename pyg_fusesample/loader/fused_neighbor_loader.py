@@ -304,7 +304,8 @@ class FusedNeighborLoader(NodeLoader):
         object.__setattr__(self, 'batch_size', batch_size)
         object.__setattr__(self, 'drop_last', drop_last)
         if prefetch is None:
-            prefetch = on_gpu and self.num_workers == 0 and fused
+            prefetch = (on_gpu and self.num_workers == 0
+                        and neighbor_sampler.fused)
         elif prefetch and (not on_gpu or self.num_workers > 0):
             raise ValueError("'prefetch=True' overlaps GPU sampling with "
                              "training: it needs the graph on a CUDA device "

@@ -296,8 +296,17 @@ Inputs checked_inputs(const at::Tensor& colptr, const at::Tensor& row,
   return in;
 }
 
+// An empty batch launches nothing: empty buffers and a zero meta on the host
+// (both ops read it as n = m = 0, every count 0, no error).
 Launched launch(const Inputs& in, bool replace, bool disjoint, int64_t rng_seed,
                 bool fused) {
+  if (in.seed.numel() == 0) {
+    State s;
+    for (at::Tensor* t : {&s.node, &s.out_row, &s.out_col, &s.out_edge, &s.batch})
+      *t = at::empty({0}, in.colptr.options());
+    const int64_t meta_words = 4 + 2 * static_cast<int64_t>(in.fanouts.size());
+    return {std::move(s), at::zeros({meta_words}, at::TensorOptions().dtype(at::kLong))};
+  }
   return AT_DISPATCH_INDEX_TYPES(in.row.scalar_type(), "neighbor_sample_cuda", [&] {
     return launch_sample<index_t>(in.colptr, in.row, in.edge_id, in.seed, in.fanouts,
                                   replace, disjoint, static_cast<uint64_t>(rng_seed),
@@ -318,16 +327,10 @@ SampleTuple neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row
   c10::cuda::CUDAGuard guard(colptr.device());
   const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors);
   const int64_t num_hops = static_cast<int64_t>(in.fanouts.size());
-  auto cpu = at::TensorOptions().dtype(at::kLong);
-  if (seed.numel() == 0) {
-    auto empty = at::empty({0}, colptr.options());
-    return std::make_tuple(empty, empty.clone(), empty.clone(), empty.clone(),
-                           empty.clone(), at::zeros({num_hops + 1}, cpu),
-                           at::zeros({num_hops}, cpu));
-  }
   Launched b = launch(in, replace, disjoint, rng_seed, fused);
   // The one synchronisation of the batch (the last of the per-hop path).
-  C10_CUDA_CHECK(cudaStreamSynchronize(at::cuda::getCurrentCUDAStream()));
+  if (seed.numel() > 0)
+    C10_CUDA_CHECK(cudaStreamSynchronize(at::cuda::getCurrentCUDAStream()));
   const int64_t* m = b.meta.data_ptr<int64_t>();
   check_error(m[3 + 2 * num_hops], colptr);
   const int64_t n = m[0], e = m[1];
@@ -348,13 +351,6 @@ AsyncTuple neighbor_sample_async_cuda(const at::Tensor& colptr, const at::Tensor
                                       bool disjoint, int64_t rng_seed) {
   c10::cuda::CUDAGuard guard(colptr.device());
   const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors);
-  if (seed.numel() == 0) {
-    auto empty = at::empty({0}, colptr.options());
-    return std::make_tuple(empty, empty.clone(), empty.clone(), empty.clone(),
-                           empty.clone(),
-                           at::zeros({4 + 2 * static_cast<int64_t>(in.fanouts.size())},
-                                     at::TensorOptions().dtype(at::kLong)));
-  }
   Launched b = launch(in, replace, disjoint, rng_seed, /*fused=*/true);
   const State& s = b.s;
   return std::make_tuple(s.node, s.out_row, s.out_col, s.out_edge,

@@ -435,7 +435,8 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
   // 'subwarp' and 'hub-subwarp' pack 4 rows per warp (8 lanes each).
   const int group = packs_rows(variant) ? kSubwarpLanes : 32;
   const Layout layout{group, vector_lanes<V>(nvec, group, lanes)};
-  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const at::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream();
+  const cudaStream_t stream = main.stream();
   const scalar_t* vp = kWeighted ? value.data_ptr<scalar_t>() : nullptr;
   const int64_t skip = splits_hubs(variant) ? hub_threshold : -1;
   const int64_t warps = (R + 32 / group - 1) / (32 / group);
@@ -455,7 +456,6 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
   const int64_t hub_blocks = grid_blocks(K, 1, 16);  // a block per chunk
   if (K > 0) {
     partial = at::empty({K, F}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
-    const at::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream();
     c10::optional<at::cuda::CUDAStream> side;
     if (concurrent) {
       side = at::cuda::getStreamFromPool(/*isHighPriority=*/false, main.device_index());
@@ -480,7 +480,7 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   if (K > 0) {
-    if (concurrent) joined.block(at::cuda::getCurrentCUDAStream());
+    if (concurrent) joined.block(main);
     spmm_hub_combine_kernel<scalar_t><<<hub_blocks, kThreads, 0, stream>>>(
         rowptr.data_ptr<int64_t>(), hub_chunks.data_ptr<int64_t>(), K,
         partial.data_ptr<acc_t>(), out.data_ptr<scalar_t>(), F, mean);
