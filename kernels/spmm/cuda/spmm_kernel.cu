@@ -38,6 +38,18 @@ constexpr int kThreads = 256;
 template <int V>
 constexpr int kVecsOf = V == 8 ? 2 : 4;
 constexpr int kSubwarpLanes = 8;
+// Blocks per SM that the rows and hub kernels ask __launch_bounds__ for, so
+// a register cap of 65536 / (kThreads * n): 85 (80 used) for 32-bit types,
+// 51 (48 used) for 16-bit ones. The kernels are latency-bound gathers, and
+// left to itself nvcc moved between builds from 80 to 84-86 registers for
+// fp32, which fits only 2 blocks: products-like F=32 took 5.9 ms instead of
+// 4.9. 16-bit lanes hold half the accumulators and gain more from warps
+// than from loads in flight: bf16 F=128 took 8.6 ms at 5 blocks, 9.1 at 4,
+// 10.6 at 3; 4-byte lanes lose loads in flight below 80 (F=32: 5.6 ms at
+// 4 blocks, 5.2 at 5) (scripts/device/spmm_min_blocks.py, call81). Doubles
+// keep the compiler's choice.
+template <typename scalar_t>
+constexpr int kMinBlocksOf = sizeof(scalar_t) == 2 ? 5 : sizeof(scalar_t) == 4 ? 3 : 1;
 
 template <typename scalar_t, int V>
 struct alignas(sizeof(scalar_t) * V) Vec {
@@ -249,7 +261,7 @@ __device__ __forceinline__ bool uses_halving(int slots) {
 }
 
 template <bool kWeighted, typename scalar_t, typename index_t, int V>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocksOf<scalar_t>)
 spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__ col,
                  const scalar_t* __restrict__ value, const scalar_t* __restrict__ x,
                  scalar_t* __restrict__ out, int64_t R, int64_t F, int64_t heads,
@@ -321,7 +333,7 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
 // A row of 300,000 non-zeros thus spreads over many blocks (AutoSAGE's
 // CTA-per-hub split, refined for rows too long for one block).
 template <bool kWeighted, typename scalar_t, typename index_t, int V>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocksOf<scalar_t>)
 spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ value,
                 const scalar_t* __restrict__ x, const int64_t* __restrict__ chunks,
                 int64_t num_chunks, int64_t F, int64_t heads, int vlanes,
