@@ -387,15 +387,18 @@ def test_lane_layouts_in_shortlist():
     float32: 2 vector lanes by default, 8 with one vector per lane, 4 between
     them), with the hub thresholds unchanged; at F = 8 there is no layout
     between 1 and 2 lanes; at F = 4 they coincide and one is probed. bf16
-    lanes hold 2 vectors (the kernel's kVecsOf): F = 128 takes 8 lanes by
-    default and 16 with one vector per lane, nothing between."""
+    lanes, and float32 lanes of the hub-split kernels, hold 2 vectors (the
+    kernel's Tuning::vecs): bf16 F = 128 takes 8 lanes by default and 16
+    with one vector per lane, nothing between; 'hub' at float32 F = 32 takes
+    4 by default and 8, nothing between."""
     stats = {'p90': 12.0, 'p99': 100.0, 'mean_degree': 5.0,
              'max_degree': 5000.0, 'skew': 1000.0}
     labels = [c.label for c in candidates.shortlist(stats, 32, torch.float32, 'cuda')]
     assert {'warp', 'warp@4', 'warp@8'} <= set(labels)
     hubs = [c for c in candidates.shortlist(stats, 32, torch.float32, 'cuda')
             if c.variant == 'hub']
-    assert {c.params.get('lanes') for c in hubs} == {None, 4, 8}
+    assert {c.params.get('lanes') for c in hubs} == {None, 8}
+    assert candidates._default_lanes(32, torch.float32, hub_split=True) == 4
     f8 = {c.params.get('lanes') for c in candidates.shortlist(stats, 8, torch.float32, 'cuda')
           if c.variant == 'warp'}
     assert f8 == {None, 2}

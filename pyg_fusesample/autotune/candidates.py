@@ -61,25 +61,21 @@ def shortlist(stats: Dict[str, float], F: int, dtype: torch.dtype,
     features by elements and pick vector loads themselves."""
     if device_type != 'cuda':
         return [Candidate(v) for v in KERNELS.get(device_type, ())]
-    # Lane layouts per row kernel: the default (4 vectors per lane, 2 for
-    # 16-bit types; the rest of the lanes on non-zeros), one vector per lane
+    # Lane layouts per row kernel: the default (4 vectors per lane; 2 for
+    # 16-bit types and for float32 in the hub-split kernels; the rest of the
+    # lanes on non-zeros), one vector per lane
     # (wider coalesced rows, fewer non-zeros in flight) and, when there is
     # room, the one between (on the H200 it won bf16 F=128, 11.7 vs 12.9 ms
     # on the products-like graph, call39, when bf16 lanes held 4 vectors).
     # Which wins depends on F, the dtype and the degree profile, so it is
     # probed rather than guessed.
-    lanes = [{}]
-    default, one_per_lane = _default_lanes(F, dtype), _one_vector_per_lane(F, dtype)
-    if 2 * default < one_per_lane:
-        lanes.append({'lanes': 2 * default})
-    if one_per_lane != default:
-        lanes.append({'lanes': one_per_lane})
-    out = [Candidate('warp', dict(l)) for l in lanes]
+    out = [Candidate('warp', l) for l in _lane_layouts(F, dtype, hub_split=False)]
     if F <= SUBWARP_MAX_F:
         out.append(Candidate('subwarp'))
     if stats['skew'] >= HUB_MIN_SKEW:
         out += [Candidate('hub', {'hub_threshold': t, **l})
-                for t in hub_thresholds(stats) for l in lanes]
+                for t in hub_thresholds(stats)
+                for l in _lane_layouts(F, dtype, hub_split=True)]
         if F <= SUBWARP_MAX_F:  # short rows packed, long ones to blocks
             out += [Candidate('hub-subwarp', {'hub_threshold': t})
                     for t in packed_hub_thresholds(stats)]
@@ -92,14 +88,30 @@ def _vectors(F: int, dtype: torch.dtype) -> int:
     return F // per if F % per == 0 else F
 
 
-def _vectors_per_lane(F: int, dtype: torch.dtype) -> int:
-    # The kernel's kVecsOf: 2 for 16-byte vectors of a 16-bit type, else 4.
+def _lane_layouts(F: int, dtype: torch.dtype, hub_split: bool) -> List[Dict]:
+    lanes = [{}]
+    default = _default_lanes(F, dtype, hub_split)
+    one_per_lane = _one_vector_per_lane(F, dtype)
+    if 2 * default < one_per_lane:
+        lanes.append({'lanes': 2 * default})
+    if one_per_lane != default:
+        lanes.append({'lanes': one_per_lane})
+    return lanes
+
+
+def _vectors_per_lane(F: int, dtype: torch.dtype, hub_split: bool) -> int:
+    # The kernel's Tuning::vecs: 2 for 16-byte vectors of a 16-bit type, and
+    # of float32 in the hub-split kernels; else 4.
     size = torch.empty((), dtype=dtype).element_size()
-    return 2 if size == 2 and F % 8 == 0 else 4
+    if size == 2 and F % 8 == 0:
+        return 2
+    if size == 4 and F % 4 == 0 and hub_split:
+        return 2
+    return 4
 
 
-def _default_lanes(F: int, dtype: torch.dtype) -> int:
-    v, n, k = 1, _vectors(F, dtype), _vectors_per_lane(F, dtype)
+def _default_lanes(F: int, dtype: torch.dtype, hub_split: bool = False) -> int:
+    v, n, k = 1, _vectors(F, dtype), _vectors_per_lane(F, dtype, hub_split)
     while v < WARP and v * k < n:
         v <<= 1
     return v

@@ -5,6 +5,8 @@ target and their neighbours; median of 20 synchronised calls, each checked
 against cuSPARSE. The kernels now take the caps it chose (kMinBlocksOf).
 
     python scripts/device/spmm_min_blocks.py
+    SPMM_BLOCKS=0,4,5 SPMM_DTYPES=float32 ...  # these caps (0: the build's
+                                               # own) and dtypes only
 """
 import os
 
@@ -22,16 +24,20 @@ CONFIGS = {
     'hub': [(torch.float32, 16, 'hub-subwarp', 80, 0), (torch.float32, 32, 'hub-subwarp', 80, 0),
             (torch.float32, 128, 'hub', 155, 0), (torch.bfloat16, 128, 'hub', 155, 16),
             (torch.bfloat16, 256, 'hub', 155, 0)],
-    'er': [(torch.float32, 64, 'subwarp', -1, 0), (torch.float32, 128, 'warp', -1, 0),
+    'er': [(torch.float32, 32, 'subwarp', -1, 0), (torch.float32, 64, 'subwarp', -1, 0), (torch.float32, 128, 'warp', -1, 0),
            (torch.bfloat16, 128, 'warp', -1, 16), (torch.bfloat16, 256, 'warp', -1, 0)],
 }
-BLOCKS = [1, 3, 4, 5, 6, 8]
+BLOCKS = [int(b) for b in os.environ.get('SPMM_BLOCKS', '1,3,4,5,6,8').split(',')]
+DTYPES = os.environ.get('SPMM_DTYPES', 'float32,bfloat16').split(',')
+print('extension:', __import__('pyg_fusesample')._extension._C.__file__, flush=True)
 
 for name, configs in CONFIGS.items():
     data = get_dataset(name)
     g = CSRGraph.from_edge_index(data.edge_index.cuda(), data.num_nodes)
     del data
     for dtype, f, variant, th, lanes in configs:
+        if str(dtype)[6:] not in DTYPES:
+            continue
         x = torch.randn(g.num_cols, f, device='cuda', dtype=dtype)
         ref = spmm_cusparse(g, x.float())
         cells = []

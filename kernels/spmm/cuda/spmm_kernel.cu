@@ -5,7 +5,7 @@
 // a group, lanes split both the feature vectors (16-byte loads when F and
 // the pointers allow) and the row's non-zeros, so narrow F does not idle
 // lanes; float32 accumulators, combined across non-zero slots by shuffles.
-// A feature tile is vlanes * kVecsOf<V> vectors; wide F loops over tiles.
+// A feature tile is vlanes * kVecs vectors; wide F loops over tiles.
 // 'hub' runs the same kernel on rows with <= hub_threshold non-zeros, and the
 // heavier rows in chunks of non-zeros, a thread block each (see below), the
 // two kernels side by side on two streams; 'hub-subwarp' likewise with the
@@ -31,25 +31,32 @@ namespace {
 
 constexpr const char* kSpmm = "fusesample::spmm";
 constexpr int kThreads = 256;
-// Vectors per lane per tile: 4, or 2 for 16-byte vectors of a 16-bit type
-// (8 elements each), so every lane holds at most 16 float accumulators. Four
-// of them (32 floats) cost the bf16 kernels 80-104 registers (54-64 with two,
-// call73) and with them occupancy, on kernels that are latency-bound.
-template <int V>
-constexpr int kVecsOf = V == 8 ? 2 : 4;
 constexpr int kSubwarpLanes = 8;
-// Blocks per SM that the rows and hub kernels ask __launch_bounds__ for, so
-// a register cap of 65536 / (kThreads * n): 85 (80 used) for 32-bit types,
-// 51 (48 used) for 16-bit ones. The kernels are latency-bound gathers, and
-// left to itself nvcc moved between builds from 80 to 84-86 registers for
-// fp32, which fits only 2 blocks: products-like F=32 took 5.9 ms instead of
-// 4.9. 16-bit lanes hold half the accumulators and gain more from warps
-// than from loads in flight: bf16 F=128 took 8.6 ms at 5 blocks, 9.1 at 4,
-// 10.6 at 3; 4-byte lanes lose loads in flight below 80 (F=32: 5.6 ms at
-// 4 blocks, 5.2 at 5) (scripts/device/spmm_min_blocks.py, call81). Doubles
-// keep the compiler's choice.
-template <typename scalar_t>
-constexpr int kMinBlocksOf = sizeof(scalar_t) == 2 ? 5 : sizeof(scalar_t) == 4 ? 3 : 1;
+
+// Vectors per lane per tile (kVecs) and the blocks per SM asked of
+// __launch_bounds__ (so a register cap of 65536 / (kThreads * n)), per
+// element type, vector width and kernel family (kHubSplit: 'hub' and
+// 'hub-subwarp', whose light rows are short). The gathers are latency-bound,
+// so the trade is loads in flight per warp against resident warps; on the
+// H200 (scripts/device/spmm_min_blocks.py):
+// - 16-bit lanes hold 2 vectors (16 accumulators; 4 cost 80-104 registers,
+//   call73) under a cap of 5 blocks, 48 registers: products-like bf16 F=128
+//   took 8.6 ms at 5 blocks, 9.1 at 4, 10.6 at 3 (call81).
+// - 32-bit lanes in 'warp' and 'subwarp' hold 4 vectors under 3 blocks (80
+//   registers; left to itself nvcc moved between builds from 80 to 84-86,
+//   2 blocks: products-like F=32 5.9 ms instead of 4.9, call81). With 2
+//   vectors, Erdos-Renyi ran 2-7% slower (call83).
+// - 32-bit lanes of the hub-split kernels hold 2 vectors under 6 blocks (40
+//   registers): products-like F=16/32/64 took 2.94/4.68/7.75 ms against
+//   3.54/4.85/7.98 with 4 vectors at 3 blocks, hub-skewed F=16 0.69 against
+//   0.78 ms (call83).
+// - Doubles keep 4 vectors and the compiler's choice.
+template <typename scalar_t, int V, bool kHubSplit>
+struct Tuning {
+  static constexpr bool k16 = sizeof(scalar_t) == 2, k32 = sizeof(scalar_t) == 4;
+  static constexpr int vecs = (k16 && V == 8) || (k32 && V == 4 && kHubSplit) ? 2 : 4;
+  static constexpr int min_blocks = k16 ? 5 : !k32 ? 1 : vecs == 2 ? 6 : 3;
+};
 
 template <typename scalar_t, int V>
 struct alignas(sizeof(scalar_t) * V) Vec {
@@ -89,7 +96,7 @@ __device__ __forceinline__ void load_acc(const scalar_t* p, acc_t (&out)[V]) {
 }
 
 // Lane layout inside a group of G lanes that owns a row: `vlanes` lanes
-// across the feature vectors of a tile (kVecsOf<V> vectors each) times
+// across the feature vectors of a tile (kVecs vectors each) times
 // G / vlanes edge slots, so a narrow row still keeps every lane loading --
 // 32 of a row's non-zeros in flight at F = 16 instead of one. The slots'
 // partial sums are combined with shuffles at the end of the tile.
@@ -101,13 +108,13 @@ struct Layout {
 // of its vectors of the tile starting at vector t0. Each vector lies in one
 // head (the host takes the vector path only when C is a multiple of V), so
 // the edge weight is one load per vector, its head offset computed once.
-template <bool kWeighted, typename scalar_t, typename index_t, int V, typename acc_t>
+template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
+          typename acc_t>
 __device__ __forceinline__ void accumulate(
     const index_t* __restrict__ col, const scalar_t* __restrict__ value,
     const scalar_t* __restrict__ x, int64_t F, int64_t C, int64_t heads,
     int64_t e0, int64_t e1, int64_t step, int64_t first, int vlanes,
-    int64_t nvec, acc_t (&acc)[kVecsOf<V>][V]) {
-  constexpr int kVecs = kVecsOf<V>;
+    int64_t nvec, acc_t (&acc)[kVecs][V]) {
   int64_t head[kVecs];
 #pragma unroll
   for (int j = 0; j < kVecs; ++j)
@@ -172,10 +179,9 @@ __device__ __forceinline__ void accumulate(
 // the first `live` vector columns j of the tile (those with a vector inside
 // the row; at narrow F the rest are zeros and their shuffles are skipped).
 // Every lane of the warp must call it, with the same `live`.
-template <int V, typename acc_t>
-__device__ __forceinline__ void reduce_slots(acc_t (&acc)[kVecsOf<V>][V], int vlanes,
-                                             int group, int live) {
-  constexpr int kVecs = kVecsOf<V>;
+template <int V, int kVecs, typename acc_t>
+__device__ __forceinline__ void reduce_slots(acc_t (&acc)[kVecs][V], int vlanes, int group,
+                                             int live) {
   for (int off = vlanes; off < group; off <<= 1)
 #pragma unroll
     for (int j = 0; j < kVecs; ++j)
@@ -187,9 +193,8 @@ __device__ __forceinline__ void reduce_slots(acc_t (&acc)[kVecsOf<V>][V], int vl
 
 // Vector columns j of the tile starting at vector t0 that hold a vector of
 // the row for some lane (warp-uniform).
-template <int V>
+template <int kVecs>
 __device__ __forceinline__ int live_columns(int64_t t0, int vlanes, int64_t nvec) {
-  constexpr int kVecs = kVecsOf<V>;
   const int64_t left = (nvec - t0 + vlanes - 1) / vlanes;
   return left < kVecs ? static_cast<int>(left) : kVecs;
 }
@@ -207,10 +212,10 @@ constexpr int log2_of(int n) { return n > 1 ? 1 + log2_of(n / 2) : 0; }
 // sums. On the H200 this took the products-like fp32 F=32 SpMM from 5.5 to
 // 5.0 ms, but ran bf16 (N = 32) 2.5-5x slower (call67-69), so 16-bit rows
 // keep reduce_slots (uses_halving). Every lane of the warp must call it.
-template <int V, typename acc_t>
-__device__ __forceinline__ int reduce_scatter_slots(acc_t (&acc)[kVecsOf<V>][V], int vlanes,
+template <int V, int kVecs, typename acc_t>
+__device__ __forceinline__ int reduce_scatter_slots(acc_t (&acc)[kVecs][V], int vlanes,
                                                     int group, int slot, int& first) {
-  constexpr int N = kVecsOf<V> * V, kLevels = log2_of(N);
+  constexpr int N = kVecs * V, kLevels = log2_of(N);
   int kept = N, level = 0;
   first = 0;
   // An affine level loop, so it unrolls and every acc index is a constant.
@@ -239,12 +244,12 @@ __device__ __forceinline__ int reduce_scatter_slots(acc_t (&acc)[kVecsOf<V>][V],
 // Calls store(vector index, element, sum) for each sum this lane kept after
 // reduce_scatter_slots (vectors past the row's end skipped): flat index
 // j * V + i of lane vl's values is element i of vector t0 + vl + j * vlanes.
-template <int V, typename acc_t, typename Store>
-__device__ __forceinline__ void for_kept(const acc_t (&acc)[kVecsOf<V>][V], int kept,
+template <int V, int kVecs, typename acc_t, typename Store>
+__device__ __forceinline__ void for_kept(const acc_t (&acc)[kVecs][V], int kept,
                                          int first, int64_t t0, int vl, int vlanes,
                                          int64_t nvec, Store store) {
 #pragma unroll
-  for (int p = 0; p < kVecsOf<V> * V; ++p) {
+  for (int p = 0; p < kVecs * V; ++p) {
     if (p >= kept) break;
     const int idx = first + p;
     const int64_t vi = t0 + vl + static_cast<int64_t>(idx / V) * vlanes;
@@ -255,19 +260,19 @@ __device__ __forceinline__ void for_kept(const acc_t (&acc)[kVecsOf<V>][V], int 
 // Whether a group reduces by halving (see above): not 16-bit vectors, lanes
 // of at most 16 values, at least 8 slots. With 4 slots (fp32 F=128) halving
 // measured 5% slower on the hub-skewed graph (3.19 vs 3.03 ms, call67-69).
-template <int V>
+template <int V, int kVecs>
 __device__ __forceinline__ bool uses_halving(int slots) {
-  return V != 8 && kVecsOf<V> * V <= 16 && slots >= 8;
+  return V != 8 && kVecs * V <= 16 && slots >= 8;
 }
 
-template <bool kWeighted, typename scalar_t, typename index_t, int V>
-__global__ void __launch_bounds__(kThreads, kMinBlocksOf<scalar_t>)
+template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
+          int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
 spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__ col,
                  const scalar_t* __restrict__ value, const scalar_t* __restrict__ x,
                  scalar_t* __restrict__ out, int64_t R, int64_t F, int64_t heads,
                  bool mean, Layout layout, int64_t skip_above) {
   using acc_t = at::opmath_type<scalar_t>;
-  constexpr int kVecs = kVecsOf<V>;
   const int group = layout.group, vlanes = layout.vlanes;
   const int lane = threadIdx.x & 31;
   const int sub = lane % group, vl = sub % vlanes, slot = sub / vlanes;
@@ -300,7 +305,7 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
       accumulate<kWeighted, scalar_t, index_t, V>(col, value, x, F, C, heads, e0 + slot,
                                                   e1, group / vlanes, t0 + vl, vlanes,
                                                   nvec, acc);
-      if (uses_halving<V>(group / vlanes)) {
+      if (uses_halving<V, kVecs>(group / vlanes)) {
         int first;
         const int kept = reduce_scatter_slots<V>(acc, vlanes, group, slot, first);
         if (!active || slot >= kVecs * V / kept) continue;
@@ -309,7 +314,7 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
                       out[r * F + vi * V + i] = static_cast<scalar_t>(sum * scale);
                     });
       } else {
-        reduce_slots<V>(acc, vlanes, group, live_columns<V>(t0, vlanes, nvec));
+        reduce_slots<V>(acc, vlanes, group, live_columns<kVecs>(t0, vlanes, nvec));
         if (!active || slot != 0) continue;
 #pragma unroll
         for (int j = 0; j < kVecs; ++j) {
@@ -332,14 +337,15 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
 // partial[c]; spmm_hub_combine_kernel then adds each row's chunks in order.
 // A row of 300,000 non-zeros thus spreads over many blocks (AutoSAGE's
 // CTA-per-hub split, refined for rows too long for one block).
-template <bool kWeighted, typename scalar_t, typename index_t, int V>
-__global__ void __launch_bounds__(kThreads, kMinBlocksOf<scalar_t>)
+template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
+          int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
 spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ value,
                 const scalar_t* __restrict__ x, const int64_t* __restrict__ chunks,
                 int64_t num_chunks, int64_t F, int64_t heads, int vlanes,
                 at::opmath_type<scalar_t>* __restrict__ partial) {
   using acc_t = at::opmath_type<scalar_t>;
-  constexpr int kWarps = kThreads / 32, kVecs = kVecsOf<V>;
+  constexpr int kWarps = kThreads / 32;
   __shared__ acc_t part[kWarps][32 * kVecs * V];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int vl = lane % vlanes, slot = lane / vlanes, slots = 32 / vlanes;
@@ -353,7 +359,7 @@ spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ va
           t0 + vl, vlanes, nvec, acc);
       // part[warp][(j * vlanes + vl) * V + i] is element i of vector
       // t0 + j * vlanes + vl, i.e. feature t0 * V + that index.
-      if (uses_halving<V>(slots)) {
+      if (uses_halving<V, kVecs>(slots)) {
         int first;
         const int kept = reduce_scatter_slots<V>(acc, vlanes, 32, slot, first);
         if (slot < kVecs * V / kept)
@@ -362,7 +368,7 @@ spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ va
                         part[warp][(vi - t0) * V + i] = sum;
                       });
       } else {
-        reduce_slots<V>(acc, vlanes, 32, live_columns<V>(t0, vlanes, nvec));
+        reduce_slots<V>(acc, vlanes, 32, live_columns<kVecs>(t0, vlanes, nvec));
         if (slot == 0)
 #pragma unroll
           for (int j = 0; j < kVecs; ++j)
@@ -428,25 +434,26 @@ bool concurrent_hub_chunks() {
 }
 
 // Lanes across vectors: `lanes` if given (the scheduler probes layouts),
-// else enough that kVecsOf<V> vectors each cover the row; at most the group. The
+// else enough that kVecs vectors each cover the row; at most the group. The
 // rest of the group splits the non-zeros.
-template <int V>
+template <int kVecs>
 int vector_lanes(int64_t nvec, int group, int64_t lanes) {
   if (lanes > 0) return static_cast<int>(std::min<int64_t>(lanes, group));
   int v = 1;
-  while (v < group && static_cast<int64_t>(v) * kVecsOf<V> < nvec) v <<= 1;
+  while (v < group && static_cast<int64_t>(v) * kVecs < nvec) v <<= 1;
   return v;
 }
 
-template <bool kWeighted, typename scalar_t, typename index_t, int V>
-void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
+template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
+          int kMinBlocks>
+void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
             const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
             SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
             int64_t lanes) {
   const int64_t R = rowptr.numel() - 1, F = x.size(1), nvec = F / V;
   // 'subwarp' and 'hub-subwarp' pack 4 rows per warp (8 lanes each).
   const int group = packs_rows(variant) ? kSubwarpLanes : 32;
-  const Layout layout{group, vector_lanes<V>(nvec, group, lanes)};
+  const Layout layout{group, vector_lanes<kVecs>(nvec, group, lanes)};
   const at::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream();
   const cudaStream_t stream = main.stream();
   const scalar_t* vp = kWeighted ? value.data_ptr<scalar_t>() : nullptr;
@@ -475,16 +482,16 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
       forked.record(main);
       forked.block(*side);
     }
-    spmm_hub_kernel<kWeighted, scalar_t, index_t, V>
+    spmm_hub_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks>
         <<<hub_blocks, kThreads, 0, side ? side->stream() : stream>>>(
             col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(),
-            hub_chunks.data_ptr<int64_t>(), K, F, heads, vector_lanes<V>(nvec, 32, lanes),
+            hub_chunks.data_ptr<int64_t>(), K, F, heads, vector_lanes<kVecs>(nvec, 32, lanes),
             partial.data_ptr<acc_t>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (side) joined.record(*side);
   }
   if (R > 0) {
-    spmm_rows_kernel<kWeighted, scalar_t, index_t, V>
+    spmm_rows_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks>
         <<<grid_blocks(warps, kThreads / 32, 64), kThreads, 0, stream>>>(
             rowptr.data_ptr<int64_t>(), col.data_ptr<index_t>(), vp,
             x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), R, F, heads, mean,
@@ -498,6 +505,24 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
         partial.data_ptr<acc_t>(), out.data_ptr<scalar_t>(), F, mean);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
+}
+
+// The variant's family picks the tuning (instantiations with equal tunings
+// are one).
+template <bool kWeighted, typename scalar_t, typename index_t, int V>
+void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
+            const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
+            SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
+            int64_t lanes) {
+  auto run = [&](auto hub_split) {
+    using T = Tuning<scalar_t, V, decltype(hub_split)::value>;
+    launch_tuned<kWeighted, scalar_t, index_t, V, T::vecs, T::min_blocks>(
+        rowptr, col, value, x, out, heads, mean, variant, hub_threshold, hub_chunks, lanes);
+  };
+  if (splits_hubs(variant))
+    run(std::true_type{});
+  else
+    run(std::false_type{});
 }
 
 bool aligned(const at::Tensor& t, int64_t bytes) {
