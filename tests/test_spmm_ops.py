@@ -940,6 +940,37 @@ def test_spmm_lane_layouts_agree(variant, hub_threshold, lanes):
         torch.testing.assert_close(out.cpu(), expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16],
+                         ids=['float32', 'bfloat16'])
+@pytest.mark.parametrize('variant,hub_threshold', [('warp', -1), ('subwarp', -1),
+                                                   ('hub', 3)])
+@pytest.mark.parametrize('lanes', [8, 16, 32])
+def test_spmm_one_vector_kernels(dtype, variant, hub_threshold, lanes):
+    """Lanes that cover rows of >= 8 vectors run on the kernels of one
+    vector a lane (their own tuning: 'Tuning' in spmm_kernel.cu): weighted
+    and not, sum and mean, a huge row split into hub chunks, against the
+    CPU float32 reference; rows of fewer than 8 vectors (F = 16 and 32 in
+    bf16, 16 in float32) stay on the default kernels and agree too."""
+    g = torch.Generator().manual_seed(5)
+    row, col, R, N = coo('huge_row')
+    value = torch.randn(row.numel(), generator=g)
+    for weighted in (False, True):
+        graph = make_graph(row, col, R, N, value if weighted else None)
+        w = graph.value.to(dtype) if weighted else None
+        graph_d = CSRGraph(graph.rowptr.cuda(), graph.col.cuda(),
+                           w.cuda() if weighted else None, N)
+        ref_graph = CSRGraph(graph.rowptr, graph.col, w.float() if weighted else None, N)
+        for F in (16, 32, 64, 128, 256):
+            x = torch.randn(N, F, generator=g).to(dtype)
+            for reduce in ('sum', 'mean'):
+                expected = spmm(ref_graph, x.float(), reduce)
+                out = spmm(graph_d, x.cuda(), reduce, variant, hub_threshold, lanes=lanes)
+                assert out.dtype == dtype
+                torch.testing.assert_close(out.float().cpu(), expected,
+                                           **tol(dtype, graph))
+
+
 @pytest.mark.parametrize('lanes', [-1, 3, 64])
 def test_spmm_bad_lanes(lanes):
     row, col, R, N = coo(GRAPHS[0])

@@ -17,6 +17,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -51,11 +52,25 @@ constexpr int kSubwarpLanes = 8;
 //   3.54/4.85/7.98 with 4 vectors at 3 blocks, hub-skewed F=16 0.69 against
 //   0.78 ms (call83).
 // - Doubles keep 4 vectors and the compiler's choice.
-template <typename scalar_t, int V, bool kHubSplit>
+// - Layouts of one vector a lane (lanes >= vectors per row: the scheduler
+//   probes them) on rows of at least 8 vectors run on a kernel of one vector
+//   a lane, which drops the dead columns' registers, under 8 blocks (32
+//   registers), or 6 (40) for 16-bit 'warp'/'subwarp': bf16 F=128 took 1.43
+//   ms against 1.59 on Erdos-Renyi (1.68 at 8 blocks), 7.16 against 8.48 ms
+//   on the products-like graph (7.57 at 6); float32 F=64 on the hub-skewed
+//   graph 1.56 against 1.76 (call85). On rows of 2 or 4 vectors it lost
+//   (call86's probes, Reddit-like bf16: F=16 'hub' at 2 lanes 0.140 against
+//   0.113 ms, F=32 at 4 lanes 0.213 against 0.176).
+template <typename scalar_t, int V, bool kHubSplit, bool kOneVector>
 struct Tuning {
   static constexpr bool k16 = sizeof(scalar_t) == 2, k32 = sizeof(scalar_t) == 4;
-  static constexpr int vecs = (k16 && V == 8) || (k32 && V == 4 && kHubSplit) ? 2 : 4;
-  static constexpr int min_blocks = k16 ? 5 : !k32 ? 1 : vecs == 2 ? 6 : 3;
+  static constexpr int vecs =
+      kOneVector ? 1 : (k16 && V == 8) || (k32 && V == 4 && kHubSplit) ? 2 : 4;
+  static constexpr int min_blocks = !(k16 || k32) ? 1
+                                    : kOneVector  ? (k16 && !kHubSplit ? 6 : 8)
+                                    : k16         ? 5
+                                    : vecs == 2   ? 6
+                                                  : 3;
 };
 
 template <typename scalar_t, int V>
@@ -507,22 +522,33 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
   }
 }
 
-// The variant's family picks the tuning (instantiations with equal tunings
-// are one).
+// The variant's family and the lane layout pick the tuning (instantiations
+// with equal tunings are one).
 template <bool kWeighted, typename scalar_t, typename index_t, int V>
 void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
             const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
             SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
             int64_t lanes) {
-  auto run = [&](auto hub_split) {
-    using T = Tuning<scalar_t, V, decltype(hub_split)::value>;
+  const int64_t nvec = x.size(1) / V;
+  const int group = packs_rows(variant) ? kSubwarpLanes : 32;
+  // Given lanes across the vectors (capped at the group, of `group` lanes in
+  // the rows kernel and 32 in the hub kernel) that cover the row leave each
+  // lane one vector or none.
+  const bool one_vector = lanes > 0 && nvec >= 8 && std::min<int64_t>(lanes, group) >= nvec;
+  auto run = [&](auto hub_split, auto one) {
+    using T = Tuning<scalar_t, V, decltype(hub_split)::value, decltype(one)::value>;
     launch_tuned<kWeighted, scalar_t, index_t, V, T::vecs, T::min_blocks>(
         rowptr, col, value, x, out, heads, mean, variant, hub_threshold, hub_chunks, lanes);
   };
-  if (splits_hubs(variant))
-    run(std::true_type{});
+  const bool hubs = splits_hubs(variant);
+  if (hubs && one_vector)
+    run(std::true_type{}, std::true_type{});
+  else if (hubs)
+    run(std::true_type{}, std::false_type{});
+  else if (one_vector)
+    run(std::false_type{}, std::true_type{});
   else
-    run(std::false_type{});
+    run(std::false_type{}, std::false_type{});
 }
 
 bool aligned(const at::Tensor& t, int64_t bytes) {
