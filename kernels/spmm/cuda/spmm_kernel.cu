@@ -462,9 +462,9 @@ int vector_lanes(int64_t nvec, int group, int64_t lanes) {
 template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
           int kMinBlocks>
 void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
-            const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
-            SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
-            int64_t lanes) {
+                  const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
+                  SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
+                  int64_t lanes) {
   const int64_t R = rowptr.numel() - 1, F = x.size(1), nvec = F / V;
   // 'subwarp' and 'hub-subwarp' pack 4 rows per warp (8 lanes each).
   const int group = packs_rows(variant) ? kSubwarpLanes : 32;
