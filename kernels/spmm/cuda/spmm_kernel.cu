@@ -459,8 +459,10 @@ int vector_lanes(int64_t nvec, int group, int64_t lanes) {
   return v;
 }
 
-template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
-          int kMinBlocks>
+// kHubSplit: the variant is 'hub' or 'hub-subwarp' (only those instantiate
+// the chunk kernels).
+template <bool kWeighted, typename scalar_t, typename index_t, int V, bool kHubSplit,
+          int kVecs, int kMinBlocks>
 void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
                   const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
                   SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
@@ -472,7 +474,7 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
   const at::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream();
   const cudaStream_t stream = main.stream();
   const scalar_t* vp = kWeighted ? value.data_ptr<scalar_t>() : nullptr;
-  const int64_t skip = splits_hubs(variant) ? hub_threshold : -1;
+  const int64_t skip = kHubSplit ? hub_threshold : -1;
   const int64_t warps = (R + 32 / group - 1) / (32 / group);
   // The hub chunks run on a second stream, beside the light rows: each
   // kernel alone leaves the memory system idle (short rows wait on the chain
@@ -482,28 +484,30 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
   // combine, which writes the hub rows of `out`, joins them. (`partial` and
   // the inputs are freed to this stream, whose later work comes after the
   // join, so they need no record_stream.)
-  const int64_t K = splits_hubs(variant) ? hub_chunks.size(0) : 0;
+  const int64_t K = kHubSplit ? hub_chunks.size(0) : 0;
   using acc_t = at::opmath_type<scalar_t>;
   at::Tensor partial;
   at::cuda::CUDAEvent joined;
   const bool concurrent = K > 0 && R > 0 && concurrent_hub_chunks();
   const int64_t hub_blocks = grid_blocks(K, 1, 16);  // a block per chunk
-  if (K > 0) {
-    partial = at::empty({K, F}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
-    c10::optional<at::cuda::CUDAStream> side;
-    if (concurrent) {
-      side = at::cuda::getStreamFromPool(/*isHighPriority=*/false, main.device_index());
-      at::cuda::CUDAEvent forked;
-      forked.record(main);
-      forked.block(*side);
+  if constexpr (kHubSplit) {
+    if (K > 0) {
+      partial = at::empty({K, F}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+      c10::optional<at::cuda::CUDAStream> side;
+      if (concurrent) {
+        side = at::cuda::getStreamFromPool(/*isHighPriority=*/false, main.device_index());
+        at::cuda::CUDAEvent forked;
+        forked.record(main);
+        forked.block(*side);
+      }
+      spmm_hub_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks>
+          <<<hub_blocks, kThreads, 0, side ? side->stream() : stream>>>(
+              col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(),
+              hub_chunks.data_ptr<int64_t>(), K, F, heads, vector_lanes<kVecs>(nvec, 32, lanes),
+              partial.data_ptr<acc_t>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      if (side) joined.record(*side);
     }
-    spmm_hub_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks>
-        <<<hub_blocks, kThreads, 0, side ? side->stream() : stream>>>(
-            col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(),
-            hub_chunks.data_ptr<int64_t>(), K, F, heads, vector_lanes<kVecs>(nvec, 32, lanes),
-            partial.data_ptr<acc_t>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if (side) joined.record(*side);
   }
   if (R > 0) {
     spmm_rows_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks>
@@ -513,12 +517,14 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
             layout, skip);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  if (K > 0) {
-    if (concurrent) joined.block(main);
-    spmm_hub_combine_kernel<scalar_t><<<hub_blocks, kThreads, 0, stream>>>(
-        rowptr.data_ptr<int64_t>(), hub_chunks.data_ptr<int64_t>(), K,
-        partial.data_ptr<acc_t>(), out.data_ptr<scalar_t>(), F, mean);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if constexpr (kHubSplit) {
+    if (K > 0) {
+      if (concurrent) joined.block(main);
+      spmm_hub_combine_kernel<scalar_t><<<hub_blocks, kThreads, 0, stream>>>(
+          rowptr.data_ptr<int64_t>(), hub_chunks.data_ptr<int64_t>(), K,
+          partial.data_ptr<acc_t>(), out.data_ptr<scalar_t>(), F, mean);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
   }
 }
 
@@ -536,8 +542,9 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
   // lane one vector or none.
   const bool one_vector = lanes > 0 && nvec >= 8 && std::min<int64_t>(lanes, group) >= nvec;
   auto run = [&](auto hub_split, auto one) {
-    using T = Tuning<scalar_t, V, decltype(hub_split)::value, decltype(one)::value>;
-    launch_tuned<kWeighted, scalar_t, index_t, V, T::vecs, T::min_blocks>(
+    constexpr bool kHubSplit = decltype(hub_split)::value;
+    using T = Tuning<scalar_t, V, kHubSplit, decltype(one)::value>;
+    launch_tuned<kWeighted, scalar_t, index_t, V, kHubSplit, T::vecs, T::min_blocks>(
         rowptr, col, value, x, out, heads, mean, variant, hub_threshold, hub_chunks, lanes);
   };
   const bool hubs = splits_hubs(variant);
