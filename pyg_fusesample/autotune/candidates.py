@@ -63,12 +63,11 @@ def shortlist(stats: Dict[str, float], F: int, dtype: torch.dtype,
         return [Candidate(v) for v in KERNELS.get(device_type, ())]
     # Lane layouts per row kernel: the default (4 vectors per lane; 2 for
     # 16-bit types and for float32 in the hub-split kernels; the rest of the
-    # lanes on non-zeros), one vector per lane
-    # (wider coalesced rows, fewer non-zeros in flight) and, when there is
-    # room, the one between (on the H200 it won bf16 F=128, 11.7 vs 12.9 ms
-    # on the products-like graph, call39, when bf16 lanes held 4 vectors).
-    # Which wins depends on F, the dtype and the degree profile, so it is
-    # probed rather than guessed.
+    # lanes on non-zeros), one vector per lane (wider coalesced rows, fewer
+    # non-zeros in flight) and, when there is room, the one between (on the
+    # H200 it won bf16 F=128, 11.7 vs 12.9 ms on the products-like graph,
+    # call39, when bf16 lanes held 4 vectors). Which wins depends on F, the
+    # dtype and the degree profile, so it is probed rather than guessed.
     out = [Candidate('warp', l) for l in _lane_layouts(F, dtype, hub_split=False)]
     if F <= SUBWARP_MAX_F:
         out.append(Candidate('subwarp'))
@@ -100,14 +99,12 @@ def _lane_layouts(F: int, dtype: torch.dtype, hub_split: bool) -> List[Dict]:
 
 
 def _vectors_per_lane(F: int, dtype: torch.dtype, hub_split: bool) -> int:
-    # The kernel's Tuning::vecs: 2 for 16-byte vectors of a 16-bit type, and
-    # of float32 in the hub-split kernels; else 4.
+    # The kernel's Tuning::vecs: on the 16-byte vector path, 2 for a 16-bit
+    # type, and for float32 in the hub-split kernels; else 4.
     size = torch.empty((), dtype=dtype).element_size()
-    if size == 2 and F % 8 == 0:
-        return 2
-    if size == 4 and F % 4 == 0 and hub_split:
-        return 2
-    return 4
+    if F % (16 // size) != 0:  # scalar path (the kernel's rule, as _vectors)
+        return 4
+    return 2 if size == 2 or (size == 4 and hub_split) else 4
 
 
 def _default_lanes(F: int, dtype: torch.dtype, hub_split: bool = False) -> int:

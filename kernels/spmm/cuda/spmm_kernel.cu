@@ -42,8 +42,8 @@ constexpr int kSubwarpLanes = 8;
 // H200 (scripts/device/spmm_min_blocks.py):
 // - 16-bit lanes hold 2 16-byte vectors (16 accumulators; 4 cost 80-104
 //   registers, call73; scalar rows keep 4 values) under a cap of 5 blocks,
-//   48 registers: products-like bf16 F=128
-//   took 8.6 ms at 5 blocks, 9.1 at 4, 10.6 at 3 (call81).
+//   48 registers: products-like bf16 F=128 took 8.6 ms at 5 blocks, 9.1 at
+//   4, 10.6 at 3 (call81).
 // - 32-bit lanes in 'warp' and 'subwarp' hold 4 vectors under 3 blocks (80
 //   registers; left to itself nvcc moved between builds from 80 to 84-86,
 //   2 blocks: products-like F=32 5.9 ms instead of 4.9, call81). With 2
