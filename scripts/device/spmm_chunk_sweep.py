@@ -6,7 +6,10 @@ hub chunks left out: what the call would cost if the hubs were free) and
 cuSPARSE. Median of 20 synchronised calls.
 
     python scripts/device/spmm_chunk_sweep.py
+    SWEEP_CHUNKS=2048,4096 python scripts/device/spmm_chunk_sweep.py
 """
+import os
+
 import torch
 
 from pyg_fusesample.bench import timing
@@ -15,7 +18,7 @@ from pyg_fusesample.ops.spmm import spmm_cusparse
 from pyg_fusesample.sparse import CSRGraph
 
 _ops = torch.ops.fusesample
-CHUNKS = (512, 1024, 2048, 4096, 8192, 16384)
+CHUNKS = [int(c) for c in os.environ.get('SWEEP_CHUNKS', '512,1024,2048,4096,8192,16384').split(',')]
 # (graph, dtype, F, variant, threshold, lanes)
 CONFIGS = [
     ('hub', torch.float32, 16, 'hub-subwarp', 80, 0),
