@@ -4,7 +4,10 @@ cuSPARSE's, with the hub split of the graph (rows and chunks over the
 threshold, their share of the non-zeros).
 
     python scripts/device/spmm_profile.py   # the configurations below
+    SPMM_PROFILE=products:float32:32:hub-subwarp:71:0,... python ...  # these instead
 """
+import os
+
 import torch
 from torch.profiler import ProfilerActivity, profile
 
@@ -25,6 +28,11 @@ CONFIGS = [
     ('products', torch.float32, 32, 'hub', 538, 0),
     ('products', torch.bfloat16, 128, 'hub', 538, 8),
 ]
+
+
+if os.environ.get('SPMM_PROFILE'):
+    CONFIGS = [(n, getattr(torch, d), int(f), v, int(t), int(l)) for n, d, f, v, t, l in
+               (c.split(':') for c in os.environ['SPMM_PROFILE'].split(','))]
 
 
 def median_ms(fn, reps=20):

@@ -12,9 +12,11 @@ loader's own lookahead off, and the model on 8 pre-sampled batches (the
 harness's floor); interleaved rounds, medians.
 
     python scripts/device/thread_probe.py   # products-like, [15, 10], batch 1024
+    THREAD_ROUNDS=5 python scripts/device/thread_probe.py
 """
 import contextlib
 import itertools
+import os
 import queue
 import statistics
 import threading
@@ -27,7 +29,8 @@ from pyg_fusesample.bench.runner import Bench
 from pyg_fusesample.bench.timing import pipelined_periods, warm_up_device
 from pyg_fusesample.datasets import get_dataset
 
-FANOUT, BATCH, WARMUP, STEPS, ROUNDS = [15, 10], 1024, 20, 60, 3
+FANOUT, BATCH, WARMUP, STEPS = [15, 10], 1024, 20, 60
+ROUNDS = int(os.environ.get("THREAD_ROUNDS", 3))
 
 data = get_dataset('products')
 bench = Bench(data, torch.device('cuda'), 0)
