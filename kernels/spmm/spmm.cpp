@@ -15,9 +15,9 @@
 //            'hub-subwarp' -- the same split with the light rows packed as
 //            in 'subwarp'; the CPU kernel is one kernel whatever the variant),
 //            hub_threshold, hub_rows [K, 3] int64: the chunks (row, begin,
-//            end) of every row with more than hub_threshold non-zeros and
-//            of no other row, a row's chunks adjacent (CSRGraph.hub_chunks;
-//            required by 'hub' and 'hub-subwarp'),
+//            end) of every row with more than hub_threshold non-zeros, a
+//            row's chunks adjacent (CSRGraph.hub_chunks; required by 'hub'
+//            and 'hub-subwarp'),
 //            lanes (CUDA: lanes across a row's feature vectors, a power of
 //            two <= 32; the rest of the row's lanes split its non-zeros; 0
 //            picks the fewest lanes that cover the row with 4 vectors each).

@@ -349,20 +349,17 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
 
 // Hub rows in chunks: hub_chunks[c] = (row, begin, end), chunks of a row
 // adjacent. A block per chunk: its warps split the chunk's non-zeros (each
-// warp one 32-lane group) and their partial sums meet in shared memory. A
-// row of one chunk is written to `out` right there; a longer row's chunks go
-// to partial[c], and spmm_hub_combine_kernel adds them in order. A row of
-// 300,000 non-zeros thus spreads over many blocks (AutoSAGE's CTA-per-hub
-// split, refined for rows too long for one block), while the many hubs that
-// fit one chunk skip the round trip through `partial` and the combine.
+// warp one 32-lane group), partial sums meet in shared memory and go to
+// partial[c]; spmm_hub_combine_kernel then adds each row's chunks in order.
+// A row of 300,000 non-zeros thus spreads over many blocks (AutoSAGE's
+// CTA-per-hub split, refined for rows too long for one block).
 template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
           int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-spmm_hub_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__ col,
-                const scalar_t* __restrict__ value, const scalar_t* __restrict__ x,
-                const int64_t* __restrict__ chunks, int64_t num_chunks, int64_t F,
-                int64_t heads, bool mean, int vlanes,
-                at::opmath_type<scalar_t>* __restrict__ partial, scalar_t* __restrict__ out) {
+spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ value,
+                const scalar_t* __restrict__ x, const int64_t* __restrict__ chunks,
+                int64_t num_chunks, int64_t F, int64_t heads, int vlanes,
+                at::opmath_type<scalar_t>* __restrict__ partial) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int kWarps = kThreads / 32;
   __shared__ acc_t part[kWarps][32 * kVecs * V];
@@ -396,37 +393,23 @@ spmm_hub_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__ 
       }
       __syncthreads();
       // The warps' partials meet in order (deterministic), a feature a thread.
-      // Where they go is worked out only here, so none of it is live across
-      // the gathers under the register cap.
-      const int64_t r = chunks[3 * c];
-      const bool alone = (c == 0 || chunks[3 * (c - 1)] != r) &&
-                         (c + 1 == num_chunks || chunks[3 * (c + 1)] != r);
-      acc_t scale = 1;
-      if (alone && mean) {
-        const int64_t deg = rowptr[r + 1] - rowptr[r];
-        if (deg > 0) scale = acc_t(1) / static_cast<acc_t>(deg);
-      }
       const int64_t width = tile * V < F - t0 * V ? tile * V : F - t0 * V;
       for (int64_t v = threadIdx.x; v < width; v += kThreads) {
         acc_t sum = 0;
 #pragma unroll
         for (int w = 0; w < kWarps; ++w) sum += part[w][v];
-        if (alone)
-          out[r * F + t0 * V + v] = static_cast<scalar_t>(sum * scale);
-        else
-          partial[c * F + t0 * V + v] = sum;
+        partial[c * F + t0 * V + v] = sum;
       }
       __syncthreads();
     }
   }
 }
 
-// A block per chunk that starts a row of several chunks (a row of one was
-// written by the hub kernel): the row's chunks summed in order. The run of
-// chunks is counted first, a window of a block's threads at a time, so the
-// sums' loads are independent (a loop that tested each chunk's row before
-// loading it took 80 us on a 147-chunk row, longer than the rest of the
-// kernel).
+// A block per chunk that starts its row: the row's chunks summed in order.
+// The run of chunks is counted first, a window of a block's threads at a
+// time, so the sums' loads are independent (a loop that tested each chunk's
+// row before loading it took 80 us on a 147-chunk row, longer than the rest
+// of the kernel).
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads)
 spmm_hub_combine_kernel(const int64_t* __restrict__ rowptr,
@@ -436,8 +419,7 @@ spmm_hub_combine_kernel(const int64_t* __restrict__ rowptr,
   using acc_t = at::opmath_type<scalar_t>;
   for (int64_t c = blockIdx.x; c < num_chunks; c += gridDim.x) {
     const int64_t r = chunks[3 * c];
-    if ((c > 0 && chunks[3 * (c - 1)] == r) || c + 1 == num_chunks || chunks[3 * (c + 1)] != r)
-      continue;
+    if (c > 0 && chunks[3 * (c - 1)] == r) continue;
     // A row's chunks are adjacent, so the matches in a window are a prefix.
     int64_t n = 0;
     for (int64_t w = c;; w += blockDim.x) {
@@ -499,11 +481,10 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
   // kernel alone leaves the memory system idle (short rows wait on the chain
   // rowptr -> col -> x, chunks on their block reductions), and serially
   // each also paid the other's tail. The rows kernel skips the hub rows and
-  // the chunks write only `partial` and the hub rows of `out`, so the two
-  // are independent; the combine, which writes the hub rows of several
-  // chunks, joins them. (`out`, `partial` and the inputs are freed to this
-  // stream, whose later work comes after the join, so they need no
-  // record_stream.)
+  // the chunks write only `partial`, so the two are independent; the
+  // combine, which writes the hub rows of `out`, joins them. (`partial` and
+  // the inputs are freed to this stream, whose later work comes after the
+  // join, so they need no record_stream.)
   const int64_t K = kHubSplit ? hub_chunks.size(0) : 0;
   using acc_t = at::opmath_type<scalar_t>;
   at::Tensor partial;
@@ -522,10 +503,9 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
       }
       spmm_hub_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks>
           <<<hub_blocks, kThreads, 0, side ? side->stream() : stream>>>(
-              rowptr.data_ptr<int64_t>(), col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(),
-              hub_chunks.data_ptr<int64_t>(), K, F, heads, mean,
-              vector_lanes<kVecs>(nvec, 32, lanes), partial.data_ptr<acc_t>(),
-              out.data_ptr<scalar_t>());
+              col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(),
+              hub_chunks.data_ptr<int64_t>(), K, F, heads, vector_lanes<kVecs>(nvec, 32, lanes),
+              partial.data_ptr<acc_t>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       if (side) joined.record(*side);
     }
