@@ -244,6 +244,101 @@ def test_prefetch_equals_plain():
         FusedNeighborLoader(data.cpu(), prefetch=True, **kw)
 
 
+@pytest.mark.parametrize('fused', [True, False])
+def test_prefetch_thread_equals_plain(fused):
+    """prefetch='thread' (batches assembled on a background thread) hands
+    out the batches of the plain path, in order, also after an epoch
+    abandoned half-way, whose thread then stops; with per-hop sampling too
+    (no warning: the hops' waits block only the thread)."""
+    import warnings
+    from torch_geometric.data import Data
+    from pyg_fusesample import FusedNeighborLoader
+    ei, *_ = graph(num_nodes=2000, num_edges=30000)
+    data = Data(x=torch.randn(2000, 16), y=torch.randint(0, 5, (2000, )),
+                edge_index=ei).to('cuda')
+    kw = dict(num_neighbors=[10, 5], batch_size=100, shuffle=True, seed=3,
+              fused=fused)
+    plain = FusedNeighborLoader(data, prefetch=False, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        threaded = FusedNeighborLoader(data, prefetch='thread', **kw)
+    assert threaded.prefetch == 'thread'
+    for epoch in range(3):
+        if epoch == 1:  # abandoned after one batch, on both
+            next(iter(plain))
+            it = iter(threaded)
+            assert len(it) == len(plain)
+            next(it)
+            thread = it.thread
+            del it  # the iterator's collection stops its thread
+            thread.join(timeout=5)
+            assert not thread.is_alive()
+        a, b = list(plain), list(threaded)
+        assert len(a) == len(b) == len(plain)
+        for x, y in zip(a, b):
+            for key in ('x', 'y', 'edge_index', 'n_id', 'e_id', 'input_id'):
+                assert torch.equal(x[key], y[key]), key
+            assert x.num_sampled_nodes == y.num_sampled_nodes
+            assert x.num_sampled_edges == y.num_sampled_edges
+
+
+def test_prefetch_thread_on_the_consumers_stream():
+    """The thread enqueues a batch's work on the stream that was current when
+    iteration started (a side stream here), and close() stops it early."""
+    from torch_geometric.data import Data
+    from pyg_fusesample import FusedNeighborLoader
+    ei, *_ = graph(num_nodes=2000, num_edges=30000)
+    data = Data(x=torch.randn(2000, 16), edge_index=ei).to('cuda')
+    kw = dict(num_neighbors=[10, 5], batch_size=100, seed=5)
+    expected = list(FusedNeighborLoader(data, prefetch=False, **kw))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        # a long kernel on the side stream holds back the thread's first
+        # read-back of sampled sizes, and so the first batch
+        torch.cuda._sleep(1_000_000_000)  # >= 0.5 s at <= 2 GHz
+        it = iter(FusedNeighborLoader(data, prefetch='thread', **kw))
+        start = time.perf_counter()
+        first = next(it)
+        assert time.perf_counter() - start > 0.3
+        got = [first] + list(it)
+    torch.cuda.current_stream().wait_stream(side)
+    assert len(got) == len(expected)
+    for x, y in zip(expected, got):
+        assert torch.equal(x.edge_index, y.edge_index)
+        assert torch.equal(x.x, y.x)
+    it = iter(FusedNeighborLoader(data, prefetch='thread', **kw))
+    next(it)
+    it.close()
+    assert not it.thread.is_alive()
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+def test_prefetch_thread_raises_in_order():
+    """An error while a batch is assembled on the thread reaches the
+    consumer at that batch, after the batches before it."""
+    from torch_geometric.data import Data
+    from pyg_fusesample import FusedNeighborLoader
+    ei, *_ = graph(num_nodes=2000, num_edges=30000)
+    data = Data(x=torch.randn(2000, 16), edge_index=ei).to('cuda')
+    calls = []
+
+    def transform(batch):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyError('third batch')
+        return batch
+
+    it = iter(FusedNeighborLoader(data, num_neighbors=[5], batch_size=100,
+                                  prefetch='thread', transform=transform))
+    next(it), next(it)
+    with pytest.raises(KeyError, match='third batch'):
+        next(it)
+    with pytest.raises(StopIteration):
+        next(it)
+
+
 def test_async_sample_collected_on_another_stream():
     """A sample enqueued on a side stream and collected on the default one
     (wait() then marks its buffers as used by the collecting stream) equals

@@ -504,6 +504,11 @@ def small_data():
      'weight_attr'),
     (dict(num_neighbors=[5], input_time=torch.zeros(50)),
      NotImplementedError, 'input_time'),
+    (dict(num_neighbors=[5], prefetch='threads'), ValueError, 'prefetch'),
+    (dict(num_neighbors=[5], prefetch=1), ValueError, 'prefetch'),
+    # both prefetch modes overlap GPU work: CPU data is refused
+    (dict(num_neighbors=[5], prefetch='thread'), ValueError, 'CUDA'),
+    (dict(num_neighbors=[5], prefetch=True), ValueError, 'CUDA'),
 ])
 def test_bad_arguments(kwargs, exc, match):
     data = small_data()

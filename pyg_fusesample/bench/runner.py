@@ -21,7 +21,8 @@ Variants: pyg (NeighborLoader, CPU data, torch_sparse), fused / per-hop
 (FusedNeighborLoader on GPU data, one launch vs one launch per phase),
 fused-prefetch (fused with prefetch=True, the GPU default: the next batch's
 sampling is enqueued as a batch is handed out), fused-sync (fused with
-prefetch=False), torch-gpu (plain PyTorch per-hop GPU sampler), model-only
+prefetch=False), fused-thread (fused with prefetch='thread': batches
+assembled on a background thread), torch-gpu (plain PyTorch per-hop GPU sampler), model-only
 (pre-sampled batches already on the GPU: the floor for the step).
 Synchronisation is of the stream the step runs on: work a loader overlaps
 on another stream is charged only where the step has to wait for it.
@@ -40,8 +41,8 @@ from .env_info import device_name, versions
 from .timing import pipelined_periods
 from .torch_gpu_sampler import TorchGPUSampler
 
-STEP_VARIANTS = ('pyg', 'fused', 'fused-prefetch', 'fused-sync', 'per-hop',
-                 'torch-gpu', 'model-only')
+STEP_VARIANTS = ('pyg', 'fused', 'fused-prefetch', 'fused-sync',
+                 'fused-thread', 'per-hop', 'torch-gpu', 'model-only')
 
 
 def _cycle(make):
@@ -80,11 +81,13 @@ class Bench:
             loader = self._pyg_loaders[key]
             return (b.to(self.device, non_blocking=True)
                     for b in _cycle(lambda: loader))
-        if variant in ('fused', 'per-hop', 'fused-prefetch', 'fused-sync'):
+        if variant in ('fused', 'per-hop', 'fused-prefetch', 'fused-sync',
+                       'fused-thread'):
             # fused and per-hop take the loader's defaults (prefetch is on
             # for fused GPU sampling, off for per-hop).
             from ..loader import FusedNeighborLoader
-            prefetch = {'fused-prefetch': True, 'fused-sync': False}
+            prefetch = {'fused-prefetch': True, 'fused-sync': False,
+                        'fused-thread': 'thread'}
             loader = FusedNeighborLoader(
                 d, num_neighbors=fanout, batch_size=batch_size,
                 input_nodes=d.train_mask, shuffle=True, seed=self.seed,

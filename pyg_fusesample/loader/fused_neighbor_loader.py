@@ -1,4 +1,6 @@
 """FusedNeighborLoader: a drop-in for PyG's NeighborLoader."""
+import queue
+import threading
 import warnings
 from typing import Callable, Iterator, List, Optional, Tuple, Union
 
@@ -153,6 +155,91 @@ class _InProcessIterator:
         return out
 
 
+class _Producer:
+    # The state a background thread shares with _BackgroundIterator. The
+    # thread holds only this object, so dropping the iterator (an epoch
+    # abandoned half-way) lets it be collected, and its __del__ stops the
+    # thread.
+    _END = object()
+
+    def __init__(self, batches: _InProcessIterator, depth: int):
+        self.batches = batches
+        self.queue = queue.Queue(maxsize=depth)
+        self.stop = threading.Event()
+
+    def run(self, stream: 'torch.cuda.Stream'):
+        # Current streams are per thread: the batches go on the consumer's.
+        try:
+            with torch.cuda.stream(stream):
+                for batch in self.batches:
+                    if not self.put(batch):
+                        return
+        except BaseException as error:  # re-raised by the consumer, in order
+            self.put(error)
+        else:
+            self.put(self._END)
+
+    def put(self, item) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+
+class _BackgroundIterator:
+    # prefetch='thread': a daemon thread runs the plain in-process iterator
+    # and hands the batches over through a queue of `depth`. A training step
+    # that is bound by the host's launch rate cannot hide the host work of
+    # assembling a batch (sampling launch, size read-back, feature gathers,
+    # the Data) behind GPU work, so that work is moved off the training
+    # thread: PyTorch drops the GIL inside every op and for backward(), and
+    # the thread assembles batches in those gaps. The thread's waits for
+    # sampled sizes block only it. Batches are those of prefetch=False: the
+    # epoch's order and keys are drawn here, in the consumer's thread.
+    depth = 2
+
+    def __init__(self, loader: 'FusedNeighborLoader'):
+        batches = _InProcessIterator(loader, lookahead=False)
+        self.num_batches = len(batches)
+        self.producer = _Producer(batches, self.depth)
+        stream = torch.cuda.current_stream(loader.node_sampler.device)
+        self.thread = threading.Thread(target=self.producer.run,
+                                       args=(stream, ), daemon=True,
+                                       name='FusedNeighborLoader-prefetch')
+        self.thread.start()
+        self.done = False
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __next__(self):
+        if self.done:
+            raise StopIteration
+        item = self.producer.queue.get()
+        if item is _Producer._END or isinstance(item, BaseException):
+            self.done = True
+            self.thread.join()
+            if isinstance(item, BaseException):
+                raise item
+            raise StopIteration
+        return item
+
+    def close(self):
+        r"""Stops the thread (an epoch left before its end)."""
+        self.done = True
+        self.producer.stop.set()
+        self.thread.join()
+
+    def __del__(self):
+        self.producer.stop.set()
+
+
 class FusedNeighborLoader(NodeLoader):
     r"""A data loader that samples multi-hop neighbourhoods with fused C++
     (and, on GPUs, CUDA) kernels; a drop-in replacement for
@@ -198,12 +285,16 @@ class FusedNeighborLoader(NodeLoader):
         fused (bool): on a GPU, sample all hops in one kernel launch with
             one host sync per batch (default); ``False`` launches per phase
             with a sync per hop (the ablation baseline).
-        prefetch (bool, optional): on a GPU with ``num_workers=0``, enqueue
-            the next batch's sampling as the current batch is handed out and
-            read it one batch later, so the host never waits for a training
-            step and batch assembly overlaps the GPU's work. Batches are the
-            same as without it. (default: on when the graph is on a GPU,
-            ``fused=True`` and ``num_workers=0``)
+        prefetch (bool or str, optional): on a GPU with ``num_workers=0``,
+            enqueue the next batch's sampling as the current batch is handed
+            out and read it one batch later, so the host never waits for a
+            training step and batch assembly overlaps the GPU's work.
+            ``'thread'`` instead assembles batches on a background thread,
+            at most two ahead, on the stream current when iteration starts:
+            for training steps bound by the host's launch rate, whose host
+            time the batch assembly would otherwise add to. Batches are the
+            same in every mode. (default: ``True`` when the graph is on a
+            GPU, ``fused=True`` and ``num_workers=0``)
         batch_size (int): seeds per mini-batch. (default: ``1``)
         shuffle (bool): reshuffle seeds every epoch. (default: ``False``)
         drop_last (bool): drop the last incomplete batch.
@@ -231,7 +322,7 @@ class FusedNeighborLoader(NodeLoader):
         seed: Optional[int] = None,
         generator: Optional[torch.Generator] = None,
         fused: bool = True,
-        prefetch: Optional[bool] = None,
+        prefetch: Union[bool, str, None] = None,
         batch_size: int = 1,
         shuffle: bool = False,
         drop_last: bool = False,
@@ -303,19 +394,25 @@ class FusedNeighborLoader(NodeLoader):
         # one as NeighborLoader does (it only informs, nothing reads it).
         object.__setattr__(self, 'batch_size', batch_size)
         object.__setattr__(self, 'drop_last', drop_last)
+        if not (prefetch is None or isinstance(prefetch, bool)
+                or prefetch == 'thread'):
+            raise ValueError(f"'prefetch' must be True, False, None or "
+                             f"'thread', got {prefetch!r}")
         if prefetch is None:
             prefetch = (on_gpu and self.num_workers == 0
                         and neighbor_sampler.fused)
         elif prefetch and (not on_gpu or self.num_workers > 0):
-            raise ValueError("'prefetch=True' overlaps GPU sampling with "
-                             "training: it needs the graph on a CUDA device "
-                             "and num_workers=0")
-        elif prefetch and not neighbor_sampler.fused:
+            raise ValueError(f"'prefetch={prefetch!r}' overlaps GPU sampling "
+                             f"with training: it needs the graph on a CUDA "
+                             f"device and num_workers=0")
+        elif prefetch is True and not neighbor_sampler.fused:
             warnings.warn("'prefetch=True' with fused=False: the per-hop "
                           "sampler waits for the GPU at every hop, so the "
                           "next batch cannot be prepared ahead; sampling "
-                          "stays on the critical path", stacklevel=2)
-        self.prefetch = bool(prefetch)
+                          "stays on the critical path (prefetch='thread' "
+                          "moves those waits to a background thread)",
+                          stacklevel=2)
+        self.prefetch = prefetch if prefetch == 'thread' else bool(prefetch)
 
     def collate_fn(self, batch) -> Union[Data, object]:
         r"""Samples the subgraph of one mini-batch. :obj:`batch` is a
@@ -362,6 +459,8 @@ class FusedNeighborLoader(NodeLoader):
         return inputs
 
     def _get_iterator(self):
+        if self.num_workers == 0 and self.prefetch == 'thread':
+            return _BackgroundIterator(self)
         if self.num_workers == 0:
             return _InProcessIterator(self, lookahead=self.prefetch)
         return super()._get_iterator()
