@@ -291,13 +291,16 @@ def test_prefetch_thread_on_the_consumers_stream():
     data = Data(x=torch.randn(2000, 16), edge_index=ei).to('cuda')
     kw = dict(num_neighbors=[10, 5], batch_size=100, seed=5)
     expected = list(FusedNeighborLoader(data, prefetch=False, **kw))
+    # (built outside the side stream: the constructor checks the seeds' range,
+    # a host sync that would wait for the kernel below)
+    loader = FusedNeighborLoader(data, prefetch='thread', **kw)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         # a long kernel on the side stream holds back the thread's first
         # read-back of sampled sizes, and so the first batch
         torch.cuda._sleep(1_000_000_000)  # >= 0.5 s at <= 2 GHz
-        it = iter(FusedNeighborLoader(data, prefetch='thread', **kw))
+        it = iter(loader)
         start = time.perf_counter()
         first = next(it)
         assert time.perf_counter() - start > 0.3

@@ -22,7 +22,9 @@ Variants: pyg (NeighborLoader, CPU data, torch_sparse), fused / per-hop
 fused-prefetch (fused with prefetch=True, the GPU default: the next batch's
 sampling is enqueued as a batch is handed out), fused-sync (fused with
 prefetch=False), fused-thread (fused with prefetch='thread': batches
-assembled on a background thread), torch-gpu (plain PyTorch per-hop GPU sampler), model-only
+assembled on a background thread, so its loader_ms and sampled edges/s
+count only the hand-over of a batch made ahead, not its sampling; compare
+its step times), torch-gpu (plain PyTorch per-hop GPU sampler), model-only
 (pre-sampled batches already on the GPU: the floor for the step).
 Synchronisation is of the stream the step runs on: work a loader overlaps
 on another stream is charged only where the step has to wait for it.
