@@ -122,16 +122,18 @@ class CSRGraph:
             self._cache[key] = (self.degree() > threshold).nonzero().view(-1)
         return self._cache[key]
 
-    def hub_chunks(self, threshold: int, chunk: int = 4096) -> Tensor:
+    def hub_chunks(self, threshold: int, chunk: int = 2048) -> Tensor:
         r"""``[K, 3]`` int64 ``(row, begin, end)``: the rows with more than
         :obj:`threshold` non-zeros cut into runs of at most :obj:`chunk`
         non-zeros, a row's chunks adjacent (cached; one host sync to size
         it): the work list of the ``'hub'`` SpMM variant.
 
-        (On an H200, chunks of 4096 ran 0.1-2.9% faster than 2048 in every
-        cell of ``scripts/device/spmm_chunk_sweep.py``, hub-skewed and
-        products-like, float32 and bfloat16; 8192 lost 13% on hub-skewed
-        bfloat16 F=128, call90-92.)"""
+        (On an H200, chunks of 4096 ran 0.1-2.9% faster than 2048 in the
+        cells of ``scripts/device/spmm_chunk_sweep.py``, call90-92, but in the
+        whole benchmark (call95) the scheduler's probe of hub-skewed bfloat16
+        F=256 at 32 lanes slowed from 0.69 to 0.83 ms, which moved its choice
+        to a kernel 6% slower, and Reddit-like bfloat16 F=16 took 5% longer;
+        2048 stays. 8192 lost 13% on hub-skewed bfloat16 F=128.)"""
         key = ('hub_chunks', int(threshold), int(chunk))
         if key not in self._cache:
             rows = self.hub_rows(threshold)
