@@ -32,6 +32,25 @@ def assert_same_sample(cpu, gpu):
             assert torch.equal(a, b.cpu()), name
 
 
+def gpu_loader_data(labels=False):
+    """A 2000-node generated graph with 16 features (and 5-class labels) on
+    the GPU: the loader tests' input."""
+    from torch_geometric.data import Data
+    ei, *_ = graph(num_nodes=2000, num_edges=30000)
+    y = torch.randint(0, 5, (2000, )) if labels else None
+    return Data(x=torch.randn(2000, 16), y=y, edge_index=ei).to('cuda')
+
+
+def assert_same_batches(a, b, keys=('x', 'y', 'edge_index', 'n_id', 'e_id')):
+    """Two loaders' epochs hand out equal batches, in order."""
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        for key in keys:
+            assert torch.equal(x[key], y[key]), key
+        assert x.num_sampled_nodes == y.num_sampled_nodes
+        assert x.num_sampled_edges == y.num_sampled_edges
+
+
 @pytest.mark.parametrize('fused', [True, False])
 @pytest.mark.parametrize('fanout,replace,disjoint', [
     ([15, 10], False, False),
@@ -218,11 +237,8 @@ def test_loader_on_gpu_data_equals_cpu():
 def test_prefetch_equals_plain():
     """Prefetching (the GPU default) hands out the batches of the plain path,
     also after an epoch abandoned half-way."""
-    from torch_geometric.data import Data
     from pyg_fusesample import FusedNeighborLoader
-    ei, *_ = graph(num_nodes=2000, num_edges=30000)
-    data = Data(x=torch.randn(2000, 16), y=torch.randint(0, 5, (2000, )),
-                edge_index=ei).to('cuda')
+    data = gpu_loader_data(labels=True)
     kw = dict(num_neighbors=[10, 5], batch_size=100, shuffle=True, seed=3)
     plain = FusedNeighborLoader(data, prefetch=False, **kw)
     ahead = FusedNeighborLoader(data, **kw)
@@ -231,12 +247,8 @@ def test_prefetch_equals_plain():
         if epoch == 1:  # abandoned after one batch, on both
             next(iter(plain)), next(iter(ahead))
         a, b = list(plain), list(ahead)
-        assert len(a) == len(b) == len(plain)
-        for x, y in zip(a, b):
-            for key in ('x', 'y', 'edge_index', 'n_id', 'e_id'):
-                assert torch.equal(x[key], y[key]), key
-            assert x.num_sampled_nodes == y.num_sampled_nodes
-            assert x.num_sampled_edges == y.num_sampled_edges
+        assert len(a) == len(plain)
+        assert_same_batches(a, b)
     with pytest.warns(UserWarning, match='per-hop'):
         FusedNeighborLoader(data, prefetch=True, fused=False, **kw)
     assert not FusedNeighborLoader(data, fused=False, **kw).prefetch
@@ -251,11 +263,8 @@ def test_prefetch_thread_equals_plain(fused):
     abandoned half-way, whose thread then stops; with per-hop sampling too
     (no warning: the hops' waits block only the thread)."""
     import warnings
-    from torch_geometric.data import Data
     from pyg_fusesample import FusedNeighborLoader
-    ei, *_ = graph(num_nodes=2000, num_edges=30000)
-    data = Data(x=torch.randn(2000, 16), y=torch.randint(0, 5, (2000, )),
-                edge_index=ei).to('cuda')
+    data = gpu_loader_data(labels=True)
     kw = dict(num_neighbors=[10, 5], batch_size=100, shuffle=True, seed=3,
               fused=fused)
     plain = FusedNeighborLoader(data, prefetch=False, **kw)
@@ -274,21 +283,16 @@ def test_prefetch_thread_equals_plain(fused):
             thread.join(timeout=60)  # (minutes under compute-sanitizer)
             assert not thread.is_alive()
         a, b = list(plain), list(threaded)
-        assert len(a) == len(b) == len(plain)
-        for x, y in zip(a, b):
-            for key in ('x', 'y', 'edge_index', 'n_id', 'e_id', 'input_id'):
-                assert torch.equal(x[key], y[key]), key
-            assert x.num_sampled_nodes == y.num_sampled_nodes
-            assert x.num_sampled_edges == y.num_sampled_edges
+        assert len(a) == len(plain)
+        assert_same_batches(a, b, ('x', 'y', 'edge_index', 'n_id', 'e_id',
+                                   'input_id'))
 
 
 def test_prefetch_thread_on_the_consumers_stream():
     """The thread enqueues a batch's work on the stream that was current when
     iteration started (a side stream here), and close() stops it early."""
-    from torch_geometric.data import Data
     from pyg_fusesample import FusedNeighborLoader
-    ei, *_ = graph(num_nodes=2000, num_edges=30000)
-    data = Data(x=torch.randn(2000, 16), edge_index=ei).to('cuda')
+    data = gpu_loader_data()
     kw = dict(num_neighbors=[10, 5], batch_size=100, seed=5)
     expected = list(FusedNeighborLoader(data, prefetch=False, **kw))
     # (built outside the side stream: the constructor checks the seeds' range,
@@ -321,10 +325,8 @@ def test_prefetch_thread_on_the_consumers_stream():
 def test_prefetch_thread_raises_in_order():
     """An error while a batch is assembled on the thread reaches the
     consumer at that batch, after the batches before it."""
-    from torch_geometric.data import Data
     from pyg_fusesample import FusedNeighborLoader
-    ei, *_ = graph(num_nodes=2000, num_edges=30000)
-    data = Data(x=torch.randn(2000, 16), edge_index=ei).to('cuda')
+    data = gpu_loader_data()
     calls = []
 
     def transform(batch):
@@ -365,10 +367,8 @@ def test_prefetch_does_not_wait_for_the_stream():
     """With prefetch, handing out a batch never waits for work queued before
     it: next() returns while a long kernel is still running. Without it the
     sampler's read-back waits for that kernel."""
-    from torch_geometric.data import Data
     from pyg_fusesample import FusedNeighborLoader
-    ei, *_ = graph(num_nodes=2000, num_edges=30000)
-    data = Data(x=torch.randn(2000, 16), edge_index=ei).to('cuda')
+    data = gpu_loader_data()
     stream = torch.cuda.current_stream()
     for prefetch in (True, False):
         it = iter(FusedNeighborLoader(data, num_neighbors=[10, 5],

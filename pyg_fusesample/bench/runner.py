@@ -45,6 +45,11 @@ from .torch_gpu_sampler import TorchGPUSampler
 
 STEP_VARIANTS = ('pyg', 'fused', 'fused-prefetch', 'fused-sync',
                  'fused-thread', 'per-hop', 'torch-gpu', 'model-only')
+# FusedNeighborLoader's `prefetch` per variant that sets it; fused and
+# per-hop take the loader's default (on for fused GPU sampling, off for
+# per-hop).
+_PREFETCH = {'fused-prefetch': True, 'fused-sync': False,
+             'fused-thread': 'thread'}
 
 
 def _cycle(make):
@@ -83,17 +88,12 @@ class Bench:
             loader = self._pyg_loaders[key]
             return (b.to(self.device, non_blocking=True)
                     for b in _cycle(lambda: loader))
-        if variant in ('fused', 'per-hop', 'fused-prefetch', 'fused-sync',
-                       'fused-thread'):
-            # fused and per-hop take the loader's defaults (prefetch is on
-            # for fused GPU sampling, off for per-hop).
+        if variant in ('fused', 'per-hop') or variant in _PREFETCH:
             from ..loader import FusedNeighborLoader
-            prefetch = {'fused-prefetch': True, 'fused-sync': False,
-                        'fused-thread': 'thread'}
             loader = FusedNeighborLoader(
                 d, num_neighbors=fanout, batch_size=batch_size,
                 input_nodes=d.train_mask, shuffle=True, seed=self.seed,
-                fused=variant != 'per-hop', prefetch=prefetch.get(variant))
+                fused=variant != 'per-hop', prefetch=_PREFETCH.get(variant))
             return _cycle(lambda: loader)
         if variant == 'torch-gpu':
             from ..sampler import build_csc

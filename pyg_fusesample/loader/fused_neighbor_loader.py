@@ -459,11 +459,11 @@ class FusedNeighborLoader(NodeLoader):
         return inputs
 
     def _get_iterator(self):
-        if self.num_workers == 0 and self.prefetch == 'thread':
+        if self.num_workers > 0:
+            return super()._get_iterator()
+        if self.prefetch == 'thread':
             return _BackgroundIterator(self)
-        if self.num_workers == 0:
-            return _InProcessIterator(self, lookahead=self.prefetch)
-        return super()._get_iterator()
+        return _InProcessIterator(self, lookahead=self.prefetch)
 
     def filter_fn(self, out):
         r"""Joins the sampled subgraph with the node and edge attributes,
