@@ -64,3 +64,34 @@ def test_append_rows_refuses_another_schema(tmp_path):
         csv.writer(f).writerow(COLUMNS[:-1])
     with pytest.raises(ValueError, match='other columns'):
         append_rows(str(old), [{'device': 'cpu'}])
+
+
+def test_rounds_interleave_and_compare_within_a_round(tmp_path):
+    """--rounds N measures every variant N times, in turn; each row's floor
+    is the model-only row of its own round, and the report adds the median
+    (min-max) of those ratios over the rounds."""
+    from pyg_fusesample.bench.__main__ import main
+    out = tmp_path / 'step.csv'
+    assert main(['step', '--graph', 'arxiv', '--scale', '0.005', '--device',
+                 'cpu', '--variants', 'fused', 'model-only', '--fanouts',
+                 '3,2', '--batch-sizes', '32', '--steps', '2', '--warmup',
+                 '1', '--rounds', '2', '--out', str(out)]) == 0
+    rows = read_rows(str(out))
+    assert [(r['round'], r['variant']) for r in rows] == [
+        ('0', 'fused'), ('0', 'model-only'), ('1', 'fused'),
+        ('1', 'model-only')]
+    for r in rows:
+        floor = rows[2 * int(r['round']) + 1]
+        assert r['model_ms'] == floor['step_ms']
+        assert r['pipelined_model_ms'] == floor['pipelined_step_ms']
+    report = (tmp_path / 'step.md').read_text()
+    assert 'fused (round 1)' in report
+    assert 'Median (min-max) over the interleaved rounds' in report
+    summary = report.split('own round:')[1]
+    assert summary.count('| fused | 0 | 2 |') == 1
+
+
+def test_rounds_must_be_positive():
+    from pyg_fusesample.bench.__main__ import main
+    with pytest.raises(SystemExit):
+        main(['step', '--rounds', '0'])

@@ -28,6 +28,13 @@ def _fanout(text: str):
     return [int(k) for k in text.split(',')]
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'must be >= 1, got {value}')
+    return value
+
+
 def _common(p, variants, out):
     p.add_argument('--graph', default='power_law_1m')
     p.add_argument('--scale', type=float, default=1.0)
@@ -61,6 +68,12 @@ def main(argv=None):
             'benchmarks/results/step.csv')
     _common(sub.add_parser('epoch', help='one epoch of loading'),
             ['fused'], 'benchmarks/results/epoch.csv')
+    for cmd in ('loader', 'step', 'epoch'):
+        sub.choices[cmd].add_argument(
+            '--rounds', type=_positive, default=1,
+            help='measure every variant of a setting this many times, in '
+                 'interleaved rounds (column round); each row is compared '
+                 'with the floor of its own round')
     _common(sub.add_parser('sage', help='FusedGraphSAGE vs PyG GraphSAGE '
                            'training steps (bench/sage_runner.py)'),
             ['pyg', 'fused-loader', 'fused-sage', 'fused-sage-emb'],
@@ -109,32 +122,36 @@ def main(argv=None):
     if args.cmd in ('sage', 'sage-curve'):
         from . import sage_runner
         return sage_runner.main(bench, name, args)
-    rows, settled = [], None
-    for fanout, bs, amp, variant in itertools.product(
-            args.fanouts, args.batch_sizes, args.amp, args.variants):
-        workers = args.num_workers if variant == 'pyg' else [0]
-        setting = (tuple(fanout), bs, amp)
+    rows = []
+    for fanout, bs, amp in itertools.product(args.fanouts, args.batch_sizes,
+                                             args.amp):
         if (args.cmd in ('loader', 'step') and args.settle_steps > 0
-                and setting != settled and bench.device.type == 'cuda'):
+                and bench.device.type == 'cuda'):
             # On host-bound GPU rows (a small model, call56/call62) the first
             # variant measured in a setting ran up to 1.7x slower, whatever
             # it was; untimed steps with the setting's shapes come first.
             run_row(bench, name, fanout, bs, amp == 'on', 'fused-sync', 0,
                     args.settle_steps, 0, train=args.cmd == 'step')
-            settled = setting
-        for nw in workers:
-            if args.cmd == 'epoch':
-                row = time_epoch(bench, name, fanout, bs, variant)
-            else:
-                row = run_row(bench, name, fanout, bs, amp == 'on', variant,
-                              nw, args.steps, args.warmup,
-                              train=args.cmd == 'step')
-            print(f"{name} [{row['fanout']}] b={bs} amp={row['amp']} "
-                  f"{row['variant']:>10} w={nw}: step {row['step_ms']} ms, "
-                  f"pipelined {row.get('pipelined_step_ms') or '-'} ms, "
-                  f"loader {row['loader_ms']} ms, "
-                  f"{row['sampled_edges_per_s']} edges/s", flush=True)
-            rows.append(row)
+        # Variants in turn, round after round: a drift of the machine
+        # (clocks, another tenant) then touches every variant alike, and the
+        # spread over rounds says how far one run can be trusted.
+        for rnd, variant in itertools.product(range(args.rounds),
+                                              args.variants):
+            for nw in (args.num_workers if variant == 'pyg' else [0]):
+                if args.cmd == 'epoch':
+                    row = time_epoch(bench, name, fanout, bs, variant)
+                else:
+                    row = run_row(bench, name, fanout, bs, amp == 'on',
+                                  variant, nw, args.steps, args.warmup,
+                                  train=args.cmd == 'step')
+                row['round'] = rnd
+                print(f"{name} [{row['fanout']}] b={bs} amp={row['amp']} "
+                      f"{row['variant']:>10} w={nw} round {rnd}: step "
+                      f"{row['step_ms']} ms, pipelined "
+                      f"{row.get('pipelined_step_ms') or '-'} ms, loader "
+                      f"{row['loader_ms']} ms, "
+                      f"{row['sampled_edges_per_s']} edges/s", flush=True)
+                rows.append(row)
     fill_model_ms(rows)
     append_rows(args.out, rows)
     base = os.path.splitext(args.out)[0]

@@ -8,8 +8,11 @@ COLUMNS = [
     'batch_size', 'amp', 'variant', 'num_workers', 'step_ms',
     'pipelined_step_ms', 'loader_ms', 'model_ms', 'pipelined_model_ms',
     'batches_per_s', 'sampled_edges_per_s', 'peak_mem_mb', 'transient_mem_mb',
-    'steps',
+    'steps', 'round',
 ]
+# 'round': the rows of a setting are measured in `--rounds` interleaved
+# rounds (every variant once per round, in turn), numbered from 0; a row's
+# model_ms is the floor of its own round.
 
 
 def append_rows(path: str, rows: Iterable[Dict]):

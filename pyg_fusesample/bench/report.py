@@ -1,12 +1,22 @@
 """Markdown tables (and PNG plots when matplotlib is present) from a CSV."""
+import statistics
 from collections import defaultdict
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from .csv_schema import read_rows
 
 
-def _key(r: Dict) -> tuple:
+def _setting(r: Dict) -> tuple:
     return (r['device'], r['graph'], r['fanout'], r['batch_size'], r['amp'])
+
+
+def _round(r: Dict) -> str:
+    # (files written before the harness had rounds lack the column)
+    return str(r.get('round') or 0)
+
+
+def _key(r: Dict) -> tuple:
+    return _setting(r) + (_round(r), )
 
 
 def _f(x: str, fmt: str) -> str:
@@ -16,11 +26,53 @@ def _f(x: str, fmt: str) -> str:
         return '-'
 
 
-def _over(r: Dict, column: str, floor_column: str) -> str:
+def _ratio(r: Dict, column: str, floor_column: str) -> Optional[float]:
     try:
-        return f"{float(r[column]) / float(r[floor_column]):.2f}"
+        return float(r[column]) / float(r[floor_column])
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
+def _over(r: Dict, column: str, floor_column: str) -> str:
+    ratio = _ratio(r, column, floor_column)
+    return '-' if ratio is None else f'{ratio:.2f}'
+
+
+def _spread(values: List[float]) -> str:
+    # median (min-max) over rounds
+    if not values:
         return '-'
+    return (f'{statistics.median(values):.2f} '
+            f'({min(values):.2f}-{max(values):.2f})')
+
+
+def rounds_summary(rows: List[Dict]) -> str:
+    """One line per (setting, variant, workers) of a run with several
+    rounds: the median (min-max) over rounds of each row's ratio to the
+    floor of its own round, synchronised and pipelined. Empty for a run of
+    one round."""
+    if len({_round(r) for r in rows}) < 2:
+        return ''
+    groups = defaultdict(list)
+    for r in rows:
+        groups[_setting(r) + (r['variant'], r['num_workers'])].append(r)
+    lines = ['| graph | fan-out | batch | amp | variant | workers | rounds | '
+             'pipelined step ms | step / model-only | '
+             'pipelined / model-only |', '|' + '---|' * 10]
+    for (_, graph, fanout, bs, amp, variant, nw), rs in groups.items():
+        def ratios(column, floor):
+            return [x for x in (_ratio(r, column, floor) for r in rs)
+                    if x is not None]
+        periods = [float(r['pipelined_step_ms']) for r in rs
+                   if r.get('pipelined_step_ms')]
+        median_ms = (f'{statistics.median(periods):.3f}' if periods
+                     else '-')
+        lines.append(
+            f'| {graph} | {fanout} | {bs} | {amp} | {variant} | {nw} | '
+            f'{len(rs)} | {median_ms} | '
+            f"{_spread(ratios('step_ms', 'model_ms'))} | "
+            f"{_spread(ratios('pipelined_step_ms', 'pipelined_model_ms'))} |")
+    return '\n'.join(lines) + '\n'
 
 
 def markdown(rows: List[Dict], baseline: str = 'pyg') -> str:
@@ -31,6 +83,7 @@ def markdown(rows: List[Dict], baseline: str = 'pyg') -> str:
     groups = defaultdict(list)
     for r in rows:
         groups[_key(r)].append(r)
+    rounds = len({_round(r) for r in rows}) > 1
     lines = ['| device | graph | fan-out | batch | amp | variant | workers | '
              'step ms | pipelined step ms | loader ms | step / model-only | '
              'pipelined / model-only | speed-up vs pyg | sampled edges/s | '
@@ -46,7 +99,8 @@ def markdown(rows: List[Dict], baseline: str = 'pyg') -> str:
             ratio = f'{base_ms / ms:.2f}x (w={base_w})' if base_ms else '-'
             lines.append(
                 f"| {r['device']} | {r['graph']} | {r['fanout']} | "
-                f"{r['batch_size']} | {r['amp']} | {r['variant']} | "
+                f"{r['batch_size']} | {r['amp']} | {r['variant']}"
+                f"{' (round ' + _round(r) + ')' if rounds else ''} | "
                 f"{r['num_workers']} | {ms:.3f} | "
                 f"{_f(r.get('pipelined_step_ms'), '.3f')} | "
                 f"{_f(r['loader_ms'], '.3f')} | "
@@ -59,8 +113,8 @@ def markdown(rows: List[Dict], baseline: str = 'pyg') -> str:
 
 
 def plot(rows: List[Dict], path: str) -> bool:
-    """Bar chart of batches/s per setting and variant; False without
-    matplotlib."""
+    """Bar chart of batches/s per setting and variant (the median over
+    rounds); False without matplotlib."""
     try:
         import matplotlib
         matplotlib.use('Agg')
@@ -79,7 +133,7 @@ def plot(rows: List[Dict], path: str) -> bool:
                      if (r['graph'], r['fanout'], r['batch_size'],
                          r['amp']) == s
                      and (r['variant'], r['num_workers']) == (variant, nw)]
-            ys.append(match[0] if match else 0.0)
+            ys.append(statistics.median(match) if match else 0.0)
         ax.bar([j + i * width for j in range(len(settings))], ys, width,
                label=f'{variant} ({nw} workers)')
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(settings))])
@@ -98,6 +152,10 @@ def write_report(csv_path: str, md_path: str, png_path: str = None) -> str:
     rows = read_rows(csv_path)
     text = (f'<!-- generated by `python -m pyg_fusesample.bench report` from '
             f'{csv_path.split("/")[-1]}; do not edit -->\n\n' + markdown(rows))
+    summary = rounds_summary(rows)
+    if summary:
+        text += ('\nMedian (min-max) over the interleaved rounds, each row '
+                 'against the floor of its own round:\n\n' + summary)
     with open(md_path, 'w') as f:
         f.write(text)
     if png_path:

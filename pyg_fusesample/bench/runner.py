@@ -228,9 +228,10 @@ def time_epoch(bench: Bench, graph: str, fanout: List[int], batch_size: int,
 
 def fill_model_ms(rows: List[Dict]):
     """model_ms (pipelined_model_ms) of every row = the model-only step_ms
-    (pipelined_step_ms) of the same setting."""
+    (pipelined_step_ms) of the same setting and round."""
     def key(r):
-        return r['graph'], r['fanout'], r['batch_size'], r['amp']
+        return (r['graph'], r['fanout'], r['batch_size'], r['amp'],
+                r.get('round', ''))
     for column, model_column in (('step_ms', 'model_ms'),
                                  ('pipelined_step_ms', 'pipelined_model_ms')):
         floor = {key(r): r.get(column, '') for r in rows
