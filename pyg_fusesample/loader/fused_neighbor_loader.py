@@ -201,15 +201,27 @@ class _BackgroundIterator:
     # epoch's order and keys are drawn here, in the consumer's thread.
     depth = 2
 
-    def __init__(self, loader: 'FusedNeighborLoader'):
+    @classmethod
+    def start(cls, loader: 'FusedNeighborLoader') -> '_BackgroundIterator':
+        # Everything that calls into PyTorch happens before the iterator
+        # exists, and its __init__ only stores: a frame that outlives these
+        # calls (under compute-sanitizer memcheck something kept a frame of
+        # the epoch's setup, and through its f_back the frame of the old
+        # __init__, call100) then holds no reference to the iterator, so
+        # dropping it still stops the thread.
         batches = _InProcessIterator(loader, lookahead=False)
-        self.num_batches = len(batches)
-        self.producer = _Producer(batches, self.depth)
+        producer = _Producer(batches, cls.depth)
         stream = torch.cuda.current_stream(loader.node_sampler.device)
-        self.thread = threading.Thread(target=self.producer.run,
-                                       args=(stream, ), daemon=True,
-                                       name='FusedNeighborLoader-prefetch')
-        self.thread.start()
+        thread = threading.Thread(target=producer.run, args=(stream, ),
+                                  daemon=True,
+                                  name='FusedNeighborLoader-prefetch')
+        thread.start()
+        return cls(producer, thread, len(batches))
+
+    def __init__(self, producer: _Producer, thread: threading.Thread,
+                 num_batches: int):
+        self.producer, self.thread = producer, thread
+        self.num_batches = num_batches
         self.done = False
 
     def __iter__(self):
@@ -462,7 +474,7 @@ class FusedNeighborLoader(NodeLoader):
         if self.num_workers > 0:
             return super()._get_iterator()
         if self.prefetch == 'thread':
-            return _BackgroundIterator(self)
+            return _BackgroundIterator.start(self)
         return _InProcessIterator(self, lookahead=self.prefetch)
 
     def filter_fn(self, out):
