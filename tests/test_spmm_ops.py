@@ -286,6 +286,44 @@ def test_spmm_raw_op_hub_chunks_cuda():
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')
+@pytest.mark.parametrize('variant', ['hub', 'hub-subwarp'])
+@pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16])
+def test_spmm_raw_op_light_rows_cuda(variant, dtype):
+    """The light rows taken in CSRGraph.light_rows' order (by length) or in
+    index order (no order given) give the CPU op's result, with empty rows,
+    rows at the threshold and hub rows; an order that skips a row leaves
+    that row alone, and ids out of range are skipped, not read."""
+    row, col, R, N = coo('huge_row')
+    graph = make_graph(row, col, R, N, torch.randn(row.numel()))
+    gd = to_device(graph, 'cuda')
+    for F, reduce in ((64, 'sum'), (33, 'mean'), (16, 'sum')):
+        x = torch.randn(N, F)
+        expected = ops.spmm(graph.rowptr, graph.col, graph.value, x.to(dtype),
+                            reduce).float()
+        xd = x.to('cuda', dtype)
+        for thr in (0, 3, 10, 10**6):
+            args = (gd.rowptr, gd.col, gd.value.to(dtype), xd, reduce, variant,
+                    thr, gd.hub_chunks(thr))
+            for light in (gd.light_rows(thr), None):
+                out = ops.spmm(*args, 0, light)
+                torch.testing.assert_close(out.float().cpu(), expected,
+                                           **tol(dtype, graph))
+    thr, x = 3, torch.randn(N, 16, device='cuda')
+    args = (gd.rowptr, gd.col, gd.value, x, 'sum', variant, thr,
+            gd.hub_chunks(thr), 0)
+    full = ops.spmm(*args, gd.light_rows(thr))
+    light = gd.light_rows(thr)
+    kept = light[1:]
+    bad = torch.cat([kept, torch.tensor([-1, R, 10**12], device='cuda')])
+    out = ops.spmm(*args, bad)
+    missing = int(light[0])
+    rest = torch.ones(R, dtype=torch.bool)
+    rest[missing] = False
+    torch.testing.assert_close(out[rest.cuda()], full[rest.cuda()])
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')
 @pytest.mark.parametrize('variant,hub_threshold', CUDA_VARIANTS)
 def test_spmm_bf16_cuda_matches_float64(variant, hub_threshold):
     """bf16 on CUDA against the float64 reference on the same bf16 inputs,
@@ -622,6 +660,8 @@ def test_opcheck(device):
         (rp, col, r(E), x, 'mean', 'warp', -1, None),
         (rp, col, r(E, 2), x, 'sum', 'subwarp', -1, None),
         (rp, col, r(E), x, 'sum', 'hub', 1, graph.hub_chunks(1, 2)),
+        (rp, col, r(E), x, 'sum', 'hub-subwarp', 1, graph.hub_chunks(1, 2), 0,
+         graph.light_rows(1)),
     ]
     for args in spmm_args:
         torch.library.opcheck(ops.spmm, args)
@@ -655,6 +695,13 @@ def test_spmm_bad_inputs(device):
         ((rp, col, value, x, 'max'), "'reduce'"),
         ((rp, col, value, x, 'sum', 'block'), "'variant'"),
         ((rp, col, value, x.long()), "'x'"),
+        ((rp, col, value, x, 'sum', 'warp', -1, None, 0,
+          torch.zeros(1, dtype=torch.int, device=device)), "'light_rows'"),
+        ((rp, col, value, x, 'sum', 'warp', -1, None, 0,
+          torch.zeros(1, 1, dtype=torch.long, device=device)), "'light_rows'"),
+        ((rp, col, value, x, 'sum', 'warp', -1, None, 0,
+          torch.zeros(rp.numel(), dtype=torch.long, device=device)),
+         "'light_rows'"),
     ]
     for args, match in cases:
         with pytest.raises(RuntimeError, match=match):
@@ -887,6 +934,22 @@ def test_csrgraph_hub_chunks(threshold, chunk):
         assert torch.equal(mine[1:, 1], mine[:-1, 2])
     assert graph.with_value(torch.ones(graph.nnz)).hub_chunks(
         threshold, chunk) is chunks
+
+
+@pytest.mark.parametrize('threshold', [-1, 0, 3, 10, 5000])
+def test_csrgraph_light_rows(threshold):
+    """Every row with at most `threshold` non-zeros, once, by non-zero
+    count with ties in index order; cached and shared by with_value."""
+    row, col, R, N = coo('huge_row')
+    graph = make_graph(row, col, R, N)
+    light = graph.light_rows(threshold)
+    deg = graph.degree()
+    assert light.dtype == torch.long and light.dim() == 1
+    assert sorted(light.tolist()) == (deg <= threshold).nonzero().view(-1).tolist()
+    key = deg[light] * (R + 1) + light  # (count, index) in increasing order
+    assert bool((key[1:] > key[:-1]).all())
+    assert graph.light_rows(threshold) is light
+    assert graph.with_value(torch.ones(graph.nnz)).light_rows(threshold) is light
 
 
 def test_csrgraph_hub_rows_and_stats():

@@ -20,7 +20,13 @@
 //            and 'hub-subwarp'),
 //            lanes (CUDA: lanes across a row's feature vectors, a power of
 //            two <= 32; the rest of the row's lanes split its non-zeros; 0
-//            picks the fewest lanes that cover the row with 4 vectors each).
+//            picks the fewest lanes that cover the row with 4 vectors each),
+//            light_rows [L] int64 (optional, 'hub' and 'hub-subwarp' on
+//            CUDA): every row with <= hub_threshold non-zeros, in the order
+//            the light-row kernel takes them (CSRGraph.light_rows: by
+//            non-zero count, so the rows that share a warp are about as
+//            long); not range-checked (that would cost a host sync), ids
+//            outside [0, R) are skipped; without it rows go in index order.
 //   output   [R, F] in x's dtype, accumulated in float32 (float64 stays).
 //   every variant computes the same sums; they differ in summation order
 //   only ('hub' splits a row over warps), so results agree to rounding.
@@ -37,7 +43,7 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "spmm(Tensor rowptr, Tensor col, Tensor? value, Tensor x, "
       "str reduce='sum', str variant='warp', int hub_threshold=-1, "
-      "Tensor? hub_rows=None, int lanes=0) -> Tensor");
+      "Tensor? hub_rows=None, int lanes=0, Tensor? light_rows=None) -> Tensor");
   m.def("sddmm(Tensor rowptr, Tensor col, Tensor a, Tensor b) -> Tensor");
   m.def("csr_softmax(Tensor rowptr, Tensor value) -> Tensor");
   m.def("csr_softmax_backward(Tensor rowptr, Tensor out, Tensor grad) -> Tensor");

@@ -76,6 +76,18 @@ inline int64_t check_spmm(const char* op, const at::Tensor& rowptr,
   return heads;
 }
 
+// spmm's optional light-row order: [L] int64 beside rowptr, at most one
+// entry per row (its values are not checked: that would cost a host sync).
+inline void check_light_rows(const char* op, const c10::optional<at::Tensor>& light_rows,
+                             const at::Tensor& rowptr) {
+  if (!light_rows.has_value()) return;
+  check_dtype(op, "light_rows", *light_rows, at::kLong);
+  check_same_device(op, "light_rows", *light_rows, "rowptr", rowptr);
+  TORCH_CHECK(light_rows->dim() == 1 && light_rows->numel() < rowptr.numel(), op,
+              ": 'light_rows' must be 1-dimensional with at most ", rowptr.numel() - 1,
+              " row ids (CSRGraph.light_rows), got shape ", light_rows->sizes());
+}
+
 // sddmm's inputs: [rows, C] or [rows, heads, C], one dtype, agreeing beyond
 // the first dimension; a's rows are the CSR's rows.
 inline void check_sddmm(const char* op, const at::Tensor& rowptr,

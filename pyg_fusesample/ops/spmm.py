@@ -25,10 +25,12 @@ HUB_VARIANTS = ('hub', 'hub-subwarp')  # rows above hub_threshold: blocks
 
 def _raw_spmm(graph: CSRGraph, value: Optional[Tensor], x: Tensor, reduce: str,
               variant: str, hub_threshold: int, lanes: int = 0) -> Tensor:
-    hub_rows = (graph.hub_chunks(hub_threshold) if variant in HUB_VARIANTS
-                else None)
+    hub_rows = light_rows = None
+    if variant in HUB_VARIANTS:
+        hub_rows = graph.hub_chunks(hub_threshold)
+        light_rows = graph.light_rows(hub_threshold)
     return _ops.spmm(graph.rowptr, graph.col, value, x, reduce, variant,
-                     hub_threshold, hub_rows, lanes)
+                     hub_threshold, hub_rows, lanes, light_rows)
 
 
 def _row_scale(graph: CSRGraph, dtype) -> Tensor:
@@ -182,7 +184,7 @@ def csr_attention(graph: CSRGraph, query: Tensor, key: Tensor,
 
 @torch.library.register_fake('fusesample::spmm')
 def _spmm_fake(rowptr, col, value, x, reduce='sum', variant='warp',
-               hub_threshold=-1, hub_rows=None, lanes=0):
+               hub_threshold=-1, hub_rows=None, lanes=0, light_rows=None):
     return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
 
 

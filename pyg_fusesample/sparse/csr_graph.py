@@ -86,7 +86,8 @@ class CSRGraph:
         g = CSRGraph(self.rowptr, self.col, value, self.num_cols)
         for key, item in self._cache.items():
             if key in ('degree', 'stats') or (
-                    isinstance(key, tuple) and key[0] in ('hub_rows', 'hub_chunks')):
+                    isinstance(key, tuple)
+                    and key[0] in ('hub_rows', 'hub_chunks', 'light_rows')):
                 g._cache[key] = item
         g._cache['structure'] = self._cache.setdefault('structure', {})
         return g
@@ -120,6 +121,19 @@ class CSRGraph:
         key = ('hub_rows', int(threshold))
         if key not in self._cache:
             self._cache[key] = (self.degree() > threshold).nonzero().view(-1)
+        return self._cache[key]
+
+    def light_rows(self, threshold: int) -> Tensor:
+        r"""The rows with at most :obj:`threshold` non-zeros as int64 ids,
+        ordered by non-zero count (ties in index order; cached per
+        threshold): the light-row kernel of the ``'hub'`` SpMM variants packs
+        rows in this order, so the rows that share a warp take about as many
+        passes (in index order a warp waits for its longest row)."""
+        key = ('light_rows', int(threshold))
+        if key not in self._cache:
+            deg = self.degree()
+            rows = (deg <= threshold).nonzero().view(-1)
+            self._cache[key] = rows[torch.argsort(deg[rows], stable=True)]
         return self._cache[key]
 
     def hub_chunks(self, threshold: int, chunk: int = 2048) -> Tensor:

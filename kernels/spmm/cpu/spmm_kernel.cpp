@@ -25,7 +25,10 @@ at::Tensor spmm_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                     c10::string_view reduce, c10::string_view variant,
                     int64_t /*hub_threshold: a CUDA variant's*/,
                     const c10::optional<at::Tensor>& /*hub_rows*/,
-                    int64_t lanes) {
+                    int64_t lanes,
+                    const c10::optional<at::Tensor>& light_rows) {
+  // light_rows orders the CUDA light-row kernel's work; checked, not used.
+  check_light_rows(kSpmm, light_rows, rowptr);
   TORCH_CHECK(lanes == 0 || (lanes > 0 && lanes <= 32 && (lanes & (lanes - 1)) == 0),
               kSpmm, ": 'lanes' must be 0 (automatic) or a power of two <= 32, got ", lanes);
   const int64_t heads = check_spmm(kSpmm, rowptr, col, value, x);

@@ -287,7 +287,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__ col,
                  const scalar_t* __restrict__ value, const scalar_t* __restrict__ x,
                  scalar_t* __restrict__ out, int64_t R, int64_t F, int64_t heads,
-                 bool mean, Layout layout, int64_t skip_above) {
+                 bool mean, Layout layout, int64_t skip_above,
+                 const int64_t* __restrict__ order, int64_t count) {
   using acc_t = at::opmath_type<scalar_t>;
   const int group = layout.group, vlanes = layout.vlanes;
   const int lane = threadIdx.x & 31;
@@ -295,25 +296,35 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
   const int64_t rows_per_warp = 32 / group;
   const int64_t warp = global_warp(), warps = warp_count();
   const int64_t nvec = F / V, C = F / heads, tile = static_cast<int64_t>(vlanes) * kVecs;
+  // Work item i is row i, or row order[i] when an order is given (the light
+  // rows by length: rows that share a warp then take about as many passes;
+  // in index order a warp waits for the longest of its rows, on the
+  // hub-skewed graph 2.2x the passes of sorted rows). -1: no row.
+  auto row_at = [&](int64_t i) -> int64_t {
+    if (i >= count) return -1;
+    const int64_t r = order != nullptr ? order[i] : i;
+    return r >= 0 && r < R ? r : -1;
+  };
   // The warp-uniform loop keeps every lane in the shuffles; a group without
   // a row (past the end, or a hub row left to the block kernel) adds zeros.
-  // The next row's extent is loaded while this row is summed: on short rows
-  // the chain rowptr -> col -> x is most of a row's time.
+  // The next item's row and extent are loaded while this row is summed: on
+  // short rows the chain rowptr -> col -> x is most of a row's time.
   const int64_t stride = warps * rows_per_warp;
   auto extent = [&](int64_t r, int64_t& e0, int64_t& e1) {
     e0 = e1 = 0;
-    if (r < R) {
+    if (r >= 0) {
       e0 = rowptr[r];
       e1 = rowptr[r + 1];
     }
   };
-  int64_t next0, next1;
-  extent(warp * rows_per_warp + lane / group, next0, next1);
-  for (int64_t base = warp * rows_per_warp; base < R; base += stride) {
-    const int64_t r = base + lane / group;
+  int64_t next_r = row_at(warp * rows_per_warp + lane / group), next0, next1;
+  extent(next_r, next0, next1);
+  for (int64_t base = warp * rows_per_warp; base < count; base += stride) {
+    const int64_t r = next_r;
     int64_t e0 = next0, e1 = next1;
-    extent(r + stride, next0, next1);
-    const bool active = r < R && !(skip_above >= 0 && e1 - e0 > skip_above);
+    next_r = row_at(base + stride + lane / group);
+    extent(next_r, next0, next1);
+    const bool active = r >= 0 && !(skip_above >= 0 && e1 - e0 > skip_above);
     if (!active) e1 = e0;
     const acc_t scale = mean && e1 > e0 ? acc_t(1) / static_cast<acc_t>(e1 - e0) : acc_t(1);
     for (int64_t t0 = 0; t0 < nvec; t0 += tile) {
@@ -467,7 +478,7 @@ template <bool kWeighted, typename scalar_t, typename index_t, int V, bool kHubS
 void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
                   const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
                   SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
-                  int64_t lanes) {
+                  int64_t lanes, const at::Tensor& light_rows) {
   const int64_t R = rowptr.numel() - 1, F = x.size(1), nvec = F / V;
   // 'subwarp' and 'hub-subwarp' pack 4 rows per warp (8 lanes each).
   const int group = packs_rows(variant) ? kSubwarpLanes : 32;
@@ -476,7 +487,11 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
   const cudaStream_t stream = main.stream();
   const scalar_t* vp = kWeighted ? value.data_ptr<scalar_t>() : nullptr;
   const int64_t skip = kHubSplit ? hub_threshold : -1;
-  const int64_t warps = (R + 32 / group - 1) / (32 / group);
+  // The light rows in the given order (hub-split variants), else all rows.
+  const bool ordered = kHubSplit && light_rows.defined();
+  const int64_t count = ordered ? light_rows.numel() : R;
+  const int64_t* order = ordered ? light_rows.data_ptr<int64_t>() : nullptr;
+  const int64_t warps = (count + 32 / group - 1) / (32 / group);
   // The hub chunks run on a second stream, beside the light rows: each
   // kernel alone leaves the memory system idle (short rows wait on the chain
   // rowptr -> col -> x, chunks on their block reductions), and serially
@@ -489,7 +504,7 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
   using acc_t = at::opmath_type<scalar_t>;
   at::Tensor partial;
   at::cuda::CUDAEvent joined;
-  const bool concurrent = K > 0 && R > 0 && concurrent_hub_chunks();
+  const bool concurrent = K > 0 && count > 0 && concurrent_hub_chunks();
   const int64_t hub_blocks = grid_blocks(K, 1, 16);  // a block per chunk
   if constexpr (kHubSplit) {
     if (K > 0) {
@@ -510,12 +525,12 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
       if (side) joined.record(*side);
     }
   }
-  if (R > 0) {
+  if (count > 0) {
     spmm_rows_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks>
         <<<grid_blocks(warps, kThreads / 32, 64), kThreads, 0, stream>>>(
             rowptr.data_ptr<int64_t>(), col.data_ptr<index_t>(), vp,
             x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), R, F, heads, mean,
-            layout, skip);
+            layout, skip, order, count);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   if constexpr (kHubSplit) {
@@ -535,7 +550,7 @@ template <bool kWeighted, typename scalar_t, typename index_t, int V>
 void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
             const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
             SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
-            int64_t lanes) {
+            int64_t lanes, const at::Tensor& light_rows) {
   const int64_t nvec = x.size(1) / V;
   const int group = packs_rows(variant) ? kSubwarpLanes : 32;
   // Given lanes across the vectors (capped at the group, of `group` lanes in
@@ -546,7 +561,8 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
     constexpr bool kHubSplit = decltype(hub_split)::value;
     using T = Tuning<scalar_t, V, kHubSplit, decltype(one)::value>;
     launch_tuned<kWeighted, scalar_t, index_t, V, kHubSplit, T::vecs, T::min_blocks>(
-        rowptr, col, value, x, out, heads, mean, variant, hub_threshold, hub_chunks, lanes);
+        rowptr, col, value, x, out, heads, mean, variant, hub_threshold, hub_chunks, lanes,
+        light_rows);
   };
   const bool hubs = splits_hubs(variant);
   if (hubs && one_vector)
@@ -567,8 +583,9 @@ at::Tensor spmm_cuda(const at::Tensor& rowptr, const at::Tensor& col,
                      const c10::optional<at::Tensor>& value, const at::Tensor& x,
                      c10::string_view reduce, c10::string_view variant_name,
                      int64_t hub_threshold, const c10::optional<at::Tensor>& hub_rows,
-                     int64_t lanes) {
+                     int64_t lanes, const c10::optional<at::Tensor>& light_rows) {
   const int64_t heads = check_spmm(kSpmm, rowptr, col, value, x);
+  check_light_rows(kSpmm, light_rows, rowptr);
   const bool mean = parse_spmm_mean(kSpmm, std::string(reduce));
   const SpmmVariant variant = parse_spmm_variant(kSpmm, std::string(variant_name));
   TORCH_CHECK(lanes == 0 || (lanes > 0 && lanes <= 32 && (lanes & (lanes - 1)) == 0),
@@ -589,6 +606,9 @@ at::Tensor spmm_cuda(const at::Tensor& rowptr, const at::Tensor& col,
   c10::cuda::CUDAGuard guard(rowptr.device());
   const auto rowptr_c = rowptr.contiguous(), col_c = col.contiguous(), x_c = x.contiguous();
   const auto value_c = value.has_value() ? value->contiguous() : at::Tensor();
+  // (only the hub-split variants take an order: the others run every row)
+  const auto light = light_rows.has_value() && splits_hubs(variant) ? light_rows->contiguous()
+                                                                     : at::Tensor();
   const int64_t R = rowptr.numel() - 1, F = x.size(1);
   auto out = at::empty({R, F}, x.options());
   if (R == 0 || F == 0) return out;
@@ -604,10 +624,10 @@ at::Tensor spmm_cuda(const at::Tensor& rowptr, const at::Tensor& col,
         constexpr bool kW = decltype(weighted)::value;
         if (vec)
           launch<kW, scalar_t_, index_t, V16>(rowptr_c, col_c, value_c, x_c, out, heads,
-                                              mean, variant, hub_threshold, hubs, lanes);
+                                              mean, variant, hub_threshold, hubs, lanes, light);
         else
           launch<kW, scalar_t_, index_t, 1>(rowptr_c, col_c, value_c, x_c, out, heads,
-                                            mean, variant, hub_threshold, hubs, lanes);
+                                            mean, variant, hub_threshold, hubs, lanes, light);
       };
       if (value_c.defined())
         run(std::true_type{});
