@@ -298,8 +298,8 @@ def test_spmm_raw_op_light_rows_cuda(variant, dtype):
     gd = to_device(graph, 'cuda')
     for F, reduce in ((64, 'sum'), (33, 'mean'), (16, 'sum')):
         x = torch.randn(N, F)
-        expected = ops.spmm(graph.rowptr, graph.col, graph.value, x.to(dtype),
-                            reduce).float()
+        expected = ops.spmm(graph.rowptr, graph.col, graph.value.to(dtype),
+                            x.to(dtype), reduce).float()
         xd = x.to('cuda', dtype)
         for thr in (0, 3, 10, 10**6):
             args = (gd.rowptr, gd.col, gd.value.to(dtype), xd, reduce, variant,
