@@ -281,8 +281,11 @@ __device__ __forceinline__ bool uses_halving(int slots) {
   return V != 8 && kVecs * V <= 16 && slots >= 8;
 }
 
+// kOrdered (the hub-split variants): work item i is row order[i] (when an
+// order is given; row i without one); otherwise row i, and the kernel is
+// the one from before orders existed.
 template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
-          int kMinBlocks>
+          int kMinBlocks, bool kOrdered>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
 spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__ col,
                  const scalar_t* __restrict__ value, const scalar_t* __restrict__ x,
@@ -296,14 +299,20 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
   const int64_t rows_per_warp = 32 / group;
   const int64_t warp = global_warp(), warps = warp_count();
   const int64_t nvec = F / V, C = F / heads, tile = static_cast<int64_t>(vlanes) * kVecs;
-  // Work item i is row i, or row order[i] when an order is given (the light
-  // rows by length: rows that share a warp then take about as many passes;
-  // in index order a warp waits for the longest of its rows, on the
-  // hub-skewed graph 2.2x the passes of sorted rows). -1: no row.
+  // The row of work item i, -1 for none. The light rows by length: rows
+  // that share a warp then take about as many passes; in index order a warp
+  // waits for the longest of its rows, on the hub-skewed graph 2.2x the
+  // passes of sorted rows. Unordered kernels keep the index arithmetic: a
+  // runtime choice in every kernel cost Erdos-Renyi's 'subwarp' 8-24% at
+  // F=16/32 (call104).
   auto row_at = [&](int64_t i) -> int64_t {
-    if (i >= count) return -1;
-    const int64_t r = order != nullptr ? order[i] : i;
-    return r >= 0 && r < R ? r : -1;
+    if constexpr (kOrdered) {
+      if (i >= count) return -1;
+      const int64_t r = order != nullptr ? order[i] : i;
+      return r >= 0 && r < R ? r : -1;
+    } else {
+      return i < R ? i : -1;
+    }
   };
   // The warp-uniform loop keeps every lane in the shuffles; a group without
   // a row (past the end, or a hub row left to the block kernel) adds zeros.
@@ -530,7 +539,7 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
     }
   }
   if (count > 0) {
-    spmm_rows_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks>
+    spmm_rows_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks, kHubSplit>
         <<<grid_blocks(warps, kThreads / 32, 64), kThreads, 0, stream>>>(
             rowptr.data_ptr<int64_t>(), col.data_ptr<index_t>(), vp,
             x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), R, F, heads, mean,
