@@ -299,21 +299,30 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
   const int64_t rows_per_warp = 32 / group;
   const int64_t warp = global_warp(), warps = warp_count();
   const int64_t nvec = F / V, C = F / heads, tile = static_cast<int64_t>(vlanes) * kVecs;
-  // The row of work item i, -1 for none. The light rows by length: rows
+  // The row of work item i (ordered: -1 for none; unordered: i, a row when
+  // below R, exactly the code before orders). The light rows by length: rows
   // that share a warp then take about as many passes; in index order a warp
   // waits for the longest of its rows, on the hub-skewed graph 2.2x the
   // passes of sorted rows. Unordered kernels keep the index arithmetic: a
   // runtime choice in every kernel cost Erdos-Renyi's 'subwarp' 8-24% at
-  // F=16/32 (call104).
+  // F=16/32 (call104), and the same choice at compile time with a sentinel
+  // row of -1 still 10% at bf16 F=16 (call105).
   auto row_at = [&](int64_t i) -> int64_t {
     if constexpr (kOrdered) {
       if (i >= count) return -1;
       const int64_t r = order != nullptr ? order[i] : i;
       return r >= 0 && r < R ? r : -1;
     } else {
-      return i < R ? i : -1;
+      return i;
     }
   };
+  auto valid = [&](int64_t r) -> bool {
+    if constexpr (kOrdered)
+      return r >= 0;
+    else
+      return r < R;
+  };
+  const int64_t items = kOrdered ? count : R;
   // The warp-uniform loop keeps every lane in the shuffles; a group without
   // a row (past the end, or a hub row left to the block kernel) adds zeros.
   // The next item's extent is loaded while this row is summed: on short rows
@@ -325,19 +334,19 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
   const int64_t stride = warps * rows_per_warp;
   auto extent = [&](int64_t r, int64_t& e0, int64_t& e1) {
     e0 = e1 = 0;
-    if (r >= 0) {
+    if (valid(r)) {
       e0 = rowptr[r];
       e1 = rowptr[r + 1];
     }
   };
   int64_t next0, next1;
   extent(row_at(warp * rows_per_warp + lane / group), next0, next1);
-  for (int64_t base = warp * rows_per_warp; base < count; base += stride) {
+  for (int64_t base = warp * rows_per_warp; base < items; base += stride) {
     const int64_t item = base + lane / group;
     int64_t e0 = next0, e1 = next1;
     extent(row_at(item + stride), next0, next1);
     const int64_t r = row_at(item);
-    const bool active = r >= 0 && !(skip_above >= 0 && e1 - e0 > skip_above);
+    const bool active = valid(r) && !(skip_above >= 0 && e1 - e0 > skip_above);
     if (!active) e1 = e0;
     const acc_t scale = mean && e1 > e0 ? acc_t(1) / static_cast<acc_t>(e1 - e0) : acc_t(1);
     for (int64_t t0 = 0; t0 < nvec; t0 += tile) {
