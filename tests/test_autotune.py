@@ -40,16 +40,24 @@ def skewed_graph(seed=0, rows=2000, hubs=10, hub_degree=400, cols=500):
     return CSRGraph(rowptr, col, None, cols)
 
 
+def fake_ms(ms, c):
+    """A fake time: by label when given, else by variant (a hub-split
+    kernel's index-order twin 1.5x its time unless named)."""
+    if c.label in ms:
+        return ms[c.label]
+    return ms[c.variant] * (1.5 if c.params.get('index_order') else 1)
+
+
 class FakeTimer:
-    """Stands in for ``scheduler.measure``: fixed ms per candidate label,
-    records what was probed on which graph."""
+    """Stands in for ``scheduler.measure``: fixed ms per candidate label
+    (see fake_ms), records what was probed on which graph."""
 
     def __init__(self, ms):
         self.ms, self.calls = ms, []
 
     def __call__(self, c, graph, x, reduce, budget_ms):
         self.calls.append((c, graph))
-        return self.ms[c.variant]
+        return fake_ms(self.ms, c)
 
 
 @pytest.fixture
@@ -247,15 +255,19 @@ def test_telemetry_lines(timer, cuda_rules, monkeypatch, tmp_path):
     d = autotune.choose(g, 32, torch.float32)
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     key, _ = cache.make_key(g, 32, torch.float32, 'spmm', 'sum')
-    # cusparse, warp, subwarp, hub at two thresholds, hub-subwarp at its own
+    # cusparse, warp, subwarp, hub at two thresholds, hub-subwarp at its own,
+    # then the best (hub)'s index-order twin
     packed = len(candidates.packed_hub_thresholds(g.stats()))
     assert packed >= 1
-    n = 5 + packed
+    n = 6 + packed
     assert len(lines) == len(timer.calls) == n
     assert {r['key'] for r in lines} == {key}
     assert [r['candidate'] for r in lines] == [
-        'cusparse', 'warp', 'subwarp', 'hub', 'hub'] + ['hub-subwarp'] * packed
-    by = {(r['candidate'], r['params'].get('hub_threshold')): r for r in lines}
+        'cusparse', 'warp', 'subwarp', 'hub', 'hub'] + ['hub-subwarp'] * packed + ['hub']
+    twin = lines[-1]
+    assert twin['params'] == dict(d.params, index_order=1)
+    assert twin['ms'] == 0.4 * 1.5 and not twin['chosen']
+    by = {(r['candidate'], r['params'].get('hub_threshold')): r for r in lines[:-1]}
     assert by[('cusparse', None)]['guardrail'] == 'baseline'
     assert by[('subwarp', None)]['guardrail'] == 'fail'
     assert by[('warp', None)]['guardrail'] == 'pass'
@@ -275,8 +287,9 @@ def test_full_graph_thresholds_are_used_on_probe_subgraph(
     d = autotune.choose(g, 128, torch.float32)
     # Shortlist built once, from the full graph's statistics.
     assert cuda_rules == [g.stats()]
-    probed = [(c, sub) for c, sub in timer.calls
-              if c.variant == 'hub' and sub is not g]  # not the confirmation
+    probed = [(c, sub) for c, sub in timer.calls  # not the confirmation,
+              if c.variant == 'hub' and sub is not g  # nor the order twin
+              and not c.params.get('index_order')]
     assert [c.params['hub_threshold'] for c, _ in probed] == full
     sub = probed[0][1]
     assert sub.num_rows < g.num_rows and sub.num_cols == g.num_cols
@@ -326,7 +339,8 @@ def test_run_spmm_dispatches_and_times_real_calls(monkeypatch, env):
     """The real timer on a fake ops module: the chosen kernel runs."""
     calls = []
 
-    def spmm(graph, x, reduce='sum', variant='warp', hub_threshold=-1, lanes=0):
+    def spmm(graph, x, reduce='sum', variant='warp', hub_threshold=-1, lanes=0,
+             light_order='length'):
         calls.append(variant)
         time.sleep(0.002)
         return graph.to_torch_sparse() @ x
@@ -447,7 +461,7 @@ class SplitTimer(FakeTimer):
     def __call__(self, c, graph, x, reduce, budget_ms):
         self.calls.append((c, graph))
         table = self.full_ms if graph is self.full_graph else self.ms
-        return table[c.variant]
+        return fake_ms(table, c)
 
 
 @pytest.mark.parametrize('probe_cpu,full_cpu,expect,source', [
@@ -522,3 +536,33 @@ def test_close_kernels_are_ranked_on_the_whole_graph(cuda_rules, monkeypatch):
     d = autotune.choose(g, 32, torch.float32)
     assert d.variant == 'hub' and d.source == 'probe'
     assert all(graph is not g for _, graph in cuda_only_one.calls)
+
+
+def test_index_order_twin_label_and_choice(cuda_rules, monkeypatch):
+    """A hub-split winner's index-order twin (light rows in index order) is
+    probed once and wins when faster; other winners get no twin."""
+    c = candidates.Candidate('hub', {'hub_threshold': 80, 'lanes': 8})
+    twin = candidates.index_order_twin(c)
+    assert twin.params == {'hub_threshold': 80, 'lanes': 8, 'index_order': 1}
+    assert (c.label, twin.label) == ('hub@80@8', 'hub@80@8@index')
+    assert candidates.index_order_twin(twin) is None
+    assert candidates.index_order_twin(candidates.Candidate('warp')) is None
+    assert candidates.index_order_twin(None) is None
+    g = skewed_graph()
+    t = FakeTimer({'cusparse': 1.0, 'warp': 0.9, 'subwarp': 2.0, 'hub': 0.4,
+                   'hub-subwarp': 0.6})
+    best = [c for c in candidates.shortlist(g.stats(), 32, torch.float32, 'cuda')
+            if c.variant == 'hub' and 'lanes' not in c.params][0]
+    t.ms[candidates.index_order_twin(best).label] = 0.3
+    monkeypatch.setattr(scheduler, 'measure', t)
+    d = autotune.choose(g, 32, torch.float32)
+    assert (d.variant, d.params) == ('hub', dict(best.params, index_order=1))
+    assert sum(bool(c.params.get('index_order')) for c, _ in t.calls) == 1
+    # warp best: no twin probed
+    autotune.forget(g)
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', '')
+    t = FakeTimer({'cusparse': 1.0, 'warp': 0.2, 'subwarp': 2.0, 'hub': 0.4,
+                   'hub-subwarp': 0.6})
+    monkeypatch.setattr(scheduler, 'measure', t)
+    assert autotune.choose(g, 32, torch.float32).variant == 'warp'
+    assert not any(c.params.get('index_order') for c, _ in t.calls)

@@ -708,6 +708,22 @@ def test_spmm_bad_inputs(device):
             ops.spmm(*args)
 
 
+@pytest.mark.parametrize('device', devices())
+def test_spmm_light_order(device):
+    """The hub-split variants give the same sums with the light rows taken
+    by length or in index order (on the CPU the knob is checked, unused)."""
+    row, col, R, N = coo('huge_row')
+    graph = to_device(make_graph(row, col, R, N, torch.randn(row.numel())),
+                      device)
+    x = torch.randn(N, 24, device=device)
+    for variant, thr in (('hub', 3), ('hub-subwarp', 3), ('hub', 0)):
+        a = spmm(graph, x, 'mean', variant, thr, light_order='length')
+        b = spmm(graph, x, 'mean', variant, thr, light_order='index')
+        torch.testing.assert_close(a, b)
+    with pytest.raises(ValueError, match="'light_order'"):
+        spmm(graph, x, variant='hub', hub_threshold=3, light_order='degree')
+
+
 def test_spmm_python_api_bad_inputs():
     graph = small_graph()
     x = torch.randn(5, 4)

@@ -9,7 +9,7 @@ graph's, and then applied them to the full graph.)
 """
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import torch
 
@@ -31,8 +31,11 @@ class Candidate:
 
     @property
     def label(self) -> str:
-        """Unique name in timings and telemetry, e.g. ``hub@128``."""
-        return self.variant + ''.join(f'@{v}' for v in self.params.values())
+        """Unique name in timings and telemetry, e.g. ``hub@128``, ``hub@128@8``
+        (8 lanes), ``hub@128@index`` (light rows in index order)."""
+        return self.variant + ''.join(
+            '@index' if k == 'index_order' else f'@{v}'
+            for k, v in self.params.items())
 
 
 def hub_thresholds(stats: Dict[str, float]) -> List[int]:
@@ -79,6 +82,14 @@ def shortlist(stats: Dict[str, float], F: int, dtype: torch.dtype,
             out += [Candidate('hub-subwarp', {'hub_threshold': t})
                     for t in packed_hub_thresholds(stats)]
     return out
+
+
+def index_order_twin(c: Optional[Candidate]) -> Optional[Candidate]:
+    """The same hub-split kernel with its light rows in index order (param
+    ``index_order=1``), None for other candidates."""
+    if c is None or c.variant not in HUB_VARIANTS or c.params.get('index_order'):
+        return None
+    return Candidate(c.variant, {**c.params, 'index_order': 1})
 
 
 def _vectors(F: int, dtype: torch.dtype) -> int:

@@ -23,12 +23,17 @@ SPMM_VARIANTS = ('warp', 'subwarp', 'hub', 'hub-subwarp')
 HUB_VARIANTS = ('hub', 'hub-subwarp')  # rows above hub_threshold: blocks
 
 
+LIGHT_ORDERS = ('length', 'index')  # light rows of the hub-split variants
+
+
 def _raw_spmm(graph: CSRGraph, value: Optional[Tensor], x: Tensor, reduce: str,
-              variant: str, hub_threshold: int, lanes: int = 0) -> Tensor:
+              variant: str, hub_threshold: int, lanes: int = 0,
+              light_order: str = 'length') -> Tensor:
     hub_rows = light_rows = None
     if variant in HUB_VARIANTS:
         hub_rows = graph.hub_chunks(hub_threshold)
-        light_rows = graph.light_rows(hub_threshold)
+        if light_order == 'length':
+            light_rows = graph.light_rows(hub_threshold)
     return _ops.spmm(graph.rowptr, graph.col, value, x, reduce, variant,
                      hub_threshold, hub_rows, lanes, light_rows)
 
@@ -39,10 +44,12 @@ def _row_scale(graph: CSRGraph, dtype) -> Tensor:
 
 class _SpMM(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, value, graph, reduce, variant, hub_threshold, lanes):
+    def forward(ctx, x, value, graph, reduce, variant, hub_threshold, lanes,
+                light_order):
         ctx.graph, ctx.reduce = graph, reduce
         ctx.save_for_backward(x, value)
-        return _raw_spmm(graph, value, x, reduce, variant, hub_threshold, lanes)
+        return _raw_spmm(graph, value, x, reduce, variant, hub_threshold, lanes,
+                         light_order)
 
     @staticmethod
     def backward(ctx, grad_out):
@@ -63,12 +70,13 @@ class _SpMM(torch.autograd.Function):
             grad_value = _ops.sddmm(graph.rowptr, graph.col, a.contiguous(),
                                     b.contiguous())
             grad_value = grad_value.view_as(value)
-        return grad_x, grad_value, None, None, None, None, None
+        return grad_x, grad_value, None, None, None, None, None, None
 
 
 def spmm(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
          variant: str = 'warp', hub_threshold: int = -1,
-         value: Optional[Tensor] = None, lanes: int = 0) -> Tensor:
+         value: Optional[Tensor] = None, lanes: int = 0,
+         light_order: str = 'length') -> Tensor:
     r"""``A @ x`` with the CSR :obj:`graph` (rows aggregate), differentiable
     in :obj:`x` and the edge values.
 
@@ -86,15 +94,22 @@ def spmm(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
             (heads split the columns of :obj:`x` evenly).
         lanes (int): CUDA lane layout: lanes across a row's feature vectors
             (a power of two <= 32; ``0``: automatic); a scheduler knob.
+        light_order (str): the order in which the hub-split variants' warps
+            take the rows up to :obj:`hub_threshold`: ``'length'`` (by
+            non-zero count, :meth:`CSRGraph.light_rows`: rows sharing a warp
+            are about as long) or ``'index'``; a scheduler knob.
     """
     if reduce == 'add':
         reduce = 'sum'
     if variant not in SPMM_VARIANTS + ('cpu',):
         raise ValueError(f"spmm: 'variant' must be one of {SPMM_VARIANTS}, "
                          f"got {variant!r}")
+    if light_order not in LIGHT_ORDERS:
+        raise ValueError(f"spmm: 'light_order' must be one of {LIGHT_ORDERS}, "
+                         f"got {light_order!r}")
     value = graph.value if value is None else value
     return _SpMM.apply(x, value, graph, reduce, variant, int(hub_threshold),
-                       int(lanes))
+                       int(lanes), light_order)
 
 
 def spmm_cusparse(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
