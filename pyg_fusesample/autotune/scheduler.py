@@ -183,7 +183,7 @@ def _probe(graph, F, dtype, reduce, x, s):
         base = timings[BASELINE]
         limit = s.alpha * base if base is not None else math.inf
         ran = [c for c in shortlist if timings[c.label] is not None]
-        best = min(ran, key=lambda c: timings[c.label], default=None)
+        best = _fastest(ran, timings)
         if best is None and base is None:
             raise RuntimeError(f'autotune: no SpMM kernel ran on the probe: '
                                f'{errors}')
