@@ -4,6 +4,8 @@
         --variants pyg fused --fanouts 15,10 15,10,5 --batch-sizes 1024
     python -m pyg_fusesample.bench step --graph products --device cuda \\
         --variants pyg fused per-hop torch-gpu model-only --amp off on
+    python -m pyg_fusesample.bench step --graph products --device cuda \\
+        --variants fused fused-thread model-only --rounds 3  # interleaved
     python -m pyg_fusesample.bench epoch --graph products --variants fused
     python -m pyg_fusesample.bench sage --graph products --fanouts 15,10 \\
         --variants pyg fused-loader fused-sage fused-sage-emb --amp off on \\
