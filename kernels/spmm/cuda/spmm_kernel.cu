@@ -281,9 +281,10 @@ __device__ __forceinline__ bool uses_halving(int slots) {
   return V != 8 && kVecs * V <= 16 && slots >= 8;
 }
 
-// kOrdered (the hub-split variants): work item i is row order[i] (when an
-// order is given; row i without one); otherwise row i, and the kernel is
-// the one from before orders existed.
+// kOrdered (a hub-split variant given its light rows, CSRGraph.light_rows):
+// work item i is row order[i] (row i should order be null, which the launch
+// never passes); otherwise row i, and the kernel is the one from before
+// orders existed.
 template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
           int kMinBlocks, bool kOrdered>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
@@ -549,8 +550,8 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
   }
   if (count > 0) {
     // Without an order the hub-split variants run the index-order kernel
-    // (the scheduler probes both: call106 had the ordered 16-bit kernels
-    // 4-14% slower on the hub-skewed graph, where few light rows are long).
+    // (the scheduler probes both: in call106 the ordered 16-bit kernels ran
+    // 4-14% slower on the hub-skewed graph).
     auto rows = [&](auto ordered_flag) {
       constexpr bool kOrdered = decltype(ordered_flag)::value;
       spmm_rows_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks, kOrdered>
