@@ -204,11 +204,11 @@ class _BackgroundIterator:
     @classmethod
     def start(cls, loader: 'FusedNeighborLoader') -> '_BackgroundIterator':
         # Everything that calls into PyTorch happens before the iterator
-        # exists, and its __init__ only stores: a frame that outlives these
-        # calls (under compute-sanitizer memcheck something kept a frame of
-        # the epoch's setup, and through its f_back the frame of the old
-        # __init__, call100) then holds no reference to the iterator, so
-        # dropping it still stops the thread.
+        # exists, and its __init__ only stores. Under compute-sanitizer
+        # memcheck something kept a frame of the epoch's setup alive, and
+        # through its f_back the frame that had created the iterator, so
+        # dropping the iterator did not stop the thread (call100). Now no
+        # frame of these calls refers to the iterator.
         batches = _InProcessIterator(loader, lookahead=False)
         producer = _Producer(batches, cls.depth)
         stream = torch.cuda.current_stream(loader.node_sampler.device)
