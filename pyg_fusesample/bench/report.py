@@ -19,6 +19,10 @@ def _key(r: Dict) -> tuple:
     return _setting(r) + (_round(r), )
 
 
+def _several_rounds(rows: List[Dict]) -> bool:
+    return len({_round(r) for r in rows}) > 1
+
+
 def _f(x: str, fmt: str) -> str:
     try:
         return format(float(x), fmt)
@@ -51,7 +55,7 @@ def rounds_summary(rows: List[Dict]) -> str:
     rounds: the median (min-max) over rounds of each row's ratio to the
     floor of its own round, synchronised and pipelined. Empty for a run of
     one round."""
-    if len({_round(r) for r in rows}) < 2:
+    if not _several_rounds(rows):
         return ''
     groups = defaultdict(list)
     for r in rows:
@@ -83,7 +87,7 @@ def markdown(rows: List[Dict], baseline: str = 'pyg') -> str:
     groups = defaultdict(list)
     for r in rows:
         groups[_key(r)].append(r)
-    rounds = len({_round(r) for r in rows}) > 1
+    rounds = _several_rounds(rows)
     lines = ['| device | graph | fan-out | batch | amp | variant | workers | '
              'step ms | pipelined step ms | loader ms | step / model-only | '
              'pipelined / model-only | speed-up vs pyg | sampled edges/s | '
