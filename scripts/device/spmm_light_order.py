@@ -11,39 +11,21 @@ rounds, medians of synchronised calls), beside cuSPARSE.
     python scripts/device/spmm_light_order.py
     SPMM_GRAPHS=hub_skewed ROUNDS=5 python scripts/device/spmm_light_order.py
 """
-import csv
 import os
 import statistics
 
 import torch
 
+from committed_cells import hub_split_cells, median_ms
 from pyg_fusesample.bench import timing
 from pyg_fusesample.datasets import get_dataset
 from pyg_fusesample.ops.spmm import spmm_cusparse
 from pyg_fusesample.sparse import CSRGraph
 
-CSV = 'benchmarks/results/h200/spmm_h200.csv'
 ROUNDS = int(os.environ.get('ROUNDS', 3))
 GRAPHS = os.environ.get('SPMM_GRAPHS', 'hub_skewed,products_like,reddit_like,erdos_renyi').split(',')
 ops = torch.ops.fusesample
-
-
-def parse(variant: str):
-    name, *opts = variant.split(',')
-    opts = dict(o.split('=') for o in opts)
-    return name, int(opts.get('hub_threshold', -1)), int(opts.get('lanes', 0))
-
-
-cells = {}
-for r in csv.DictReader(open(CSV)):
-    if r['op'] == 'spmm' and r['variant'].startswith('hub') and r['graph'] in GRAPHS:
-        cells.setdefault(r['graph'], []).append(
-            (getattr(torch, r['dtype']), int(r['features']), *parse(r['variant']),
-             float(r['warm_ms'])))
-
-
-def median_ms(fn, reps=20):
-    return timing.median_ms(fn, reps, 3, torch.device('cuda'))
+cells = hub_split_cells(GRAPHS)
 
 
 timing.warm_up_device(torch.device('cuda'))
@@ -51,7 +33,7 @@ for graph in GRAPHS:
     data = get_dataset(graph)
     g = CSRGraph.from_edge_index(data.edge_index.cuda(), data.num_nodes)
     del data
-    for dtype, f, variant, th, lanes, committed in cells.get(graph, []):
+    for dtype, f, variant, th, lanes, _, committed in cells.get(graph, []):
         x = torch.randn(g.num_cols, f, device='cuda', dtype=dtype)
         chunks, light = g.hub_chunks(th), g.light_rows(th)
 

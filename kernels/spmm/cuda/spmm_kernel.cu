@@ -62,16 +62,26 @@ constexpr int kSubwarpLanes = 8;
 //   graph 1.56 against 1.76 (call85). On rows of 2 or 4 vectors it lost
 //   (call86's probes, Reddit-like bf16: F=16 'hub' at 2 lanes 0.140 against
 //   0.113 ms, F=32 at 4 lanes 0.213 against 0.176).
+// - 16-bit one-vector lanes gather 4 of their non-zeros a pass (`passes`;
+//   every other 16-bit lane 2, see accumulate) under 5 blocks (48
+//   registers): 4 vectors in flight a lane, as the 2-vector lanes. Against
+//   2 a pass under 8 blocks ('hub', 'hub-subwarp') or 6 ('warp',
+//   'subwarp'), bf16 on the H200 (scripts/device/spmm_kernel_ab.py,
+//   call111): Erdos-Renyi F=64/128/256 1.05/1.09/1.04x faster,
+//   products-like 1.04/1.06/1.04x, hub-skewed F=128/256 0.99/1.00x,
+//   Reddit-like F=128 0.99x; 4 a pass under 6 blocks (40 registers) lost
+//   5-20%, 3 under 6 blocks won less (ER F=128 1.02x).
 template <typename scalar_t, int V, bool kHubSplit, bool kOneVector>
 struct Tuning {
   static constexpr bool k16 = sizeof(scalar_t) == 2, k32 = sizeof(scalar_t) == 4;
   static constexpr int vecs =
       kOneVector ? 1 : (k16 && V == 8) || (k32 && V == 4 && kHubSplit) ? 2 : 4;
   static constexpr int min_blocks = !(k16 || k32) ? 1
-                                    : kOneVector  ? (k16 && !kHubSplit ? 6 : 8)
+                                    : kOneVector  ? (k16 ? 5 : 8)
                                     : k16         ? 5
                                     : vecs == 2   ? 6
                                                   : 3;
+  static constexpr int passes = k16 && kOneVector ? 4 : 2;
 };
 
 template <typename scalar_t, int V>
@@ -124,7 +134,7 @@ struct Layout {
 // of its vectors of the tile starting at vector t0. Each vector lies in one
 // head (the host takes the vector path only when C is a multiple of V), so
 // the edge weight is one load per vector, its head offset computed once.
-template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
+template <bool kWeighted, int kPass, typename scalar_t, typename index_t, int V, int kVecs,
           typename acc_t>
 __device__ __forceinline__ void accumulate(
     const index_t* __restrict__ col, const scalar_t* __restrict__ value,
@@ -136,33 +146,55 @@ __device__ __forceinline__ void accumulate(
   for (int j = 0; j < kVecs; ++j)
     head[j] = kWeighted ? ((first + static_cast<int64_t>(j) * vlanes) * V) / C : 0;
   if constexpr (sizeof(scalar_t) == 2) {
-    // 16-bit rows: two of the slot's non-zeros per pass, both indices and
-    // then both rows loaded before any sum (the second predicated off past
-    // the end, its terms zero), so two gathers are always in flight. On the
-    // H200 this took bf16 F=128 on the products-like graph from 16.3 to
-    // 12.9 ms; for 4- and 8-byte rows the loop below, which the compiler
-    // unrolls itself, stays (float32 F=32: 5.0 ms, 5.5 with this form and
-    // evict-first index loads, call35).
-    for (int64_t e = e0; e < e1; e += 2 * step) {
-      const bool two = e + step < e1;
-      const int64_t src0 = static_cast<int64_t>(col[e]) * F;
-      const int64_t src1 = two ? static_cast<int64_t>(col[e + step]) * F : 0;
+    // 16-bit rows: kPass of the slot's non-zeros per pass (Tuning::passes),
+    // all indices and then all rows loaded before any sum (those past the
+    // end predicated off, their terms zero), so kPass gathers are always in
+    // flight. On the H200 two a pass took bf16 F=128 on the products-like
+    // graph from 16.3 to 12.9 ms; for 4- and 8-byte rows the loop below,
+    // which the compiler unrolls itself, stays (float32 F=32: 5.0 ms, 5.5
+    // with this form and evict-first index loads, call35).
+    for (int64_t e = e0; e < e1; e += kPass * step) {
+      int64_t src[kPass];
+      bool ok[kPass];
+#pragma unroll
+      for (int p = 0; p < kPass; ++p) {
+        ok[p] = p == 0 || e + p * step < e1;
+        src[p] = ok[p] ? static_cast<int64_t>(col[e + p * step]) * F : 0;
+      }
 #pragma unroll
       for (int j = 0; j < kVecs; ++j) {
         const int64_t vi = first + static_cast<int64_t>(j) * vlanes;
         if (vi < nvec) {
-          acc_t x0[V], x1[V] = {};
-          load_acc(x + src0 + vi * V, x0);
-          if (two) load_acc(x + src1 + vi * V, x1);
-          if (kWeighted) {
-            const acc_t w0 = widen<scalar_t, acc_t>(value[e * heads + head[j]]);
-            const acc_t w1 =
-                two ? widen<scalar_t, acc_t>(value[(e + step) * heads + head[j]]) : acc_t(0);
+          acc_t xs[kPass][V];
 #pragma unroll
-            for (int i = 0; i < V; ++i) acc[j][i] += w0 * x0[i] + w1 * x1[i];
+          for (int p = 0; p < kPass; ++p) {
+            if (ok[p])
+              load_acc(x + src[p] + vi * V, xs[p]);
+            else
+#pragma unroll
+              for (int i = 0; i < V; ++i) xs[p][i] = acc_t(0);
+          }
+          if (kWeighted) {
+            acc_t w[kPass];
+#pragma unroll
+            for (int p = 0; p < kPass; ++p)
+              w[p] = ok[p] ? widen<scalar_t, acc_t>(value[(e + p * step) * heads + head[j]])
+                           : acc_t(0);
+#pragma unroll
+            for (int i = 0; i < V; ++i) {
+              acc_t sum = w[0] * xs[0][i];
+#pragma unroll
+              for (int p = 1; p < kPass; ++p) sum += w[p] * xs[p][i];
+              acc[j][i] += sum;
+            }
           } else {
 #pragma unroll
-            for (int i = 0; i < V; ++i) acc[j][i] += x0[i] + x1[i];
+            for (int i = 0; i < V; ++i) {
+              acc_t sum = xs[0][i];
+#pragma unroll
+              for (int p = 1; p < kPass; ++p) sum += xs[p][i];
+              acc[j][i] += sum;
+            }
           }
         }
       }
@@ -286,7 +318,7 @@ __device__ __forceinline__ bool uses_halving(int slots) {
 // never passes); otherwise row i, and the kernel is the one from before
 // orders existed.
 template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
-          int kMinBlocks, bool kOrdered>
+          int kMinBlocks, int kPass, bool kOrdered>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
 spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__ col,
                  const scalar_t* __restrict__ value, const scalar_t* __restrict__ x,
@@ -352,9 +384,9 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
     const acc_t scale = mean && e1 > e0 ? acc_t(1) / static_cast<acc_t>(e1 - e0) : acc_t(1);
     for (int64_t t0 = 0; t0 < nvec; t0 += tile) {
       acc_t acc[kVecs][V] = {};
-      accumulate<kWeighted, scalar_t, index_t, V>(col, value, x, F, C, heads, e0 + slot,
-                                                  e1, group / vlanes, t0 + vl, vlanes,
-                                                  nvec, acc);
+      accumulate<kWeighted, kPass, scalar_t, index_t, V>(col, value, x, F, C, heads,
+                                                         e0 + slot, e1, group / vlanes,
+                                                         t0 + vl, vlanes, nvec, acc);
       if (uses_halving<V, kVecs>(group / vlanes)) {
         int first;
         const int kept = reduce_scatter_slots<V>(acc, vlanes, group, slot, first);
@@ -388,7 +420,7 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
 // A row of 300,000 non-zeros thus spreads over many blocks (AutoSAGE's
 // CTA-per-hub split, refined for rows too long for one block).
 template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
-          int kMinBlocks>
+          int kMinBlocks, int kPass>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
 spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ value,
                 const scalar_t* __restrict__ x, const int64_t* __restrict__ chunks,
@@ -404,7 +436,7 @@ spmm_hub_kernel(const index_t* __restrict__ col, const scalar_t* __restrict__ va
     const int64_t e0 = chunks[3 * c + 1], e1 = chunks[3 * c + 2];
     for (int64_t t0 = 0; t0 < nvec; t0 += tile) {
       acc_t acc[kVecs][V] = {};
-      accumulate<kWeighted, scalar_t, index_t, V>(
+      accumulate<kWeighted, kPass, scalar_t, index_t, V>(
           col, value, x, F, C, heads, e0 + warp * slots + slot, e1, kWarps * slots,
           t0 + vl, vlanes, nvec, acc);
       // part[warp][(j * vlanes + vl) * V + i] is element i of vector
@@ -497,7 +529,7 @@ int vector_lanes(int64_t nvec, int group, int64_t lanes) {
 // kHubSplit: the variant is 'hub' or 'hub-subwarp' (only those instantiate
 // the chunk kernels).
 template <bool kWeighted, typename scalar_t, typename index_t, int V, bool kHubSplit,
-          int kVecs, int kMinBlocks>
+          int kVecs, int kMinBlocks, int kPass>
 void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& value,
                   const at::Tensor& x, at::Tensor& out, int64_t heads, bool mean,
                   SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
@@ -539,7 +571,7 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
         forked.record(main);
         forked.block(*side);
       }
-      spmm_hub_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks>
+      spmm_hub_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks, kPass>
           <<<hub_blocks, kThreads, 0, side ? side->stream() : stream>>>(
               col.data_ptr<index_t>(), vp, x.data_ptr<scalar_t>(),
               hub_chunks.data_ptr<int64_t>(), K, F, heads, vector_lanes<kVecs>(nvec, 32, lanes),
@@ -554,7 +586,7 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
     // 4-14% slower on the hub-skewed graph).
     auto rows = [&](auto ordered_flag) {
       constexpr bool kOrdered = decltype(ordered_flag)::value;
-      spmm_rows_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks, kOrdered>
+      spmm_rows_kernel<kWeighted, scalar_t, index_t, V, kVecs, kMinBlocks, kPass, kOrdered>
           <<<grid_blocks(warps, kThreads / 32, 64), kThreads, 0, stream>>>(
               rowptr.data_ptr<int64_t>(), col.data_ptr<index_t>(), vp,
               x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), R, F, heads, mean,
@@ -593,7 +625,7 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
   auto run = [&](auto hub_split, auto one) {
     constexpr bool kHubSplit = decltype(hub_split)::value;
     using T = Tuning<scalar_t, V, kHubSplit, decltype(one)::value>;
-    launch_tuned<kWeighted, scalar_t, index_t, V, kHubSplit, T::vecs, T::min_blocks>(
+    launch_tuned<kWeighted, scalar_t, index_t, V, kHubSplit, T::vecs, T::min_blocks, T::passes>(
         rowptr, col, value, x, out, heads, mean, variant, hub_threshold, hub_chunks, lanes,
         light_rows);
   };
