@@ -538,6 +538,31 @@ def test_close_kernels_are_ranked_on_the_whole_graph(cuda_rules, monkeypatch):
     assert all(graph is not g for _, graph in cuda_only_one.calls)
 
 
+def test_index_order_twin_rides_along_in_the_rivals(monkeypatch):
+    """The whole-graph rivals: kernels within RIVAL_BAND of the probe's best,
+    fastest first, at most MAX_RIVALS of them; an index-order twin comes
+    with its kernel and takes no slot of its own (call113: a twin kept out
+    the kernel that had won the whole graph in call112)."""
+    monkeypatch.setattr(scheduler, 'RIVAL_BAND', 1.3)
+    monkeypatch.setattr(scheduler, 'MAX_RIVALS', 3)
+    C = candidates.Candidate
+    a = C('hub', {'hub_threshold': 155, 'lanes': 8})
+    a_twin = candidates.index_order_twin(a)
+    b = C('hub', {'hub_threshold': 640, 'lanes': 8})
+    b_twin = candidates.index_order_twin(b)
+    d = C('hub-subwarp', {'hub_threshold': 80})
+    e = C('hub', {'hub_threshold': 155})
+    far = C('warp')
+    ms = {a.label: 0.30, a_twin.label: 0.32, b.label: 0.33, d.label: 0.34,
+          b_twin.label: 0.35, e.label: 0.36, far.label: 0.50}
+    ran = [far, e, b_twin, d, b, a_twin, a]
+    rivals = scheduler._rivals(ran, ms, 0.30)
+    assert rivals == [a, a_twin, b, d, b_twin]  # e: a fourth kernel; far: out of band
+    assert candidates.without_order(a_twin) == candidates.without_order(a) == a.label
+    # a twin whose kernel was not probed still counts as that kernel
+    assert scheduler._rivals([a_twin, b, d, e], ms, 0.32) == [a_twin, b, d]
+
+
 def test_index_order_twin_label_and_choice(cuda_rules, monkeypatch):
     """A hub-split winner's index-order twin (light rows in index order) is
     probed once and wins when faster; other winners get no twin."""

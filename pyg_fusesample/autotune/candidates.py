@@ -92,6 +92,13 @@ def index_order_twin(c: Optional[Candidate]) -> Optional[Candidate]:
     return Candidate(c.variant, {**c.params, 'index_order': 1})
 
 
+def without_order(c: Candidate) -> str:
+    """The label of ``c``'s kernel whatever its light-row order (a twin and
+    its kernel share it)."""
+    return Candidate(c.variant, {k: v for k, v in c.params.items()
+                                 if k != 'index_order'}).label
+
+
 def _vectors(F: int, dtype: torch.dtype) -> int:
     # 16-byte vectors per row when F allows them (the kernel's rule).
     per = 16 // torch.empty((), dtype=dtype).element_size()
