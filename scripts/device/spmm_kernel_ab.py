@@ -17,12 +17,9 @@ import os
 import statistics
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
-from committed_cells import committed_cells, median_ms
 from pyg_fusesample.bench import timing
-from pyg_fusesample.datasets import get_dataset
-from pyg_fusesample.sparse import CSRGraph
+from spmm_retime import committed_cells, cuda_graphs, kernel_times, median_ms
 
 ROUNDS = int(os.environ.get('ROUNDS', 3))
 GRAPHS = os.environ.get('SPMM_GRAPHS', 'hub_skewed,products_like,reddit_like').split(',')
@@ -42,15 +39,8 @@ KEEP = {'hub-split': lambda r: r['variant'].startswith('hub'), 'one-vector-16': 
 cells = committed_cells(GRAPHS, KEEP[os.environ.get('AB_CELLS', 'hub-split')])
 
 
-def hub_kernel_ms(fn, reps=10):
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    return sum(e.self_device_time_total for e in prof.key_averages()
-               if 'spmm_hub_kernel' in e.key) / reps / 1e3
+def hub_kernel_ms(fn):
+    return sum(ms for ms, _, name in kernel_times(fn) if 'spmm_hub_kernel' in name)
 
 
 def setting(mode):
@@ -58,10 +48,7 @@ def setting(mode):
 
 
 timing.warm_up_device(torch.device('cuda'))
-for graph in GRAPHS:
-    data = get_dataset(graph)
-    g = CSRGraph.from_edge_index(data.edge_index.cuda(), data.num_nodes)
-    del data
+for graph, g in cuda_graphs(GRAPHS):
     for dtype, f, variant, th, lanes, index_order, committed in cells.get(graph, []):
         x = torch.randn(g.num_cols, f, device='cuda', dtype=dtype)
         hubs = variant.startswith('hub')

@@ -16,11 +16,9 @@ import statistics
 
 import torch
 
-from committed_cells import hub_split_cells, median_ms
 from pyg_fusesample.bench import timing
-from pyg_fusesample.datasets import get_dataset
 from pyg_fusesample.ops.spmm import spmm_cusparse
-from pyg_fusesample.sparse import CSRGraph
+from spmm_retime import cuda_graphs, hub_split_cells, median_ms
 
 ROUNDS = int(os.environ.get('ROUNDS', 3))
 GRAPHS = os.environ.get('SPMM_GRAPHS', 'hub_skewed,products_like,reddit_like,erdos_renyi').split(',')
@@ -29,10 +27,7 @@ cells = hub_split_cells(GRAPHS)
 
 
 timing.warm_up_device(torch.device('cuda'))
-for graph in GRAPHS:
-    data = get_dataset(graph)
-    g = CSRGraph.from_edge_index(data.edge_index.cuda(), data.num_nodes)
-    del data
+for graph, g in cuda_graphs(GRAPHS):
     for dtype, f, variant, th, lanes, _, committed in cells.get(graph, []):
         x = torch.randn(g.num_cols, f, device='cuda', dtype=dtype)
         chunks, light = g.hub_chunks(th), g.light_rows(th)

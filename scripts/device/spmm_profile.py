@@ -9,12 +9,11 @@ threshold, their share of the non-zeros).
 import os
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
-from pyg_fusesample.bench import timing
 from pyg_fusesample.datasets import get_dataset
 from pyg_fusesample.ops.spmm import spmm, spmm_cusparse
 from pyg_fusesample.sparse import CSRGraph
+from spmm_retime import kernel_times, median_ms
 
 # (graph, dtype, F, variant, threshold, lanes): the scheduler's choices in
 # spmm_h200.csv where a target is missed, and their neighbours.
@@ -33,25 +32,6 @@ CONFIGS = [
 if os.environ.get('SPMM_PROFILE'):
     CONFIGS = [(n, getattr(torch, d), int(f), v, int(t), int(l)) for n, d, f, v, t, l in
                (c.split(':') for c in os.environ['SPMM_PROFILE'].split(','))]
-
-
-def median_ms(fn, reps=20):
-    return timing.median_ms(fn, reps, 3, torch.device('cuda'))
-
-
-def kernel_times(fn, reps=10):
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    rows = []
-    for e in prof.key_averages():
-        t = e.self_device_time_total
-        if t > 0 and e.device_type == torch.autograd.DeviceType.CUDA:
-            rows.append((t / reps / 1e3, e.count // reps, e.key[:90]))
-    return sorted(rows, reverse=True)
 
 
 graphs = {}
