@@ -428,6 +428,30 @@ def test_lane_layouts_in_shortlist():
     assert small == []
 
 
+@pytest.mark.parametrize('F,dtype,lanes', [
+    (32, torch.float32, 8), (64, torch.float32, 16), (64, torch.bfloat16, 8),
+    (128, torch.bfloat16, 16), (16, torch.float32, None), (128, torch.float32, None),
+    (256, torch.bfloat16, None), (24, torch.float32, None)])
+def test_packed_one_vector_candidates(F, dtype, lanes):
+    """Rows of 8 or 16 vectors are also probed packed one vector a lane
+    ('subwarp' and, on skewed graphs, 'hub-subwarp' at the 'hub'
+    thresholds, with those lanes); rows of fewer vectors, of 32, or on the
+    scalar path are not."""
+    stats = {'p90': 12.0, 'p99': 100.0, 'mean_degree': 5.0,
+             'max_degree': 5000.0, 'skew': 1000.0}
+    labels = {c.label for c in candidates.shortlist(stats, F, dtype, 'cuda')}
+    wide = {f'subwarp@{lanes}'} | {f'hub-subwarp@{t}@{lanes}'
+                                   for t in candidates.hub_thresholds(stats)}
+    if lanes is None:
+        assert not any(label.startswith(('subwarp@', 'hub-subwarp@100@', 'hub-subwarp@160@'))
+                       for label in labels)
+    else:
+        assert wide <= labels
+    flat = dict(stats, skew=2.0)
+    labels = {c.label for c in candidates.shortlist(flat, F, dtype, 'cuda')}
+    assert not any(label.startswith('hub') for label in labels)
+
+
 def test_packed_hub_candidates():
     """'hub-subwarp' (short rows four to a warp, long ones to blocks) is
     probed for narrow F on skewed graphs, at its own lower thresholds."""
@@ -435,10 +459,10 @@ def test_packed_hub_candidates():
              'max_degree': 5000.0, 'skew': 1000.0}
     assert candidates.packed_hub_thresholds(stats) == [12, 20]
     packed = [c for c in candidates.shortlist(stats, 32, torch.float32, 'cuda')
-              if c.variant == 'hub-subwarp']
+              if c.variant == 'hub-subwarp' and 'lanes' not in c.params]
     assert [c.params for c in packed] == [{'hub_threshold': 12},
                                           {'hub_threshold': 20}]
-    wide = candidates.shortlist(stats, 128, torch.float32, 'cuda')
+    wide = candidates.shortlist(stats, 256, torch.float32, 'cuda')
     assert 'hub-subwarp' not in {c.variant for c in wide}
     flat = dict(stats, skew=2.0)
     assert 'hub-subwarp' not in {

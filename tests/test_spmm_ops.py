@@ -1005,9 +1005,11 @@ def test_csrgraph_hub_rows_and_stats():
 
 @pytest.mark.cuda
 @pytest.mark.parametrize('variant,hub_threshold', [('warp', -1), ('subwarp', -1),
-                                                   ('hub', 3)])
-@pytest.mark.parametrize('lanes', [1, 2, 8, 32])
+                                                   ('hub', 3), ('hub-subwarp', 3)])
+@pytest.mark.parametrize('lanes', [1, 2, 8, 16, 32])
 def test_spmm_lane_layouts_agree(variant, hub_threshold, lanes):
+    """Every lane layout gives the CPU op's sums; in the packed variants
+    lanes above 8 widen each row's group (16: two rows a warp, 32: one)."""
     g = torch.Generator().manual_seed(3)
     row, col, R, N = coo(GRAPHS[0])
     graph = make_graph(row, col, R, N)
@@ -1023,14 +1025,15 @@ def test_spmm_lane_layouts_agree(variant, hub_threshold, lanes):
 @pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16],
                          ids=['float32', 'bfloat16'])
 @pytest.mark.parametrize('variant,hub_threshold', [('warp', -1), ('subwarp', -1),
-                                                   ('hub', 3)])
+                                                   ('hub', 3), ('hub-subwarp', 3)])
 @pytest.mark.parametrize('lanes', [8, 16, 32])
 def test_spmm_one_vector_kernels(dtype, variant, hub_threshold, lanes):
     """Lanes that cover rows of >= 8 vectors run on the kernels of one
-    vector a lane (their own tuning: 'Tuning' in spmm_kernel.cu): weighted
-    and not, sum and mean, a huge row split into hub chunks, against the
-    CPU float32 reference; rows of fewer than 8 vectors (F = 16 and 32 in
-    bf16, 16 in float32) stay on the default kernels and agree too."""
+    vector a lane (their own tuning: 'Tuning' in spmm_kernel.cu; packed
+    variants give each row just those lanes): weighted and not, sum and
+    mean, a huge row split into hub chunks, against the CPU float32
+    reference; rows of fewer than 8 vectors (F = 16 and 32 in bf16, 16 in
+    float32) stay on the default kernels and agree too."""
     g = torch.Generator().manual_seed(5)
     row, col, R, N = coo('huge_row')
     value = torch.randn(row.numel(), generator=g)

@@ -9,7 +9,8 @@
 //            weighs columns [h*C, (h+1)*C)), reduce 'sum' | 'mean' (mean
 //            divides by the row's non-zero count), variant (CUDA: 'warp' --
 //            a warp per row, lanes across feature vectors; 'subwarp' -- rows
-//            packed several per warp, a group of lanes sized to F; 'hub' --
+//            packed several per warp, 8 lanes a row (or `lanes` when more);
+//            'hub' --
 //            'warp' for rows with <= hub_threshold non-zeros plus the
 //            heavier rows in chunks of non-zeros, a thread block per chunk;
 //            'hub-subwarp' -- the same split with the light rows packed as
@@ -20,7 +21,8 @@
 //            and 'hub-subwarp'),
 //            lanes (CUDA: lanes across a row's feature vectors, a power of
 //            two <= 32; the rest of the row's lanes split its non-zeros; 0
-//            picks the fewest lanes that cover the row with 4 vectors each),
+//            picks the fewest lanes that cover the row with 4 vectors each;
+//            in 'subwarp' and 'hub-subwarp' a row has max(8, lanes) lanes),
 //            light_rows [L] int64 (optional, 'hub' and 'hub-subwarp' on
 //            CUDA): every row with <= hub_threshold non-zeros, in the order
 //            the light-row kernel takes them (CSRGraph.light_rows: by

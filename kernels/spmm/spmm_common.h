@@ -26,7 +26,7 @@ inline int64_t check_edge_values(const char* op, const char* name,
   return v.dim() == 2 ? v.size(1) : 1;
 }
 
-// 'hub-subwarp': the rows up to the hub threshold packed four to a warp
+// 'hub-subwarp': the rows up to the hub threshold packed several to a warp
 // (as 'subwarp'), the heavier ones in chunks of a thread block (as 'hub').
 enum class SpmmVariant { kWarp, kSubwarp, kHub, kHubSubwarp };
 

@@ -71,9 +71,17 @@ def shortlist(stats: Dict[str, float], F: int, dtype: torch.dtype,
     # H200 it won bf16 F=128, 11.7 vs 12.9 ms on the products-like graph,
     # call39, when bf16 lanes held 4 vectors). Which wins depends on F, the
     # dtype and the degree profile, so it is probed rather than guessed.
+    #
+    # A layout of one vector a lane on fewer than 32 lanes also runs packed
+    # (the variant's rows get just those lanes, 32 / lanes a warp): a warp a
+    # row left slots idle on short rows (call117, bf16: hub-skewed F=128
+    # 1.12x, Erdos-Renyi F=64 1.21x faster packed) but not on Reddit-like's
+    # long rows (0.90-0.93x), so both are probed.
+    packed = _packed_one_vector(F, dtype)
     out = [Candidate('warp', l) for l in _lane_layouts(F, dtype, hub_split=False)]
     if F <= SUBWARP_MAX_F:
         out.append(Candidate('subwarp'))
+    out += [Candidate('subwarp', l) for l in packed]
     if stats['skew'] >= HUB_MIN_SKEW:
         out += [Candidate('hub', {'hub_threshold': t, **l})
                 for t in hub_thresholds(stats)
@@ -81,6 +89,8 @@ def shortlist(stats: Dict[str, float], F: int, dtype: torch.dtype,
         if F <= SUBWARP_MAX_F:  # short rows packed, long ones to blocks
             out += [Candidate('hub-subwarp', {'hub_threshold': t})
                     for t in packed_hub_thresholds(stats)]
+        out += [Candidate('hub-subwarp', {'hub_threshold': t, **l})
+                for t in hub_thresholds(stats) for l in packed]
     return out
 
 
@@ -114,6 +124,13 @@ def _lane_layouts(F: int, dtype: torch.dtype, hub_split: bool) -> List[Dict]:
     if one_per_lane != default:
         lanes.append({'lanes': one_per_lane})
     return lanes
+
+
+def _packed_one_vector(F: int, dtype: torch.dtype) -> List[Dict]:
+    # The one-vector layout as packed rows: rows of 8 or 16 vectors (the
+    # kernel runs rows of >= 8 vectors one vector a lane; 32 lanes is a warp).
+    lanes = _one_vector_per_lane(F, dtype)
+    return [{'lanes': lanes}] if 8 <= lanes < WARP and lanes == _vectors(F, dtype) else []
 
 
 def _vectors_per_lane(F: int, dtype: torch.dtype, hub_split: bool) -> int:

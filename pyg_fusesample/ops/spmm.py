@@ -93,7 +93,9 @@ def spmm(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
         value (Tensor, optional): ``[nnz]`` or ``[nnz, heads]`` edge values
             (heads split the columns of :obj:`x` evenly).
         lanes (int): CUDA lane layout: lanes across a row's feature vectors
-            (a power of two <= 32; ``0``: automatic); a scheduler knob.
+            (a power of two <= 32; ``0``: automatic); in ``'subwarp'`` and
+            ``'hub-subwarp'`` a row gets ``max(8, lanes)`` lanes, so wider
+            rows are packed too; a scheduler knob.
         light_order (str): the order in which the hub-split variants' warps
             take the rows up to :obj:`hub_threshold`: ``'length'`` (by
             non-zero count, :meth:`CSRGraph.light_rows`: rows sharing a warp

@@ -10,8 +10,9 @@ setting gives the same sums (unweighted and weighted).
     AB_ENV=FUSESAMPLE_SPMM_WIDE_PASS AB_MODES=old=,4:6=4:6 AB_CELLS=one-vector-16 \\
         SPMM_GRAPHS=hub_skewed ROUNDS=5 python scripts/device/spmm_kernel_ab.py
 
-AB_CELLS: ``hub-split`` (default: chosen kernels that split hubs) or
-``one-vector-16`` (16-bit cells whose lanes give each lane one vector).
+AB_CELLS: ``hub-split`` (default: chosen kernels that split hubs),
+``one-vector`` (cells whose lanes give each lane one vector) or
+``one-vector-16`` (those of them in 16 bits).
 """
 import os
 import statistics
@@ -28,14 +29,17 @@ MODES = dict(m.split('=', 1) for m in os.environ['AB_MODES'].split(','))
 ops = torch.ops.fusesample
 
 
-def one_vector_16(r) -> bool:
+def one_vector(r) -> bool:
+    """The chosen kernel gives each lane one 16-byte vector (the kernel's rule)."""
     lanes = int(dict(o.split('=') for o in r['variant'].split(',')[1:]).get('lanes', 0))
-    nvec = int(r['features']) // 8
+    nvec = int(r['features']) * getattr(torch, r['dtype']).itemsize // 16
     group = 8 if 'subwarp' in r['variant'].split(',')[0] else 32
-    return r['dtype'] in ('bfloat16', 'float16') and nvec >= 8 and min(lanes, group) >= nvec
+    return nvec >= 8 and min(lanes, group) >= nvec
 
 
-KEEP = {'hub-split': lambda r: r['variant'].startswith('hub'), 'one-vector-16': one_vector_16}
+KEEP = {'hub-split': lambda r: r['variant'].startswith('hub'),
+        'one-vector': one_vector,
+        'one-vector-16': lambda r: one_vector(r) and r['dtype'] in ('bfloat16', 'float16')}
 cells = committed_cells(GRAPHS, KEEP[os.environ.get('AB_CELLS', 'hub-split')])
 
 

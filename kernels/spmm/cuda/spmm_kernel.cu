@@ -1,7 +1,8 @@
 // CUDA kernels of fusesample::spmm (contract: ../spmm.cpp).
 //
 // One kernel template covers 'warp' and 'subwarp': a group of G lanes owns a
-// row (G = 32 for 'warp', 8 for 'subwarp': four short rows per warp). Inside
+// row (G = 32 for 'warp'; for 'subwarp' 8, four short rows per warp, or the
+// given lanes when more, see row_group). Inside
 // a group, lanes split both the feature vectors (16-byte loads when F and
 // the pointers allow) and the row's non-zeros, so narrow F does not idle
 // lanes; float32 accumulators, combined across non-zero slots by shuffles.
@@ -505,6 +506,19 @@ spmm_hub_combine_kernel(const int64_t* __restrict__ rowptr,
   }
 }
 
+// Lanes of the group that owns a row in the rows kernel: a warp for 'warp'
+// and 'hub'; in the packed variants ('subwarp', 'hub-subwarp') 8, or `lanes`
+// when more, so a layout of one vector a lane gives each row just the lanes
+// across its vectors: one edge slot, 32 / lanes rows a warp. On short rows a
+// warp a row leaves slots idle; on the H200 (call117, A/B of the same
+// kernel, bf16) hub-skewed F=64 / 128 ran 1.25 / 1.12x faster packed,
+// Erdos-Renyi F=64 1.21x, products-like F=64 1.16x, but Reddit-like's long
+// rows 0.90-0.93x at F=64, so the scheduler probes both.
+int row_group(SpmmVariant variant, int64_t lanes) {
+  if (!packs_rows(variant)) return 32;
+  return static_cast<int>(std::max<int64_t>(kSubwarpLanes, lanes));
+}
+
 // FUSESAMPLE_SPMM_SERIAL_HUBS=1 runs the hub chunks after the light rows on
 // one stream (the ablation of the concurrent launch).
 bool concurrent_hub_chunks() {
@@ -535,8 +549,7 @@ void launch_tuned(const at::Tensor& rowptr, const at::Tensor& col, const at::Ten
                   SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
                   int64_t lanes, const at::Tensor& light_rows) {
   const int64_t R = rowptr.numel() - 1, F = x.size(1), nvec = F / V;
-  // 'subwarp' and 'hub-subwarp' pack 4 rows per warp (8 lanes each).
-  const int group = packs_rows(variant) ? kSubwarpLanes : 32;
+  const int group = row_group(variant, lanes);
   const Layout layout{group, vector_lanes<kVecs>(nvec, group, lanes)};
   const at::cuda::CUDAStream main = at::cuda::getCurrentCUDAStream();
   const cudaStream_t stream = main.stream();
@@ -617,7 +630,7 @@ void launch(const at::Tensor& rowptr, const at::Tensor& col, const at::Tensor& v
             SpmmVariant variant, int64_t hub_threshold, const at::Tensor& hub_chunks,
             int64_t lanes, const at::Tensor& light_rows) {
   const int64_t nvec = x.size(1) / V;
-  const int group = packs_rows(variant) ? kSubwarpLanes : 32;
+  const int group = row_group(variant, lanes);
   // Given lanes across the vectors (capped at the group, of `group` lanes in
   // the rows kernel and 32 in the hub kernel) that cover the row leave each
   // lane one vector or none.
