@@ -57,8 +57,9 @@ constexpr int kSubwarpLanes = 8;
 // - Layouts of one vector a lane (lanes >= vectors per row: the scheduler
 //   probes them) on rows of at least 8 vectors run on a kernel of one vector
 //   a lane, which drops the dead columns' registers, under 8 blocks (32
-//   registers), or 6 (40) for 16-bit 'warp'/'subwarp': bf16 F=128 took 1.43
-//   ms against 1.59 on Erdos-Renyi (1.68 at 8 blocks), 7.16 against 8.48 ms
+//   registers; 16-bit lanes: see the next item). With 2 non-zeros a pass,
+//   under 6 blocks for 16-bit 'warp'/'subwarp', bf16 F=128 took 1.43 ms
+//   against 1.59 on Erdos-Renyi (1.68 at 8 blocks), 7.16 against 8.48 ms
 //   on the products-like graph (7.57 at 6); float32 F=64 on the hub-skewed
 //   graph 1.56 against 1.76 (call85). On rows of 2 or 4 vectors it lost
 //   (call86's probes, Reddit-like bf16: F=16 'hub' at 2 lanes 0.140 against
