@@ -130,7 +130,9 @@ def _packed_one_vector(F: int, dtype: torch.dtype) -> List[Dict]:
     # The one-vector layout as packed rows: rows of 8 or 16 vectors (the
     # kernel runs rows of >= 8 vectors one vector a lane; 32 lanes is a warp).
     lanes = _one_vector_per_lane(F, dtype)
-    return [{'lanes': lanes}] if 8 <= lanes < WARP and lanes == _vectors(F, dtype) else []
+    if 8 <= lanes < WARP and lanes == _vectors(F, dtype):
+        return [{'lanes': lanes}]
+    return []
 
 
 def _vectors_per_lane(F: int, dtype: torch.dtype, hub_split: bool) -> int:

@@ -194,8 +194,8 @@ def _probe(graph, F, dtype, reduce, x, s):
         winner = best if best is not None and timings[best.label] <= limit \
             else None
         source = 'probe' if winner else 'guardrail'
-        rivals = (_rivals(ran, timings, timings[best.label]) if best is not None
-                  else [])
+        rivals = ([] if best is None else
+                  _rivals(ran, timings, timings[best.label]))
         close = (best is not None  # (no cuSPARSE time: limit is inf)
                  and CONFIRM_BAND[0] <= timings[best.label] / limit
                  <= CONFIRM_BAND[1])
@@ -216,8 +216,8 @@ def _rivals(ran: List[Candidate], timings, best_ms: float) -> List[Candidate]:
     (call113, hub-skewed bf16 F=64: a twin took the third slot and kept out
     the kernel that had won call112 on the whole graph)."""
     rivals, kernels = [], set()
-    for c in sorted((c for c in ran if timings[c.label] <= RIVAL_BAND * best_ms),
-                    key=lambda c: timings[c.label]):
+    close = [c for c in ran if timings[c.label] <= RIVAL_BAND * best_ms]
+    for c in sorted(close, key=lambda c: timings[c.label]):
         kernel = candidates.without_order(c)
         if kernel not in kernels:
             if len(kernels) == MAX_RIVALS:
