@@ -346,8 +346,11 @@ def test_run_spmm_dispatches_and_times_real_calls(monkeypatch, env):
         return graph.to_torch_sparse() @ x
 
     def spmm_cusparse(graph, x, reduce):
+        # 15x the candidate's sleep: on a loaded 2-core machine the sparse
+        # product below added up to 10 ms to a call, and at 6 ms (3x) the
+        # candidate lost about one run in ten.
         calls.append('cusparse')
-        time.sleep(0.006)
+        time.sleep(0.030)
         return graph.to_torch_sparse() @ x
     fake = types.SimpleNamespace(spmm=spmm, spmm_cusparse=spmm_cusparse)
     monkeypatch.setitem(sys.modules, 'pyg_fusesample.ops.spmm', fake)
