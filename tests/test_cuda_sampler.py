@@ -310,10 +310,7 @@ def test_prefetch_thread_on_the_consumers_stream():
         assert time.perf_counter() - start > 0.3
         got = [first] + list(it)
     torch.cuda.current_stream().wait_stream(side)
-    assert len(got) == len(expected)
-    for x, y in zip(expected, got):
-        assert torch.equal(x.edge_index, y.edge_index)
-        assert torch.equal(x.x, y.x)
+    assert_same_batches(expected, got, ('x', 'edge_index'))
     it = iter(FusedNeighborLoader(data, prefetch='thread', **kw))
     next(it)
     it.close()

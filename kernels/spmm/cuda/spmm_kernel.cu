@@ -316,9 +316,8 @@ __device__ __forceinline__ bool uses_halving(int slots) {
 }
 
 // kOrdered (a hub-split variant given its light rows, CSRGraph.light_rows):
-// work item i is row order[i] (row i should order be null, which the launch
-// never passes); otherwise row i, and the kernel is the one from before
-// orders existed.
+// work item i is row order[i]; otherwise row i (order unused), and the
+// kernel is the one from before orders existed.
 template <bool kWeighted, typename scalar_t, typename index_t, int V, int kVecs,
           int kMinBlocks, int kPass, bool kOrdered>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
@@ -345,7 +344,7 @@ spmm_rows_kernel(const int64_t* __restrict__ rowptr, const index_t* __restrict__
   auto row_at = [&](int64_t i) -> int64_t {
     if constexpr (kOrdered) {
       if (i >= count) return -1;
-      const int64_t r = order != nullptr ? order[i] : i;
+      const int64_t r = order[i];
       return r >= 0 && r < R ? r : -1;
     } else {
       return i;
