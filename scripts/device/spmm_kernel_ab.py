@@ -30,10 +30,11 @@ ops = torch.ops.fusesample
 
 
 def one_vector(r) -> bool:
-    """The chosen kernel gives each lane one 16-byte vector (the kernel's rule)."""
+    """The chosen kernel gives each lane one 16-byte vector (the kernel's
+    rule; a packed variant's row has max(8, lanes) lanes, row_group)."""
     lanes = int(dict(o.split('=') for o in r['variant'].split(',')[1:]).get('lanes', 0))
     nvec = int(r['features']) * getattr(torch, r['dtype']).itemsize // 16
-    group = 8 if 'subwarp' in r['variant'].split(',')[0] else 32
+    group = max(8, lanes) if 'subwarp' in r['variant'].split(',')[0] else 32
     return nvec >= 8 and min(lanes, group) >= nvec
 
 
