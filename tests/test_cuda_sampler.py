@@ -256,17 +256,35 @@ def test_prefetch_equals_plain():
         FusedNeighborLoader(data.cpu(), prefetch=True, **kw)
 
 
+def python_thread(native: bool) -> dict:
+    """Loader arguments that keep prefetch='thread' on the native thread, or
+    (a sampler-output transform, which it does not assemble) on the Python
+    thread."""
+    return {} if native else dict(transform_sampler_output=lambda out: out)
+
+
+def stop_and_check(it, native: bool):
+    """Stops a prefetch='thread' iterator; its thread ends."""
+    it.close()
+    if not native:
+        assert not it.thread.is_alive()
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+@pytest.mark.parametrize('native', [True, False])
 @pytest.mark.parametrize('fused', [True, False])
-def test_prefetch_thread_equals_plain(fused):
-    """prefetch='thread' (batches assembled on a background thread) hands
-    out the batches of the plain path, in order, also after an epoch
-    abandoned half-way, whose thread then stops; with per-hop sampling too
-    (no warning: the hops' waits block only the thread)."""
+def test_prefetch_thread_equals_plain(fused, native):
+    """prefetch='thread' (batches assembled on a background thread, native or
+    Python) hands out the batches of the plain path, in order, also after an
+    epoch abandoned half-way, whose thread then stops; with per-hop sampling
+    too (no warning: the hops' waits block only the thread)."""
     import warnings
     from pyg_fusesample import FusedNeighborLoader
+    from pyg_fusesample.loader.fused_neighbor_loader import _NativeIterator
     data = gpu_loader_data(labels=True)
     kw = dict(num_neighbors=[10, 5], batch_size=100, shuffle=True, seed=3,
-              fused=fused)
+              fused=fused, **python_thread(native))
     plain = FusedNeighborLoader(data, prefetch=False, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter('error')
@@ -276,24 +294,28 @@ def test_prefetch_thread_equals_plain(fused):
         if epoch == 1:  # abandoned after one batch, on both
             next(iter(plain))
             it = iter(threaded)
+            assert isinstance(it, _NativeIterator) == native
             assert len(it) == len(plain)
             next(it)
-            thread = it.thread
+            thread = getattr(it, 'thread', None)
             del it  # the iterator's collection stops its thread
-            thread.join(timeout=60)  # (minutes under compute-sanitizer)
-            assert not thread.is_alive()
+            if thread is not None:
+                thread.join(timeout=60)  # (minutes under compute-sanitizer)
+                assert not thread.is_alive()
         a, b = list(plain), list(threaded)
         assert len(a) == len(plain)
         assert_same_batches(a, b, ('x', 'y', 'edge_index', 'n_id', 'e_id',
                                    'input_id'))
 
 
-def test_prefetch_thread_on_the_consumers_stream():
+@pytest.mark.parametrize('native', [True, False])
+def test_prefetch_thread_on_the_consumers_stream(native):
     """The thread enqueues a batch's work on the stream that was current when
     iteration started (a side stream here), and close() stops it early."""
     from pyg_fusesample import FusedNeighborLoader
     data = gpu_loader_data()
-    kw = dict(num_neighbors=[10, 5], batch_size=100, seed=5)
+    kw = dict(num_neighbors=[10, 5], batch_size=100, seed=5,
+              **python_thread(native))
     expected = list(FusedNeighborLoader(data, prefetch=False, **kw))
     # (built outside the side stream: the constructor checks the seeds' range,
     # a host sync that would wait for the kernel below)
@@ -313,15 +335,60 @@ def test_prefetch_thread_on_the_consumers_stream():
     assert_same_batches(expected, got, ('x', 'edge_index'))
     it = iter(FusedNeighborLoader(data, prefetch='thread', **kw))
     next(it)
+    stop_and_check(it, native)
+
+
+def test_native_thread_batches_taken_on_another_stream():
+    """Batches of the native thread taken on another stream than its own
+    (which then waits for them and owns their memory) are the plain ones,
+    disjoint and with edge attributes too."""
+    from pyg_fusesample import FusedNeighborLoader
+    data = gpu_loader_data(labels=True)
+    data.edge_attr = torch.randn(data.num_edges, 3, device='cuda')
+    kw = dict(num_neighbors=[10, 5], batch_size=100, seed=2, disjoint=True)
+    expected = list(FusedNeighborLoader(data, prefetch=False, **kw))
+    it = iter(FusedNeighborLoader(data, prefetch='thread', **kw))
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        got = [b.clone() for b in it]
+    torch.cuda.synchronize()
+    assert_same_batches(expected, got, ('x', 'y', 'edge_index', 'edge_attr',
+                                        'n_id', 'e_id', 'batch'))
+
+
+def test_native_thread_next_releases_the_gil():
+    """While next() waits for the native thread, other Python threads run:
+    the wait does not hold the GIL."""
+    import threading
+    from pyg_fusesample import FusedNeighborLoader
+    data = gpu_loader_data()
+    loader = FusedNeighborLoader(data, [10, 5], batch_size=100,
+                                 prefetch='thread')
+    torch.cuda._sleep(1_000_000_000)  # the first batch waits >= 0.5 s
+    it = iter(loader)
+    ticks = []
+
+    def count(seconds=0.3):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            ticks.append(1)
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    start = time.perf_counter()
+    next(it)
+    assert time.perf_counter() - start > 0.3
+    counter.join()
+    # Holding the GIL, next() would have kept the counter out until its
+    # 0.3 s were over.
+    assert len(ticks) > 10_000
     it.close()
-    assert not it.thread.is_alive()
-    with pytest.raises(StopIteration):
-        next(it)
 
 
-def test_prefetch_thread_raises_in_order():
-    """An error while a batch is assembled on the thread reaches the
-    consumer at that batch, after the batches before it."""
+@pytest.mark.parametrize('native', [True, False])
+def test_prefetch_thread_raises_in_order(native):
+    """An error while a batch is assembled reaches the consumer at that
+    batch, after the batches before it."""
     from pyg_fusesample import FusedNeighborLoader
     data = gpu_loader_data()
     calls = []
@@ -333,12 +400,15 @@ def test_prefetch_thread_raises_in_order():
         return batch
 
     it = iter(FusedNeighborLoader(data, num_neighbors=[5], batch_size=100,
-                                  prefetch='thread', transform=transform))
+                                  prefetch='thread', transform=transform,
+                                  **python_thread(native)))
     next(it), next(it)
     with pytest.raises(KeyError, match='third batch'):
         next(it)
-    with pytest.raises(StopIteration):
-        next(it)
+    if not native:  # (the native thread runs no Python: transforms run in
+        # the consumer, and the epoch goes on)
+        with pytest.raises(StopIteration):
+            next(it)
 
 
 def test_async_sample_collected_on_another_stream():

@@ -506,9 +506,13 @@ def small_data():
      NotImplementedError, 'input_time'),
     (dict(num_neighbors=[5], prefetch='threads'), ValueError, 'prefetch'),
     (dict(num_neighbors=[5], prefetch=1), ValueError, 'prefetch'),
-    # both prefetch modes overlap GPU work: CPU data is refused
-    (dict(num_neighbors=[5], prefetch='thread'), ValueError, 'CUDA'),
+    # lookahead overlaps GPU work: CPU data is refused; both modes prepare
+    # batches in the training process
     (dict(num_neighbors=[5], prefetch=True), ValueError, 'CUDA'),
+    (dict(num_neighbors=[5], prefetch='thread', num_workers=2), ValueError,
+     'num_workers'),
+    (dict(num_neighbors=[5], prefetch=True, num_workers=2), ValueError,
+     'num_workers'),
 ])
 def test_bad_arguments(kwargs, exc, match):
     data = small_data()

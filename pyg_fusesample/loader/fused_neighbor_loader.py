@@ -155,6 +155,64 @@ class _InProcessIterator:
         return out
 
 
+class _NativeIterator:
+    # prefetch='thread' for plain batches (_plain_batches, directional
+    # subgraphs): fusesample.BatchPrefetcher (kernels/loader/
+    # batch_prefetcher.cpp) assembles the epoch's batches on a native thread
+    # that never takes the GIL -- sampling, its size read-back, edge_index and
+    # the row gathers of every node and edge attribute on the sampling
+    # device -- at most `depth` ahead. The training thread only takes the
+    # ready tensors and builds the Data. A Python thread doing the same work
+    # would take turns with the training thread on the GIL, and a step bound
+    # by the host's launch rate would not get faster (see the C++ file).
+    # Keys, order and ops are those of the plain path: the batches are
+    # bitwise equal.
+    depth = 2
+
+    def __init__(self, loader: 'FusedNeighborLoader'):
+        self.loader = loader
+        self.plan = plan = loader._filter_plan()
+        sampler, ns = loader.sampler, loader.node_sampler
+        order, keys = sampler.plan()
+        g = ns.graph
+        self.prefetcher = torch.classes.fusesample.BatchPrefetcher(
+            g.colptr, g.row, g.edge_id, loader._epoch_seeds(order),
+            sampler.batch_size, keys, ns.num_neighbors, ns.replace,
+            ns.disjoint, ns.fused, [plan.values[k] for k in plan.node_rows],
+            [plan.values[k] for k in plan.edge_rows], self.depth)
+        self.rows = plan.node_rows + plan.edge_rows
+        self.positions = (p for p, _, _ in sampler.slices(order, keys))
+        self.num_batches = len(keys)
+        self.disjoint = ns.disjoint
+        self.pin = (loader.pin_memory and torch.cuda.is_available()
+                    and ns.device.type == 'cpu')
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __next__(self):
+        tensors = self.prefetcher.next()
+        if not tensors:
+            raise StopIteration
+        node, edge_index, edge, batch, nsn, nse, *rows = tensors
+        loader = self.loader
+        out = loader._assemble(
+            self.plan, node, edge, edge_index,
+            batch if self.disjoint else None, nsn.tolist(), nse.tolist(),
+            loader._input_id(next(self.positions)), None,
+            dict(zip(self.rows, rows)))
+        if self.pin:
+            out = out.pin_memory()
+        return out
+
+    def close(self):
+        r"""Stops the thread (an epoch left before its end)."""
+        self.prefetcher.close()
+
+
 class _Producer:
     # The state a background thread shares with _BackgroundIterator. The
     # thread holds only this object, so dropping the iterator (an epoch
@@ -250,6 +308,35 @@ class _BackgroundIterator:
 
     def __del__(self):
         self.producer.stop.set()
+
+
+class _FilterPlan:
+    # How a batch takes each attribute of `data`, in storage order: `entries`
+    # of (key, kind, cat dim, value), kind being 'edge_index', 'num_nodes',
+    # 'node', 'edge' or 'other' as torch_geometric.loader.utils.filter_data
+    # classifies them; and the node (edge) attributes that are gathered row by
+    # row on the sampling device (those on it, concatenated along dim 0).
+    def __init__(self, data: Data, device: torch.device):
+        store = data._store
+        self.entries = []
+        for key, value in store.items():
+            if key in ('edge_index', 'num_nodes'):
+                self.entries.append((key, key, None, None))
+            elif isinstance(value, Tensor) and store.is_node_attr(key):
+                self.entries.append((key, 'node', data.__cat_dim__(key, value),
+                                     value))
+            elif isinstance(value, Tensor) and store.is_edge_attr(key):
+                self.entries.append((key, 'edge', data.__cat_dim__(key, value),
+                                     value))
+            else:
+                self.entries.append((key, 'other', None, value))
+        self.values = {key: value for key, _, _, value in self.entries}
+        self.node_rows = self._rows('node', device)
+        self.edge_rows = self._rows('edge', device)
+
+    def _rows(self, kind: str, device: torch.device) -> List[str]:
+        return [key for key, k, dim, value in self.entries
+                if k == kind and dim == 0 and value.device == device]
 
 
 class FusedNeighborLoader(NodeLoader):
@@ -413,10 +500,19 @@ class FusedNeighborLoader(NodeLoader):
         if prefetch is None:
             prefetch = (on_gpu and self.num_workers == 0
                         and neighbor_sampler.fused)
-        elif prefetch and (not on_gpu or self.num_workers > 0):
-            raise ValueError(f"'prefetch={prefetch!r}' overlaps GPU sampling "
-                             f"with training: it needs the graph on a CUDA "
-                             f"device and num_workers=0")
+        elif prefetch and self.num_workers > 0:
+            raise ValueError(f"'prefetch={prefetch!r}' prepares batches in "
+                             f"the training process: it needs num_workers=0")
+        elif prefetch == 'thread' and not (on_gpu or self._native_thread()):
+            raise ValueError("prefetch='thread' on CPU data needs the native "
+                             "thread, which assembles plain batches only: a "
+                             "Data, no transform_sampler_output, "
+                             "subgraph_type='directional'")
+        elif prefetch is True and not on_gpu:
+            raise ValueError("'prefetch=True' overlaps GPU sampling with "
+                             "training: it needs the graph on a CUDA device "
+                             "(prefetch='thread' samples CPU data on a "
+                             "background thread)")
         elif prefetch is True and not neighbor_sampler.fused:
             warnings.warn("'prefetch=True' with fused=False: the per-hop "
                           "sampler waits for the GPU at every hop, so the "
@@ -452,6 +548,18 @@ class FusedNeighborLoader(NodeLoader):
                                       non_blocking=True)
         return self._seed_nodes.index_select(0, index)
 
+    def _epoch_seeds(self, order: Tensor) -> Tensor:
+        # The epoch's seed nodes in `order`, on the sampling device.
+        seeds = self._device_seeds(order)
+        return (self.input_data.node.index_select(0, order) if seeds is None
+                else seeds)
+
+    def _input_id(self, positions: Tensor) -> Tensor:
+        # A batch's input_id: positions into the input nodes (as
+        # NeighborLoader gives it), on the CPU.
+        ids = self.input_data.input_id
+        return positions if ids is None else ids.index_select(0, positions)
+
     def _node_input(self, positions: Tensor,
                     seeds: Optional[Tensor] = None) -> NodeSamplerInput:
         # The sampler input of one batch: PyG's own selection, or with the
@@ -463,8 +571,7 @@ class FusedNeighborLoader(NodeLoader):
         if seeds is None:
             return data[positions]
         inputs = object.__new__(NodeSamplerInput)
-        inputs.input_id = (positions if data.input_id is None else
-                           data.input_id.index_select(0, positions))
+        inputs.input_id = self._input_id(positions)
         inputs.node = seeds
         inputs.time = None
         inputs.input_type = data.input_type
@@ -474,6 +581,8 @@ class FusedNeighborLoader(NodeLoader):
         if self.num_workers > 0:
             return super()._get_iterator()
         if self.prefetch == 'thread':
+            if self._native_thread():
+                return _NativeIterator(self)
             return _BackgroundIterator.start(self)
         return _InProcessIterator(self, lookahead=self.prefetch)
 
@@ -487,72 +596,84 @@ class FusedNeighborLoader(NodeLoader):
         one update -- PyG's generic filter spends most of a GPU batch's host
         time on per-attribute checks and ``Data.__setattr__``. Anything else
         goes through PyG's own ``filter_fn``."""
-        if (self.transform_sampler_output is not None
-                or not isinstance(out, SamplerOutput)
-                or type(self.data) is not Data
+        if (not self._plain_batches() or not isinstance(out, SamplerOutput)
                 or out.orig_row is not None):
             return super().filter_fn(out)
-        index = {'node': out.node, 'edge': out.edge}
-        mapping, row_gathers = {}, {'node': [], 'edge': []}
-        for key, kind, dim, value in self._filter_plan():
+        plan = self._filter_plan()
+        rows = {}
+        if out.node.is_cuda:
+            # On the GPU, the rows of every node (edge) attribute are copied
+            # by fusesample::gather_rows in one call (vector loads: ~1.7x
+            # PyTorch's gather for 400-byte feature rows; one trip from Python
+            # for all attributes). The index is sampler output, so its range
+            # needs no check (and no host sync).
+            for keys, index in ((plan.node_rows, out.node),
+                                (plan.edge_rows, out.edge)):
+                if keys:
+                    rows.update(zip(keys, gather_rows_list(
+                        [plan.values[k] for k in keys], index,
+                        check_index=False)))
+        input_id, seed_time = out.metadata[0], out.metadata[1]
+        return self._assemble(plan, out.node, out.edge,
+                              torch.stack([out.row, out.col], dim=0),
+                              out.batch, out.num_sampled_nodes,
+                              out.num_sampled_edges, input_id, seed_time, rows)
+
+    def _native_thread(self) -> bool:
+        # prefetch='thread' runs on the native thread (_NativeIterator) for
+        # plain directional batches, else on a Python thread.
+        return (self._plain_batches() and self.node_sampler.subgraph_type
+                == SubgraphType.directional)
+
+    def _plain_batches(self) -> bool:
+        # Batches of a plain Data with no sampler-output transform: the case
+        # filter_fn's fast path and the native prefetch thread assemble.
+        return (self.transform_sampler_output is None
+                and type(self.data) is Data)
+
+    def _assemble(self, plan: '_FilterPlan', node: Tensor, edge: Tensor,
+                  edge_index: Tensor, batch: OptTensor, num_sampled_nodes,
+                  num_sampled_edges, input_id: Tensor, seed_time: OptTensor,
+                  rows: dict) -> Data:
+        # The mini-batch of one sample; `rows` holds the attributes already
+        # gathered by node (edge) id, the others are selected here.
+        index = {'node': node, 'edge': edge}
+        mapping = {}
+        for key, kind, dim, value in plan.entries:
             if kind == 'edge_index':
-                mapping[key] = torch.stack([out.row, out.col], dim=0)
+                mapping[key] = edge_index
             elif kind == 'num_nodes':
-                mapping[key] = out.node.numel()
-            elif kind in index and value.is_cuda and dim == 0:
-                row_gathers[kind].append(key)
-                mapping[key] = value  # replaced below, in storage order
+                mapping[key] = node.numel()
+            elif key in rows:
+                mapping[key] = rows[key]
             elif kind in index:
                 mapping[key] = value.index_select(dim, index[kind])
             else:
                 mapping[key] = value
-        # On the GPU, the rows of every node (edge) attribute are copied by
-        # fusesample::gather_rows in one call (vector loads: ~1.7x PyTorch's
-        # gather for 400-byte feature rows; one trip from Python for all
-        # attributes). The index is sampler output, so its range needs no
-        # check (and no host sync).
-        for kind, keys in row_gathers.items():
-            if keys:
-                rows = gather_rows_list([mapping[k] for k in keys],
-                                        index[kind], check_index=False)
-                mapping.update(zip(keys, rows))
-        node, edge = out.node, out.edge
         mapping.setdefault('n_id', node)
         mapping.setdefault('e_id', edge)
-        for key in ('batch', 'num_sampled_nodes', 'num_sampled_edges'):
-            if getattr(out, key) is not None:
-                mapping[key] = getattr(out, key)
-        input_id, seed_time = out.metadata[0], out.metadata[1]
+        if batch is not None:
+            mapping['batch'] = batch
+        if num_sampled_nodes is not None:
+            mapping['num_sampled_nodes'] = num_sampled_nodes
+        if num_sampled_edges is not None:
+            mapping['num_sampled_edges'] = num_sampled_edges
         mapping['input_id'] = input_id
         if seed_time is not None:
             mapping['seed_time'] = seed_time
         mapping['batch_size'] = input_id.size(0)
-        batch = Data()
-        batch._store._mapping.update(mapping)
-        return batch if self.transform is None else self.transform(batch)
+        out = Data()
+        out._store._mapping.update(mapping)
+        return out if self.transform is None else self.transform(out)
 
-    def _filter_plan(self):
-        # (key, kind, cat dim, value) per attribute, in storage order, as
-        # torch_geometric.loader.utils.filter_data classifies them; rebuilt
-        # when the data's keys or tensors change.
+    def _filter_plan(self) -> '_FilterPlan':
+        # Every attribute classified as torch_geometric.loader.utils.filter_data
+        # does it; rebuilt when the data's keys or tensors change.
         store = self.data._store
         signature = tuple((k, id(v)) for k, v in store.items())
         if getattr(self, '_plan_signature', None) != signature:
-            plan = []
-            for key, value in store.items():
-                if key == 'edge_index':
-                    plan.append((key, 'edge_index', None, None))
-                elif key == 'num_nodes':
-                    plan.append((key, 'num_nodes', None, None))
-                elif isinstance(value, Tensor) and store.is_node_attr(key):
-                    plan.append((key, 'node', self.data.__cat_dim__(key, value),
-                                 value))
-                elif isinstance(value, Tensor) and store.is_edge_attr(key):
-                    plan.append((key, 'edge', self.data.__cat_dim__(key, value),
-                                 value))
-                else:
-                    plan.append((key, 'other', None, value))
-            self._plan, self._plan_signature = plan, signature
+            self._plan = _FilterPlan(self.data, self.node_sampler.device)
+            self._plan_signature = signature
         return self._plan
 
     def __repr__(self) -> str:
