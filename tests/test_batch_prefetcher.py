@@ -154,7 +154,7 @@ def prefetcher(colptr, row, perm, seeds, batch_size, keys, fanouts=(5, 3),
                node_attrs=(), edge_attrs=(), depth=2, disjoint=False):
     return torch.classes.fusesample.BatchPrefetcher(
         colptr, row, perm, seeds, batch_size, list(keys), list(fanouts),
-        False, disjoint, True, list(node_attrs), list(edge_attrs), depth)
+        False, disjoint, True, list(node_attrs), list(edge_attrs), depth, True)
 
 
 @pytest.mark.parametrize('depth', [1, 3])

@@ -356,6 +356,20 @@ def test_native_thread_batches_taken_on_another_stream():
                                         'n_id', 'e_id', 'batch'))
 
 
+def test_native_thread_without_lookahead_equals_plain(monkeypatch):
+    """The native thread sampling each batch in turn (no fused sampling
+    enqueued a batch ahead) hands out the plain batches too."""
+    from pyg_fusesample import FusedNeighborLoader
+    from pyg_fusesample.loader.fused_neighbor_loader import _NativeIterator
+    monkeypatch.setattr(_NativeIterator, 'lookahead', False)
+    data = gpu_loader_data(labels=True)
+    kw = dict(num_neighbors=[10, 5, 3], batch_size=100, shuffle=True, seed=4)
+    plain = FusedNeighborLoader(data, prefetch=False, **kw)
+    native = FusedNeighborLoader(data, prefetch='thread', **kw)
+    for _ in range(2):
+        assert_same_batches(list(plain), list(native))
+
+
 def test_native_thread_next_releases_the_gil():
     """While next() waits for the native thread, other Python threads run:
     the wait does not hold the GIL."""

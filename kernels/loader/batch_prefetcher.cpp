@@ -14,7 +14,7 @@
 // Contract:
 //   BatchPrefetcher(colptr, row, edge_id?, seeds, batch_size, keys,
 //                   num_neighbors, replace, disjoint, fused, node_attrs,
-//                   edge_attrs, depth)
+//                   edge_attrs, depth, lookahead)
 //     colptr/row/edge_id  the CSC graph of fusesample::neighbor_sample;
 //     seeds [S] int64     the epoch's seed nodes in batch order, on the
 //                         graph's device; batch b takes
@@ -24,7 +24,8 @@
 //     node_attrs          [N, ...] tensors on the graph's device, gathered by
 //                         the batch's node ids; edge_attrs [E, ...] by its
 //                         global edge ids;
-//     depth >= 1          batches kept ready ahead of the consumer.
+//     depth >= 1          batches kept ready ahead of the consumer;
+//     lookahead           enqueue fused GPU sampling one batch ahead (below).
 //   next() -> Tensor[]: [node, edge_index [2, m], edge, batch ([0] unless
 //     disjoint), num_sampled_nodes, num_sampled_edges (both int64 on the
 //     CPU), *node_attrs[node], *edge_attrs[edge]] -- exactly what
@@ -34,11 +35,18 @@
 //     calls after it return [].
 //   close(): stops the thread (the destructor does too); a batch being
 //     sampled is finished first.
-//   Streams (CUDA): the thread enqueues its work on the stream that was
-//     current when the prefetcher was built. next() on another stream makes
-//     that stream wait for the batch and records the batch's tensors as used
-//     there, so the caching allocator does not hand their memory out early.
+//   Sampling: with lookahead, fused sampling on a GPU is enqueued one batch ahead
+//     (fusesample::neighbor_sample_async), so the GPU samples batch b+1
+//     while the thread assembles batch b; otherwise fusesample::
+//     neighbor_sample samples each batch when its turn comes.
+//   Streams (CUDA): the thread enqueues its work on a stream of its own,
+//     which starts after the work enqueued on the current stream before the
+//     prefetcher was built. next() makes the current stream wait for the
+//     batch and records the batch's tensors as used there, so the caching
+//     allocator does not hand their memory out early.
 //   Autograd: batches are assembled without gradient tracking.
+#include <Python.h>  // first, as Python asks
+
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/Event.h>
@@ -68,6 +76,10 @@ using SampleFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::
                             at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
     const at::Tensor&, at::IntArrayRef, bool, bool, int64_t, bool);
+using SampleAsyncFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
+                                 at::Tensor, at::Tensor>(
+    const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+    const at::Tensor&, at::IntArrayRef, bool, bool, int64_t);
 using GatherFn = at::Tensor(const at::Tensor&, const at::Tensor&, bool);
 
 void check_attrs(const char* name, const std::vector<at::Tensor>& attrs,
@@ -87,11 +99,12 @@ class BatchPrefetcher : public torch::CustomClassHolder {
                   at::Tensor seeds, int64_t batch_size, std::vector<int64_t> keys,
                   std::vector<int64_t> num_neighbors, bool replace, bool disjoint,
                   bool fused, std::vector<at::Tensor> node_attrs,
-                  std::vector<at::Tensor> edge_attrs, int64_t depth)
+                  std::vector<at::Tensor> edge_attrs, int64_t depth, bool lookahead)
       : colptr_(std::move(colptr)), row_(std::move(row)), edge_id_(std::move(edge_id)),
         seeds_(std::move(seeds)), batch_size_(batch_size), keys_(std::move(keys)),
         num_neighbors_(std::move(num_neighbors)), replace_(replace),
-        disjoint_(disjoint), fused_(fused), node_attrs_(std::move(node_attrs)),
+        disjoint_(disjoint), fused_(fused), lookahead_(lookahead && fused && colptr_.is_cuda()),
+        node_attrs_(std::move(node_attrs)),
         edge_attrs_(std::move(edge_attrs)), depth_(static_cast<size_t>(depth)) {
     check_csc(kClass, colptr_, row_, edge_id_);
     check_node_ids(kClass, "seeds", seeds_, colptr_);
@@ -107,12 +120,7 @@ class BatchPrefetcher : public torch::CustomClassHolder {
                 "seeds / batch_size)");
     check_attrs("node_attrs", node_attrs_, colptr_.numel() - 1, "num_nodes", colptr_);
     check_attrs("edge_attrs", edge_attrs_, row_.numel(), "num_edges", colptr_);
-    if (colptr_.is_cuda()) {
-      // Work enqueued before the epoch (the seeds' selection) is on this
-      // stream, so the thread's work follows it in stream order.
-      stream_ = c10::impl::VirtualGuardImpl(colptr_.device().type())
-                    .getStream(colptr_.device());
-    }
+    if (colptr_.is_cuda()) start_stream();
     thread_ = std::thread([this] { run(); });
   }
 
@@ -144,7 +152,7 @@ class BatchPrefetcher : public torch::CustomClassHolder {
     }
     room_.notify_all();
     ready_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    join();
   }
 
  private:
@@ -154,15 +162,63 @@ class BatchPrefetcher : public torch::CustomClassHolder {
     std::exception_ptr error;
   };
 
+  // Waits for the thread to end. Python drops the prefetcher (and so runs
+  // the destructor) holding the GIL, and the thread may need the GIL on its
+  // way out: releasing the last C++ reference to a tensor whose Python object
+  // has died takes it. Joining while holding it hung an abandoned epoch
+  // (call128), so the wait lets it go.
+  void join() {
+    if (!thread_.joinable() || thread_.get_id() == std::this_thread::get_id()) return;
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      Py_BEGIN_ALLOW_THREADS
+      thread_.join();
+      Py_END_ALLOW_THREADS
+    } else {
+      thread_.join();
+    }
+  }
+
+  struct Sample {
+    std::vector<at::Tensor> tensors;  // the op's outputs
+    bool pending = false;             // neighbor_sample_async's, not read yet
+    std::optional<c10::Event> launched;  // recorded after its kernels (CUDA)
+    std::exception_ptr error;
+  };
+
+  // The thread's own stream, so its waits for sampled sizes do not queue
+  // behind training steps (nor a synchronised step behind its sampling). It
+  // starts after the work enqueued so far on the current stream (the seeds'
+  // selection, any update of the attributes), and the inputs are marked as
+  // used by it: the allocator keeps their memory until its work is done.
+  void start_stream() {
+    const c10::Device device = colptr_.device();
+    const c10::impl::VirtualGuardImpl impl(device.type());
+    const c10::Stream current = impl.getStream(device);
+    stream_ = impl.getStreamFromGlobalPool(device);
+    c10::Event begun(device.type());
+    begun.record(current);
+    begun.block(*stream_);
+    for (const at::Tensor& t : {colptr_, row_, seeds_}) t.record_stream(*stream_);
+    if (edge_id_) edge_id_->record_stream(*stream_);
+    for (const auto* attrs : {&node_attrs_, &edge_attrs_})
+      for (const at::Tensor& t : *attrs) t.record_stream(*stream_);
+  }
+
   void run() {
     std::optional<c10::StreamGuard> on_stream;
     if (stream_) on_stream.emplace(*stream_);
     c10::AutoGradMode no_grad(false);
     const int64_t num_batches = static_cast<int64_t>(keys_.size());
+    Sample ahead;
     for (int64_t b = 0; b < num_batches; ++b) {
+      Sample current = b > 0 && lookahead_ ? std::move(ahead) : sample(b);
+      // Fused on a GPU: batch b+1's sampling is enqueued before batch b's
+      // gathers, so the GPU has it while this thread waits for b's sizes and
+      // assembles b (the loader's lookahead, without the GIL).
+      if (lookahead_ && b + 1 < num_batches) ahead = sample(b + 1);
       Item item;
       try {
-        item.tensors = assemble(b);
+        item.tensors = assemble(collect(current));
         if (stream_) {
           item.done.emplace(stream_->device_type());
           item.done->record(*stream_);
@@ -187,21 +243,79 @@ class BatchPrefetcher : public torch::CustomClassHolder {
     ready_.notify_all();
   }
 
-  // One batch, as the loader's plain path builds it from the same ops.
-  std::vector<at::Tensor> assemble(int64_t b) {
-    static const auto sample =
+  // Batch b's sampling: fused on a GPU enqueued by
+  // fusesample::neighbor_sample_async (buffers and a meta the stream fills),
+  // else complete (fusesample::neighbor_sample: per-hop waits per hop, the
+  // CPU kernel finishes before it returns).
+  // Errors are kept for collect(), so they reach the consumer at batch b.
+  Sample sample(int64_t b) noexcept {
+    static const auto sample_now = c10::Dispatcher::singleton()
+                                       .findSchemaOrThrow("fusesample::neighbor_sample", "")
+                                       .typed<SampleFn>();
+    static const auto sample_async =
         c10::Dispatcher::singleton()
-            .findSchemaOrThrow("fusesample::neighbor_sample", "")
-            .typed<SampleFn>();
+            .findSchemaOrThrow("fusesample::neighbor_sample_async", "")
+            .typed<SampleAsyncFn>();
+    Sample s;
+    try {
+      const int64_t start = b * batch_size_;
+      const at::Tensor seeds =
+          seeds_.slice(0, start, std::min(start + batch_size_, seeds_.numel()));
+      if (lookahead_) {
+        auto [node, row, col, edge, batch, meta] =
+            sample_async.call(colptr_, row_, edge_id_, seeds, num_neighbors_, replace_,
+                              disjoint_, keys_[b]);
+        s.tensors = {node, row, col, edge, batch, meta};
+        s.pending = true;
+        if (stream_) {
+          s.launched.emplace(stream_->device_type());
+          s.launched->record(*stream_);
+        }
+      } else {
+        auto [node, row, col, edge, batch, nsn, nse] =
+            sample_now.call(colptr_, row_, edge_id_, seeds, num_neighbors_, replace_,
+                            disjoint_, keys_[b], fused_);
+        s.tensors = {node, row, col, edge, batch, nsn, nse};
+      }
+    } catch (...) {
+      s.error = std::current_exception();
+    }
+    return s;
+  }
+
+  // A sample's (node, row, col, edge, batch, num_sampled_nodes,
+  // num_sampled_edges), as fusesample::neighbor_sample returns them: an
+  // enqueued sample's buffers cut to the sizes in its meta (see the schema of
+  // neighbor_sample_async), once the stream has filled it.
+  std::vector<at::Tensor> collect(Sample& s) const {
+    if (s.error) std::rethrow_exception(s.error);
+    if (!s.pending) return std::move(s.tensors);
+    if (s.launched) s.launched->synchronize();
+    const int64_t hops = static_cast<int64_t>(num_neighbors_.size());
+    const at::Tensor& meta = s.tensors[5];
+    const int64_t* m = meta.data_ptr<int64_t>();
+    TORCH_CHECK(m[3 + 2 * hops] == 0, "fusesample::neighbor_sample: 'seed' holds ids ",
+                "outside [0, ", colptr_.numel() - 1, ")");
+    const int64_t n = m[0], e = m[1];
+    const std::vector<at::Tensor>& t = s.tensors;
+    return {t[0].narrow(0, 0, n),
+            t[1].narrow(0, 0, e),
+            t[2].narrow(0, 0, e),
+            t[3].narrow(0, 0, e),
+            disjoint_ ? t[4].narrow(0, 0, n) : t[4],
+            meta.narrow(0, 2, hops + 1).clone(),
+            meta.narrow(0, 3 + hops, hops).clone()};
+  }
+
+  // One batch from its sample, as the loader's plain path builds it.
+  std::vector<at::Tensor> assemble(std::vector<at::Tensor> sampled) const {
     static const auto gather = c10::Dispatcher::singleton()
                                    .findSchemaOrThrow("fusesample::gather_rows", "")
                                    .typed<GatherFn>();
-    const int64_t start = b * batch_size_;
-    const int64_t stop = std::min(start + batch_size_, seeds_.numel());
-    auto [node, row, col, edge, batch, nsn, nse] =
-        sample.call(colptr_, row_, edge_id_, seeds_.slice(0, start, stop), num_neighbors_,
-                    replace_, disjoint_, keys_[b], fused_);
-    std::vector<at::Tensor> out{node, at::stack({row, col}), edge, batch, nsn, nse};
+    const at::Tensor &node = sampled[0], &edge = sampled[3];
+    std::vector<at::Tensor> out{node,       at::stack({sampled[1], sampled[2]}),
+                                edge,       sampled[4],
+                                sampled[5], sampled[6]};
     out.reserve(out.size() + node_attrs_.size() + edge_attrs_.size());
     // The ids are the sampler's own output, in range: no check (and no sync).
     for (const at::Tensor& t : node_attrs_) out.push_back(gather.call(t, node, false));
@@ -209,8 +323,8 @@ class BatchPrefetcher : public torch::CustomClassHolder {
     return out;
   }
 
-  // A batch taken on another stream than the thread's: that stream waits for
-  // the batch, and its memory is not reused before that stream is done.
+  // The consumer's stream waits for the batch, and the batch's memory is not
+  // reused before that stream is done with it.
   void hand_over(const Item& item) const {
     const c10::Stream consumer =
         c10::impl::VirtualGuardImpl(stream_->device_type()).getStream(stream_->device());
@@ -225,7 +339,7 @@ class BatchPrefetcher : public torch::CustomClassHolder {
   const at::Tensor seeds_;
   const int64_t batch_size_;
   const std::vector<int64_t> keys_, num_neighbors_;
-  const bool replace_, disjoint_, fused_;
+  const bool replace_, disjoint_, fused_, lookahead_;
   const std::vector<at::Tensor> node_attrs_, edge_attrs_;
   const size_t depth_;
   std::optional<c10::Stream> stream_;
@@ -244,7 +358,7 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       .def(torch::init<at::Tensor, at::Tensor, std::optional<at::Tensor>, at::Tensor,
                        int64_t, std::vector<int64_t>, std::vector<int64_t>, bool, bool,
                        bool, std::vector<at::Tensor>, std::vector<at::Tensor>,
-                       int64_t>())
+                       int64_t, bool>())
       .def("next", &BatchPrefetcher::next)
       .def("close", &BatchPrefetcher::close);
 }

@@ -18,14 +18,16 @@ previous step's kernels (the synchronised step_ms exposes all of it). The
 peak memory covers both passes.
 
 Variants: pyg (NeighborLoader, CPU data, torch_sparse), fused / per-hop
-(FusedNeighborLoader on GPU data, one launch vs one launch per phase),
-fused-prefetch (fused with prefetch=True, the GPU default: the next batch's
-sampling is enqueued as a batch is handed out), fused-sync (fused with
-prefetch=False), fused-thread (fused with prefetch='thread': batches
-assembled on a background thread, so its loader_ms and sampled edges/s
-count only the hand-over of a batch made ahead, not its sampling; compare
-its step times), torch-gpu (plain PyTorch per-hop GPU sampler), model-only
-(pre-sampled batches already on the GPU: the floor for the step).
+(FusedNeighborLoader on GPU data with its defaults, one launch vs one
+launch per phase; fused's default is prefetch='thread', per-hop's no
+prefetch), fused-thread (fused with prefetch='thread' spelled out),
+fused-prefetch (fused with prefetch=True: the next batch's sampling is
+enqueued as a batch is handed out), fused-sync (fused with prefetch=False),
+torch-gpu (plain PyTorch per-hop GPU sampler), model-only (pre-sampled
+batches already on the GPU: the floor for the step). With a prefetch
+thread a batch is assembled ahead, during the previous step: in step mode
+loader_ms and sampled edges/s then count only its hand-over (compare step
+times), in loader mode (no step to hide behind) the thread's own pace.
 Synchronisation is of the stream the step runs on: work a loader overlaps
 on another stream is charged only where the step has to wait for it.
 """
@@ -46,8 +48,8 @@ from .torch_gpu_sampler import TorchGPUSampler
 STEP_VARIANTS = ('pyg', 'fused', 'fused-prefetch', 'fused-sync',
                  'fused-thread', 'per-hop', 'torch-gpu', 'model-only')
 # FusedNeighborLoader's `prefetch` per variant that sets it; fused and
-# per-hop take the loader's default (on for fused GPU sampling, off for
-# per-hop).
+# per-hop take the loader's default ('thread' for fused GPU sampling, off
+# for per-hop).
 _PREFETCH = {'fused-prefetch': True, 'fused-sync': False,
              'fused-thread': 'thread'}
 

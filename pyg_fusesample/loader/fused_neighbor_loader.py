@@ -161,13 +161,15 @@ class _NativeIterator:
     # batch_prefetcher.cpp) assembles the epoch's batches on a native thread
     # that never takes the GIL -- sampling, its size read-back, edge_index and
     # the row gathers of every node and edge attribute on the sampling
-    # device -- at most `depth` ahead. The training thread only takes the
-    # ready tensors and builds the Data. A Python thread doing the same work
+    # device -- at most `depth` ahead, on a GPU on a stream of its own. The
+    # training thread only takes the ready tensors and builds the Data. A Python thread doing the same work
     # would take turns with the training thread on the GIL, and a step bound
     # by the host's launch rate would not get faster (see the C++ file).
     # Keys, order and ops are those of the plain path: the batches are
-    # bitwise equal.
+    # bitwise equal. With `lookahead`, fused GPU sampling is enqueued one
+    # batch ahead of the batch being assembled.
     depth = 2
+    lookahead = True
 
     def __init__(self, loader: 'FusedNeighborLoader'):
         self.loader = loader
@@ -179,7 +181,8 @@ class _NativeIterator:
             g.colptr, g.row, g.edge_id, loader._epoch_seeds(order),
             sampler.batch_size, keys, ns.num_neighbors, ns.replace,
             ns.disjoint, ns.fused, [plan.values[k] for k in plan.node_rows],
-            [plan.values[k] for k in plan.edge_rows], self.depth)
+            [plan.values[k] for k in plan.edge_rows], self.depth,
+            self.lookahead)
         self.rows = plan.node_rows + plan.edge_rows
         self.positions = (p for p, _, _ in sampler.slices(order, keys))
         self.num_batches = len(keys)
@@ -384,16 +387,24 @@ class FusedNeighborLoader(NodeLoader):
         fused (bool): on a GPU, sample all hops in one kernel launch with
             one host sync per batch (default); ``False`` launches per phase
             with a sync per hop (the ablation baseline).
-        prefetch (bool or str, optional): on a GPU with ``num_workers=0``,
-            enqueue the next batch's sampling as the current batch is handed
-            out and read it one batch later, so the host never waits for a
-            training step and batch assembly overlaps the GPU's work.
-            ``'thread'`` instead assembles batches on a background thread,
-            at most two ahead, on the stream current when iteration starts:
-            for training steps bound by the host's launch rate, whose host
-            time the batch assembly would otherwise add to. Batches are the
-            same in every mode. (default: ``True`` when the graph is on a
-            GPU, ``fused=True`` and ``num_workers=0``)
+        prefetch (bool or str, optional): with ``num_workers=0``, prepare
+            batches ahead of the training step; the batches are the same in
+            every mode.
+            ``'thread'``: assemble batches on a background thread, at most two
+            ahead. Plain batches (a :class:`Data`, no
+            ``transform_sampler_output``, directional subgraphs) take a native
+            thread that never holds the GIL and, on a GPU, works on a CUDA
+            stream of its own; the training thread only takes the finished
+            tensors. This also works on CPU data. Other batches take a Python
+            thread on the stream current when iteration starts (GPU data
+            only). For training steps bound by the host's launch rate, the
+            batch assembly's host time is then no longer added to the step.
+            ``True`` (GPU data): enqueue the next batch's sampling as the
+            current batch is handed out and read it one batch later, so the
+            host never waits for a training step.
+            (default: ``'thread'`` for plain batches, else ``True``, when the
+            graph is on a GPU, ``fused=True`` and ``num_workers=0``;
+            otherwise ``False``)
         batch_size (int): seeds per mini-batch. (default: ``1``)
         shuffle (bool): reshuffle seeds every epoch. (default: ``False``)
         drop_last (bool): drop the last incomplete batch.
@@ -500,6 +511,8 @@ class FusedNeighborLoader(NodeLoader):
         if prefetch is None:
             prefetch = (on_gpu and self.num_workers == 0
                         and neighbor_sampler.fused)
+            if prefetch and self._native_thread():
+                prefetch = 'thread'
         elif prefetch and self.num_workers > 0:
             raise ValueError(f"'prefetch={prefetch!r}' prepares batches in "
                              f"the training process: it needs num_workers=0")
