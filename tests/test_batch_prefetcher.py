@@ -18,6 +18,7 @@ from pyg_fusesample.ops import csc_from_coo, neighbor_sample  # noqa: E402
 from torch_geometric.data import Data  # noqa: E402
 
 import reference as ref  # noqa: E402
+from test_loader import assert_batches_equal  # noqa: E402
 
 
 def graph_data(num_nodes=600, num_edges=6000, seed=0):
@@ -39,13 +40,7 @@ def assert_same_epochs(a, b):
     """Equal batches, in order: every key, value and dtype."""
     assert len(a) == len(b)
     for x, y in zip(a, b):
-        assert sorted(x.keys()) == sorted(y.keys())
-        for key in x.keys():
-            u, v = x[key], y[key]
-            if isinstance(u, torch.Tensor):
-                assert u.dtype == v.dtype and torch.equal(u, v), key
-            else:
-                assert u == v, key
+        assert_batches_equal(x, y)
 
 
 @pytest.mark.parametrize('kw', [
