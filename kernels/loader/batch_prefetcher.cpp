@@ -29,8 +29,8 @@
 //   next() -> Tensor[]: [node, edge_index [2, m], edge, batch ([0] unless
 //     disjoint), num_sampled_nodes, num_sampled_edges (both int64 on the
 //     CPU), *node_attrs[node], *edge_attrs[edge]] -- exactly what
-//     fusesample::neighbor_sample and gather_rows give for that batch; [] once
-//     the epoch is over or closed. An error raised while batch b was
+//     fusesample::neighbor_sample and gather_rows_list give for that batch;
+//     [] once the epoch is over or closed. An error raised while batch b was
 //     assembled is raised by the call that would have returned batch b; the
 //     calls after it return [].
 //   close(): stops the thread (the destructor does too); a batch being
@@ -80,7 +80,7 @@ using SampleAsyncFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
                                  at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
     const at::Tensor&, at::IntArrayRef, bool, bool, int64_t);
-using GatherFn = at::Tensor(const at::Tensor&, const at::Tensor&, bool);
+using GatherListFn = std::vector<at::Tensor>(at::TensorList, const at::Tensor&, bool);
 
 void check_attrs(const char* name, const std::vector<at::Tensor>& attrs,
                  int64_t rows, const char* rows_name, const at::Tensor& colptr) {
@@ -310,16 +310,16 @@ class BatchPrefetcher : public torch::CustomClassHolder {
   // One batch from its sample, as the loader's plain path builds it.
   std::vector<at::Tensor> assemble(std::vector<at::Tensor> sampled) const {
     static const auto gather = c10::Dispatcher::singleton()
-                                   .findSchemaOrThrow("fusesample::gather_rows", "")
-                                   .typed<GatherFn>();
+                                   .findSchemaOrThrow("fusesample::gather_rows_list", "")
+                                   .typed<GatherListFn>();
     const at::Tensor &node = sampled[0], &edge = sampled[3];
     std::vector<at::Tensor> out{node,       at::stack({sampled[1], sampled[2]}),
                                 edge,       sampled[4],
                                 sampled[5], sampled[6]};
     out.reserve(out.size() + node_attrs_.size() + edge_attrs_.size());
     // The ids are the sampler's own output, in range: no check (and no sync).
-    for (const at::Tensor& t : node_attrs_) out.push_back(gather.call(t, node, false));
-    for (const at::Tensor& t : edge_attrs_) out.push_back(gather.call(t, edge, false));
+    for (const at::Tensor& t : gather.call(node_attrs_, node, false)) out.push_back(t);
+    for (const at::Tensor& t : gather.call(edge_attrs_, edge, false)) out.push_back(t);
     return out;
   }
 

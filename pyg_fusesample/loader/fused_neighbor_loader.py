@@ -162,9 +162,10 @@ class _NativeIterator:
     # that never takes the GIL -- sampling, its size read-back, edge_index and
     # the row gathers of every node and edge attribute on the sampling
     # device -- at most `depth` ahead, on a GPU on a stream of its own. The
-    # training thread only takes the ready tensors and builds the Data. A Python thread doing the same work
-    # would take turns with the training thread on the GIL, and a step bound
-    # by the host's launch rate would not get faster (see the C++ file).
+    # training thread only takes the ready tensors and builds the Data. A
+    # Python thread doing the same work would take turns with the training
+    # thread on the GIL, and a step bound by the host's launch rate would not
+    # get faster (see the C++ file).
     # Keys, order and ops are those of the plain path: the batches are
     # bitwise equal. With `lookahead`, fused GPU sampling is enqueued one
     # batch ahead of the batch being assembled.
