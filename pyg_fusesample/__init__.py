@@ -1,23 +1,33 @@
-"""pyg_fusesample: fused, GPU-ready neighbour sampling for PyTorch Geometric.
+"""pyg_fusesample: fused, GPU-resident neighbour sampling for PyTorch Geometric.
 
-* :class:`~pyg_fusesample.loader.FusedNeighborLoader` -- a drop-in for
-  :class:`torch_geometric.loader.NeighborLoader`.
-* :class:`~pyg_fusesample.nn.FusedSAGEConv` and
-  :class:`~pyg_fusesample.nn.FusedGraphSAGE` -- sampling fused into the
-  aggregation, exact backward.
+* :class:`FusedNeighborLoader` / :class:`FusedNeighborSampler` -- drop-ins for
+  :class:`torch_geometric.loader.NeighborLoader` and its sampler.
+* :class:`FusedSAGEConv`, :class:`FusedGraphSAGE` -- sampling fused into the
+  aggregation, exact backward; :class:`CapturedStep` replays a whole training
+  step from a CUDA graph.
+* :class:`AutoSpMMConv` -- GCN-style aggregation on the SpMM kernel the
+  :mod:`~pyg_fusesample.autotune` scheduler picks, never slower than cuSPARSE.
 * :mod:`pyg_fusesample.ops` -- the ``torch.ops.fusesample`` ops.
 * :mod:`pyg_fusesample.datasets` -- synthetic graphs with real graphs' statistics.
 """
 from . import _extension  # noqa: F401  (clear error if the extension is missing)
+from ._version import __version__
 from . import ops
 from . import datasets
 from .sampler import FusedNeighborSampler
 from .loader import FusedNeighborLoader
 from . import nn
-from .nn import FusedGraphSAGE, FusedSAGEConv
+from .nn import AutoSpMMConv, CapturedStep, FusedGraphSAGE, FusedSAGEConv
 
-__version__ = '0.1.0'
-
-__all__ = ['ops', 'datasets', 'FusedNeighborSampler', 'FusedNeighborLoader',
-           'nn', 'FusedSAGEConv', 'FusedGraphSAGE',
-           '__version__']
+__all__ = [
+    'FusedNeighborLoader',
+    'FusedNeighborSampler',
+    'FusedSAGEConv',
+    'FusedGraphSAGE',
+    'CapturedStep',
+    'AutoSpMMConv',
+    'ops',
+    'nn',
+    'datasets',
+    '__version__',
+]

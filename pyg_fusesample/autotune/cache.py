@@ -25,14 +25,14 @@ import functools
 import hashlib
 import json
 import os
-import sys
 import tempfile
 import warnings
 from typing import Dict, Iterable, Tuple
 
 import torch
 
-from ..bench.env_info import device_name, versions
+from .._version import __version__
+from ..environment import device_name, versions
 from .candidates import VARIANTS
 
 SCHEMA = 'pyg_fusesample.autotune'
@@ -91,10 +91,9 @@ def environment(device: torch.device) -> Tuple[Tuple[str, str], ...]:
         major, minor = torch.cuda.get_device_capability(device)
         name = f'{name} (sm_{major}{minor})'
     v = versions()
-    lib = getattr(sys.modules.get('pyg_fusesample'), '__version__', 'dev')
     return (('device', name),
             ('driver', _driver_version() if device.type == 'cuda' else ''),
-            ('cuda', v['cuda']), ('torch', v['torch']), ('lib', lib))
+            ('cuda', v['cuda']), ('torch', v['torch']), ('lib', __version__))
 
 
 def key_string(fields: Dict) -> str:

@@ -10,10 +10,8 @@ close to each other, are re-timed on the whole graph (those kernels and the
 baseline), which then decides.
 """
 import contextlib
-import importlib
 import math
 import statistics
-import sys
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -23,6 +21,7 @@ from typing import Callable, Dict, List, Optional
 import torch
 from torch import Tensor
 
+from ..ops.spmm import spmm, spmm_cusparse
 from ..sparse import CSRGraph
 from . import cache, candidates, config
 from .candidates import BASELINE, HUB_VARIANTS, Candidate
@@ -44,7 +43,6 @@ CONFIRM_BAND = (0.8, 1.6)
 # against 0.90 ms on the sample, 9.15 against 8.37 on the whole graph.
 RIVAL_BAND, MAX_RIVALS = 1.3, 3
 _MEMO = 'autotune'
-_OPS = __name__.rsplit('.', 2)[0] + '.ops.spmm'
 
 
 @dataclass(frozen=True)
@@ -94,13 +92,9 @@ def forget(graph: CSRGraph) -> None:
 
 def dispatch(variant: str, params: Dict[str, int], graph: CSRGraph, x: Tensor,
              reduce: str) -> Tensor:
-    # Looked up at call time (this module imports before the ops exist) by
-    # module path (the attribute ``ops.spmm`` may be the submodule), through
-    # sys.modules: a dict lookup, not the import machinery, per call.
-    ops = sys.modules.get(_OPS) or importlib.import_module(_OPS)
     if variant == BASELINE:
-        return ops.spmm_cusparse(graph, x, reduce)
-    return ops.spmm(graph, x, reduce, variant=variant,
+        return spmm_cusparse(graph, x, reduce)
+    return spmm(graph, x, reduce, variant=variant,
                     hub_threshold=params.get('hub_threshold', -1),
                     lanes=params.get('lanes', 0),
                     light_order='index' if params.get('index_order') else 'length')

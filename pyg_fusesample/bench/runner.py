@@ -41,7 +41,7 @@ from typing import Dict, List
 import torch
 import torch.nn.functional as F
 
-from .env_info import device_name, versions
+from ..environment import device_name, versions
 from .timing import pipelined_periods
 from .torch_gpu_sampler import TorchGPUSampler
 

@@ -63,7 +63,7 @@ import torch
 import torch.nn.functional as F
 
 from .csv_schema import append_rows
-from .env_info import device_name, versions
+from ..environment import device_name, versions
 from .report import write_report
 from .runner import (STEP_VARIANTS, Bench, _cycle, _setting, _sync,
                      fill_model_ms, run_row)

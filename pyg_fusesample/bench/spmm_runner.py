@@ -24,7 +24,7 @@ from typing import Dict, List
 import torch
 import torch.nn.functional as F
 
-from .env_info import device_name, versions
+from ..environment import device_name, versions
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',

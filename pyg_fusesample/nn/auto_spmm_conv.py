@@ -11,6 +11,7 @@ from torch_geometric.nn.dense.linear import Linear
 from torch_geometric.nn.inits import zeros
 from torch_geometric.typing import SparseTensor
 
+from ..autotune import run_spmm
 from ..ops.spmm import csr_attention
 from ..sparse import CSRGraph
 
@@ -158,7 +159,6 @@ class AutoSpMMConv(MessagePassing):
 
     def forward(self, x: Tensor, edge_index,
                 edge_weight: Optional[Tensor] = None) -> Tensor:
-        from ..autotune import run_spmm
         graph = self.csr(edge_index, x.size(0), edge_weight, x.dtype)
         h = self.lin(x)
         if self.attention:

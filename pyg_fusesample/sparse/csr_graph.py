@@ -143,8 +143,8 @@ class CSRGraph:
         it): the work list of the ``'hub'`` SpMM variant.
 
         (On an H200, chunks of 4096 ran 0.1-2.9% faster than 2048 in the
-        cells of ``scripts/device/spmm_chunk_sweep.py``, call90-92, but in the
-        whole benchmark (call95) the scheduler's probe of hub-skewed bfloat16
+        cells of ``scripts/device/spmm_chunk_sweep.py`` (git 0e1e631),
+        call90-92, but in the whole benchmark (call95) the scheduler's probe of hub-skewed bfloat16
         F=256 at 32 lanes slowed from 0.69 to 0.83 ms, which moved its choice
         to a kernel 6% slower, and Reddit-like bfloat16 F=16 took 5% longer;
         2048 stays. 8192 lost 13% on hub-skewed bfloat16 F=128.)"""

@@ -40,7 +40,7 @@ constexpr int kSubwarpLanes = 8;
 // element type, vector width and kernel family (kHubSplit: 'hub' and
 // 'hub-subwarp', whose light rows are short). The gathers are latency-bound,
 // so the trade is loads in flight per warp against resident warps; on the
-// H200 (scripts/device/spmm_min_blocks.py):
+// H200 (git 0e1e631: scripts/device/spmm_min_blocks.py):
 // - 16-bit lanes hold 2 16-byte vectors (16 accumulators; 4 cost 80-104
 //   registers, call73; scalar rows keep 4 values) under a cap of 5 blocks,
 //   48 registers: products-like bf16 F=128 took 8.6 ms at 5 blocks, 9.1 at
@@ -68,7 +68,7 @@ constexpr int kSubwarpLanes = 8;
 //   every other 16-bit lane 2, see accumulate) under 5 blocks (48
 //   registers): 4 vectors in flight a lane, as the 2-vector lanes. Against
 //   2 a pass under 8 blocks ('hub', 'hub-subwarp') or 6 ('warp',
-//   'subwarp'), bf16 on the H200 (scripts/device/spmm_kernel_ab.py,
+//   'subwarp'), bf16 on the H200 (git 0e1e631: scripts/device/spmm_kernel_ab.py,
 //   call111): Erdos-Renyi F=64/128/256 1.05/1.09/1.04x faster,
 //   products-like 1.04/1.06/1.04x, hub-skewed F=128/256 0.99/1.00x,
 //   Reddit-like F=128 0.99x; 4 a pass under 6 blocks (40 registers) lost
