@@ -45,7 +45,11 @@ def sample_positions(d: int, k: int, replace: bool, seed: int, hop: int,
 
 
 def neighbor_sample(colptr, row, edge_id, seed, num_neighbors, replace=False,
-                    disjoint=False, rng_seed=0):
+                    disjoint=False, rng_seed=0, num_edge_types=1):
+    """With num_edge_types T > 1: the typed CSC (segment v*T+t holds v's
+    in-edges of type t) and hop-major fan-outs [L*T]; draws keyed by
+    hop*T+t, a target's segments one after the other."""
+    T = num_edge_types
     colptr, row = colptr.tolist(), row.tolist()
     eid = edge_id.tolist() if edge_id is not None else None
     node = seed.tolist()
@@ -57,23 +61,25 @@ def neighbor_sample(colptr, row, edge_id, seed, num_neighbors, replace=False,
     rows, cols, edges = [], [], []
     nsn, nse = [len(node)], []
     begin, end = 0, len(node)
-    for hop, k in enumerate(num_neighbors):
+    for hop in range(len(num_neighbors) // T):
         count = 0
         for t in range(begin, end):
             v = node[t]
-            start, d = colptr[v], colptr[v + 1] - colptr[v]
             b = batch[t] if disjoint else 0
-            for j in sample_positions(d, k, replace, rng_seed, hop, t):
-                u = row[start + j]
-                if key(u, b) not in local:
-                    local[key(u, b)] = len(node)
-                    node.append(u)
-                    if disjoint:
-                        batch.append(b)
-                rows.append(local[key(u, b)])
-                cols.append(t)
-                edges.append(eid[start + j] if eid is not None else start + j)
-                count += 1
+            for et in range(T):
+                k = num_neighbors[hop * T + et]
+                start, d = colptr[v * T + et], colptr[v * T + et + 1] - colptr[v * T + et]
+                for j in sample_positions(d, k, replace, rng_seed, hop * T + et, t):
+                    u = row[start + j]
+                    if key(u, b) not in local:
+                        local[key(u, b)] = len(node)
+                        node.append(u)
+                        if disjoint:
+                            batch.append(b)
+                    rows.append(local[key(u, b)])
+                    cols.append(t)
+                    edges.append(eid[start + j] if eid is not None else start + j)
+                    count += 1
         nse.append(count)
         nsn.append(len(node) - end)
         begin, end = end, len(node)

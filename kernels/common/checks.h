@@ -78,6 +78,20 @@ inline void check_fanouts(const char* op, at::IntArrayRef num_neighbors) {
                 "; use a count >= 0, or -1 for all neighbours");
 }
 
+// A typed CSC (heterogeneous sampling): T >= 1 segments per node in colptr
+// and T fan-outs per hop.
+inline void check_edge_types(const char* op, const at::Tensor& colptr,
+                             at::IntArrayRef num_neighbors, int64_t num_types) {
+  TORCH_CHECK(num_types >= 1, op, ": 'num_edge_types' must be >= 1, got ",
+              num_types);
+  TORCH_CHECK((colptr.numel() - 1) % num_types == 0, op, ": 'colptr' has ",
+              colptr.numel(), " entries, which is not num_nodes * num_edge_types",
+              " + 1 for num_edge_types = ", num_types);
+  TORCH_CHECK(static_cast<int64_t>(num_neighbors.size()) % num_types == 0, op,
+              ": 'num_neighbors' has ", num_neighbors.size(), " entries, which is"
+              " not hops * num_edge_types for num_edge_types = ", num_types);
+}
+
 // gather_rows' arguments: src with a row dimension, a 1-D int64 index on
 // src's device.
 inline void check_gather_rows(const char* op, const at::Tensor& src,

@@ -7,7 +7,13 @@
 //            None means the slot index itself), seed [B] int64 in [0, N),
 //            num_neighbors [L] each >= -1 (-1 = all in-edges), replace,
 //            disjoint, rng_seed, fused (CUDA: all hops in one launch; the
-//            CPU kernel ignores it).
+//            CPU kernel ignores it), num_edge_types T >= 1.
+//   typed    (heterogeneous graphs) with T > 1, colptr is [N*T+1]: segment
+//            v*T+t holds node v's in-edges of edge type t, and num_neighbors
+//            is [L*T], hop-major (hop h's fan-out for type t at h*T+t). A
+//            target's draws are its segments' draws, segment after segment;
+//            every count below is over nodes (N) and hops (L). T = 1 is the
+//            plain CSC, and its draws are the same as without the argument.
 //   outputs  node [n] int64: global ids, seeds first (in the given order),
 //              then each hop's new nodes in order of first appearance --
 //              grouped by hop, unique (per subtree when disjoint);
@@ -20,8 +26,8 @@
 //   sampling without replacement keeps min(deg, k) distinct in-edges, every
 //            subset equally likely (Floyd's algorithm); with replacement k
 //            independent uniform draws (none for an isolated node).
-//   determinism: draws are keyed by (rng_seed, hop, target position, slot)
-//            (common/rng.h), so the output is a pure function of the inputs,
+//   determinism: draws are keyed by (rng_seed, hop * T + t, target position,
+//            slot) (common/rng.h), so the output is a pure function of the inputs,
 //            independent of thread count, and the CPU and CUDA kernels agree.
 #include <torch/library.h>
 
@@ -29,8 +35,8 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "neighbor_sample(Tensor colptr, Tensor row, Tensor? edge_id, "
       "Tensor seed, int[] num_neighbors, bool replace=False, "
-      "bool disjoint=False, int rng_seed=0, bool fused=True) -> (Tensor node, "
-      "Tensor row, "
+      "bool disjoint=False, int rng_seed=0, bool fused=True, "
+      "int num_edge_types=1) -> (Tensor node, Tensor row, "
       "Tensor col, Tensor edge, Tensor batch, Tensor num_sampled_nodes, "
       "Tensor num_sampled_edges)");
   // The same sample, not waited for (the loader enqueues batch i+1 behind
@@ -47,6 +53,7 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "neighbor_sample_async(Tensor colptr, Tensor row, Tensor? edge_id, "
       "Tensor seed, int[] num_neighbors, bool replace=False, "
-      "bool disjoint=False, int rng_seed=0) -> (Tensor node, Tensor row, "
-      "Tensor col, Tensor edge, Tensor batch, Tensor meta)");
+      "bool disjoint=False, int rng_seed=0, int num_edge_types=1) -> "
+      "(Tensor node, Tensor row, Tensor col, Tensor edge, Tensor batch, "
+      "Tensor meta)");
 }

@@ -6,7 +6,7 @@ from typing import Callable, Iterator, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader import NodeLoader
 from torch_geometric.loader.utils import get_input_nodes, infer_filter_per_worker
 from torch_geometric.sampler import NodeSamplerInput, SamplerOutput
@@ -66,6 +66,22 @@ class SeededBatchSampler(torch.utils.data.Sampler):
     def __iter__(self) -> Iterator[Tuple[Tensor, int]]:
         for positions, key, _ in self.slices(*self.plan()):
             yield positions, key
+
+
+def _input_type(data: HeteroData, input_nodes) -> str:
+    # The node type of a heterogeneous loader's seeds: 'type' or
+    # ('type', ids or mask), as NeighborLoader takes them.
+    if isinstance(input_nodes, (list, tuple)) and len(input_nodes) == 2:
+        input_nodes = input_nodes[0]
+    if not isinstance(input_nodes, str):
+        raise ValueError("'input_nodes' of a HeteroData must name the node "
+                         "type of the seeds: a node type or a (node type, "
+                         "indices or mask) pair")
+    if input_nodes not in data.node_types:
+        raise ValueError(f"'input_nodes' names the node type "
+                         f"{input_nodes!r}, which the graph does not have "
+                         f"({', '.join(map(repr, data.node_types))})")
+    return input_nodes
 
 
 def _check_input_nodes(input_nodes, num_nodes: int):
@@ -347,7 +363,8 @@ class FusedNeighborLoader(NodeLoader):
     r"""A data loader that samples multi-hop neighbourhoods with fused C++
     (and, on GPUs, CUDA) kernels; a drop-in replacement for
     :class:`torch_geometric.loader.NeighborLoader` on homogeneous
-    :class:`~torch_geometric.data.Data`.
+    :class:`~torch_geometric.data.Data` and heterogeneous
+    :class:`~torch_geometric.data.HeteroData`.
 
     It takes :class:`~torch_geometric.loader.NeighborLoader`'s arguments and
     yields the same mini-batches: a :class:`~torch_geometric.data.Data` with
@@ -355,7 +372,10 @@ class FusedNeighborLoader(NodeLoader):
     (unique, seeds first, grouped by hop), ``e_id``, ``input_id``,
     ``batch_size``, ``num_sampled_nodes`` and ``num_sampled_edges`` per hop
     (so :func:`~torch_geometric.utils.trim_to_layer` works) and every node
-    and edge attribute sliced.
+    and edge attribute sliced; for a :class:`HeteroData`, PyG's
+    heterogeneous batch (all of the above per node and edge type, every type
+    present). Heterogeneous batches sample every edge type of every hop in
+    one launch of the typed sampler.
 
     .. code-block:: python
 
@@ -366,10 +386,14 @@ class FusedNeighborLoader(NodeLoader):
                                 seed=0)
 
     Args:
-        data (Data): the graph.
-        num_neighbors (List[int]): neighbours sampled per hop (``-1``: all).
-        input_nodes (Tensor, optional): seed nodes, as indices or a boolean
-            mask (default: all nodes).
+        data (Data or HeteroData): the graph.
+        num_neighbors (List[int] or Dict[EdgeType, List[int]]): neighbours
+            sampled per hop (``-1``: all); per edge type for heterogeneous
+            graphs (a list applies to every edge type).
+        input_nodes (Tensor or str or Tuple[str, Tensor], optional): seed
+            nodes, as indices or a boolean mask (default: all nodes); for a
+            :class:`HeteroData`, the seeds' node type, alone or with indices
+            or a mask.
         input_time: not supported (temporal sampling), must be ``None``.
         replace (bool): sample with replacement. (default: ``False``)
         subgraph_type (str): ``'directional'``, ``'bidirectional'`` or
@@ -414,8 +438,8 @@ class FusedNeighborLoader(NodeLoader):
     """
     def __init__(
         self,
-        data: Data,
-        num_neighbors: List[int],
+        data: Union[Data, HeteroData],
+        num_neighbors: Union[List[int], dict],
         input_nodes: InputNodes = None,
         input_time: OptTensor = None,
         replace: bool = False,
@@ -483,12 +507,17 @@ class FusedNeighborLoader(NodeLoader):
         self.custom_cls = None
         self.input_id = None
 
-        _check_input_nodes(input_nodes, data.num_nodes)
+        input_type, num_input_nodes = None, data.num_nodes
+        if isinstance(data, HeteroData):
+            input_type = _input_type(data, input_nodes)
+            num_input_nodes = data[input_type].num_nodes
+        _check_input_nodes(input_nodes[1] if isinstance(input_nodes, tuple)
+                           else input_nodes, num_input_nodes)
         input_type, nodes, input_id = get_input_nodes(data, input_nodes)
         if nodes.numel() > 0 and (int(nodes.min()) < 0
-                                  or int(nodes.max()) >= data.num_nodes):
+                                  or int(nodes.max()) >= num_input_nodes):
             raise ValueError(f"'input_nodes' holds ids outside "
-                             f"[0, {data.num_nodes})")
+                             f"[0, {num_input_nodes})")
         # PyG's NodeSamplerInput keeps its tensors on the CPU; for GPU
         # sampling the seeds are also kept on the device (_node_input).
         self.input_data = NodeSamplerInput(input_id=input_id, node=nodes,

@@ -29,17 +29,23 @@ class NeighborSampleOutput(NamedTuple):
 def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
                     seed: Tensor, num_neighbors: List[int],
                     replace: bool = False, disjoint: bool = False,
-                    rng_seed: int = 0, fused: bool = True
-                    ) -> NeighborSampleOutput:
+                    rng_seed: int = 0, fused: bool = True,
+                    num_edge_types: int = 1) -> NeighborSampleOutput:
     r"""Samples a multi-hop neighbourhood of :obj:`seed` from a CSC graph.
 
+    With :obj:`num_edge_types` :math:`T > 1` the graph is typed (the
+    heterogeneous sampler's layout): ``colptr`` has :math:`N T + 1` entries,
+    segment :math:`vT + t` holding node :math:`v`'s in-edges of edge type
+    :math:`t`, and ``num_neighbors`` has :math:`L T` entries, hop-major.
+
     Args:
-        colptr (Tensor): ``[N + 1]`` int64 column pointers.
+        colptr (Tensor): ``[N * T + 1]`` int64 column pointers.
         row (Tensor): ``[E]`` int32/int64 source of each in-edge, by target.
         edge_id (Tensor, optional): ``[E]`` int64 global id of each CSC slot
             (``None``: the slot index).
         seed (Tensor): ``[B]`` int64 seed nodes.
-        num_neighbors (List[int]): fan-out per hop; ``-1`` takes all.
+        num_neighbors (List[int]): fan-out per hop (and edge type, hop-major,
+            when :math:`T > 1`); ``-1`` takes all.
         replace (bool): sample with replacement.
         disjoint (bool): give each seed its own subtree (adds ``batch``).
         rng_seed (int): key of the counter-based RNG; equal inputs and seed
@@ -47,6 +53,7 @@ def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
         fused (bool): on CUDA, sample all hops in one cooperative launch with
             one host sync (default); ``False`` launches per phase with a sync
             per hop (the ablation baseline). Ignored on the CPU.
+        num_edge_types (int): :math:`T`, segments per node (default 1).
 
     Returns:
         :class:`NeighborSampleOutput` with global ``node`` ids (seeds first,
@@ -55,7 +62,8 @@ def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
         and the per-hop counts as int64 tensors.
     """
     out = _ops.neighbor_sample(colptr, row, edge_id, seed, num_neighbors,
-                               replace, disjoint, rng_seed, fused)
+                               replace, disjoint, rng_seed, fused,
+                               num_edge_types)
     node, row_, col, edge, batch, nsn, nse = out
     return NeighborSampleOutput(node, row_, col, edge,
                                 batch if disjoint else None, nsn, nse)
@@ -108,8 +116,8 @@ class PendingNeighborSample:
 def neighbor_sample_async(colptr: Tensor, row: Tensor,
                           edge_id: Optional[Tensor], seed: Tensor,
                           num_neighbors: List[int], replace: bool = False,
-                          disjoint: bool = False, rng_seed: int = 0
-                          ) -> PendingNeighborSample:
+                          disjoint: bool = False, rng_seed: int = 0,
+                          num_edge_types: int = 1) -> PendingNeighborSample:
     r""":func:`neighbor_sample` (fused) without waiting for the result: on
     CUDA the kernels are enqueued on the current stream and this returns at
     once; :meth:`PendingNeighborSample.wait` gives the (bitwise identical)
@@ -120,14 +128,15 @@ def neighbor_sample_async(colptr: Tensor, row: Tensor,
     overlaps the GPU's work instead of stalling it."""
     *buffers, meta = _ops.neighbor_sample_async(
         colptr, row, edge_id, seed, num_neighbors, replace, disjoint,
-        rng_seed)
+        rng_seed, num_edge_types)
     event = stream = None
     if colptr.is_cuda:
         stream = torch.cuda.current_stream(colptr.device)
         event = torch.cuda.Event()
         event.record(stream)
     return PendingNeighborSample(buffers, meta, event, stream,
-                                 len(num_neighbors), colptr.numel() - 1,
+                                 len(num_neighbors) // num_edge_types,
+                                 (colptr.numel() - 1) // num_edge_types,
                                  disjoint)
 
 
@@ -182,8 +191,8 @@ def _fake_sample_tensors(colptr, seed, disjoint):
 @torch.library.register_fake('fusesample::neighbor_sample')
 def _neighbor_sample_fake(colptr, row, edge_id, seed, num_neighbors,
                           replace=False, disjoint=False, rng_seed=0,
-                          fused=True):
-    hops = len(num_neighbors)
+                          fused=True, num_edge_types=1):
+    hops = len(num_neighbors) // num_edge_types
     # Per-hop counts are host tensors on every device (read in the op's sync).
     nsn = torch.empty(hops + 1, dtype=torch.long, device='cpu')
     nse = torch.empty(hops, dtype=torch.long, device='cpu')
@@ -192,9 +201,11 @@ def _neighbor_sample_fake(colptr, row, edge_id, seed, num_neighbors,
 
 @torch.library.register_fake('fusesample::neighbor_sample_async')
 def _neighbor_sample_async_fake(colptr, row, edge_id, seed, num_neighbors,
-                                replace=False, disjoint=False, rng_seed=0):
+                                replace=False, disjoint=False, rng_seed=0,
+                                num_edge_types=1):
     # The buffers (at least as long as the outputs) and the host meta.
-    meta = torch.empty(4 + 2 * len(num_neighbors), dtype=torch.long,
+    hops = len(num_neighbors) // num_edge_types
+    meta = torch.empty(4 + 2 * hops, dtype=torch.long,
                        device='cpu')
     return (*_fake_sample_tensors(colptr, seed, disjoint), meta)
 

@@ -1,18 +1,21 @@
 """FusedNeighborSampler: PyG's NeighborSampler contract on the fused op."""
-from typing import List, Optional, Union
+from typing import Dict, List, Optional, Union
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 from torch_geometric.sampler import (BaseSampler, EdgeSamplerInput,
-                                     NegativeSampling, NodeSamplerInput,
-                                     NumNeighbors, SamplerOutput)
+                                     HeteroSamplerOutput, NegativeSampling,
+                                     NodeSamplerInput, NumNeighbors,
+                                     SamplerOutput)
 from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.sampler.neighbor_sampler import edge_sample
 
 from ..ops import (NeighborSampleOutput, PendingNeighborSample,
                    induced_subgraph, neighbor_sample, neighbor_sample_async)
 from .graph_store import CSCGraph, build_csc
+from .hetero_output import to_hetero_output, typed_seeds
+from .typed_graph import TypedCSC, build_typed_csc
 
 _RNG_HIGH = 2**62
 
@@ -47,18 +50,36 @@ def _as_fanouts(num_neighbors) -> List[int]:
     return fanouts
 
 
-class FusedNeighborSampler(BaseSampler):
-    r"""Multi-hop uniform neighbour sampling for homogeneous graphs, with the
-    arguments and output of :class:`torch_geometric.sampler.NeighborSampler`.
+def _typed_fanouts(num_neighbors, edge_types) -> List[int]:
+    # PyG's NumNeighbors semantics (a list for every edge type, or a dict
+    # with an optional default; the same hop count everywhere), flattened
+    # hop-major for the typed op.
+    if not isinstance(num_neighbors, NumNeighbors):
+        num_neighbors = NumNeighbors(num_neighbors)
+    values = num_neighbors._get_values(edge_types)
+    per_type = [_as_fanouts(values[et]) for et in edge_types]
+    hops = len(per_type[0]) if per_type else 0
+    return [per_type[t][h] for h in range(hops) for t in range(len(per_type))]
 
-    All hops are sampled, deduplicated and relabelled in one call of the
+
+class FusedNeighborSampler(BaseSampler):
+    r"""Multi-hop uniform neighbour sampling for homogeneous and
+    heterogeneous graphs, with the arguments and output of
+    :class:`torch_geometric.sampler.NeighborSampler`.
+
+    All hops (and, for a :class:`~torch_geometric.data.HeteroData`, all edge
+    types) are sampled, deduplicated and relabelled in one call of the
     ``fusesample::neighbor_sample`` op, on the device where the graph lives
-    (parallel C++ on the CPU). The graph is kept as CSC and memoised per
-    ``edge_index``.
+    (parallel C++ on the CPU). The graph is kept as CSC (a typed CSC with a
+    segment per edge type for heterogeneous graphs:
+    :mod:`~pyg_fusesample.sampler.typed_graph`), memoised per graph.
 
     Args:
-        data (Data): the graph.
-        num_neighbors (List[int]): fan-out per hop, ``-1`` for all neighbours.
+        data (Data or HeteroData): the graph.
+        num_neighbors (List[int] or Dict[EdgeType, List[int]]): fan-out per
+            hop, ``-1`` for all neighbours; for heterogeneous graphs a list
+            applies to every edge type, a dict gives each edge type its own
+            (as :class:`~torch_geometric.sampler.NumNeighbors`).
         subgraph_type (str): ``'directional'`` (sampled edges only),
             ``'bidirectional'`` (sampled edges and their reverses) or
             ``'induced'`` (all edges among the sampled nodes).
@@ -73,13 +94,13 @@ class FusedNeighborSampler(BaseSampler):
             phase and a sync per hop (kept for comparison).
 
     Temporal (``time_attr``), weighted (``weight_attr``) and backward
-    sampling, and heterogeneous or remote-store data raise
-    :class:`NotImplementedError`.
+    sampling, remote-store data, and ``subgraph_type='induced'`` on
+    heterogeneous graphs raise :class:`NotImplementedError`.
     """
     def __init__(
         self,
-        data: Data,
-        num_neighbors: Union[List[int], NumNeighbors],
+        data: Union[Data, HeteroData],
+        num_neighbors: Union[List[int], Dict, NumNeighbors],
         subgraph_type: Union[SubgraphType, str] = 'directional',
         replace: bool = False,
         disjoint: bool = False,
@@ -94,11 +115,11 @@ class FusedNeighborSampler(BaseSampler):
         device=None,
         fused: bool = True,
     ):
-        if not isinstance(data, Data):
+        if not isinstance(data, (Data, HeteroData)):
             raise NotImplementedError(
-                f"FusedNeighborSampler supports homogeneous 'Data' objects "
-                f"only, got {type(data).__name__} (use PyG's NeighborSampler "
-                f"for heterogeneous or FeatureStore/GraphStore data)")
+                f"FusedNeighborSampler samples 'Data' and 'HeteroData' "
+                f"objects, got {type(data).__name__} (use PyG's "
+                f"NeighborSampler for FeatureStore/GraphStore data)")
         if time_attr is not None:
             raise NotImplementedError("temporal sampling ('time_attr') is not "
                                       "supported by FusedNeighborSampler yet")
@@ -109,14 +130,14 @@ class FusedNeighborSampler(BaseSampler):
         if sample_direction != 'forward':
             raise NotImplementedError("only sample_direction='forward' is "
                                       "supported")
-        if 'edge_index' not in data or data.edge_index is None:
+        self.is_hetero = isinstance(data, HeteroData)
+        if not self.is_hetero and ('edge_index' not in data
+                                   or data.edge_index is None):
             raise ValueError("'data' has no 'edge_index' (SparseTensor "
                              "'adj_t' graphs are not supported yet)")
         if not directed:
             subgraph_type = SubgraphType.induced
 
-        self.num_nodes = data.num_nodes
-        self.num_neighbors = _as_fanouts(num_neighbors)
         self.subgraph_type = SubgraphType(subgraph_type)
         self.replace = replace
         self.disjoint = disjoint
@@ -128,8 +149,30 @@ class FusedNeighborSampler(BaseSampler):
             raise NotImplementedError("'disjoint=True' together with "
                                       "subgraph_type='induced' is not "
                                       "supported")
-        self.graph: CSCGraph = build_csc(data.edge_index, self.num_nodes,
-                                         is_sorted=is_sorted, device=device)
+        self.typed: Optional[TypedCSC] = None
+        if self.is_hetero:
+            if self.subgraph_type == SubgraphType.induced:
+                raise NotImplementedError(
+                    "subgraph_type='induced' is not supported for "
+                    "heterogeneous graphs yet (PyG's pyg-lib sampler lacks it "
+                    "too); use 'directional' or 'bidirectional'")
+            self.typed = build_typed_csc(data, is_sorted=is_sorted,
+                                         device=device)
+            self.node_types = self.typed.node_types
+            self.edge_types = self.typed.edge_types
+            self.num_nodes = {nt: data[nt].num_nodes for nt in self.node_types}
+            self.num_neighbors = _typed_fanouts(num_neighbors, self.edge_types)
+            if not self.edge_types:  # no relation: hops that draw nothing
+                hops = len(NumNeighbors(num_neighbors).values) if isinstance(
+                    num_neighbors, (list, tuple)) else 0
+                self.num_neighbors = [0] * hops
+            self.graph: CSCGraph = self.typed.graph
+        else:
+            self.num_nodes = data.num_nodes
+            self.num_neighbors = _as_fanouts(num_neighbors)
+            self.graph: CSCGraph = build_csc(data.edge_index, self.num_nodes,
+                                             is_sorted=is_sorted,
+                                             device=device)
         if share_memory and self.graph.device.type == 'cpu':
             for t in (self.graph.colptr, self.graph.row, self.graph.edge_id):
                 if t is not None:
@@ -138,6 +181,11 @@ class FusedNeighborSampler(BaseSampler):
     @property
     def device(self) -> torch.device:
         return self.graph.device
+
+    @property
+    def num_edge_types(self) -> int:
+        r"""Segments per node of the CSC the op reads (1: homogeneous)."""
+        return max(len(self.edge_types), 1) if self.is_hetero else 1
 
     @property
     def edge_permutation(self) -> None:
@@ -164,7 +212,8 @@ class FusedNeighborSampler(BaseSampler):
         g = self.graph
         pending = neighbor_sample_async(g.colptr, g.row, g.edge_id, seed,
                                         self.num_neighbors, self.replace,
-                                        self.disjoint, rng_seed)
+                                        self.disjoint, rng_seed,
+                                        self.num_edge_types)
         return PendingSamplerOutput(self, pending,
                                     (inputs.input_id, inputs.time))
 
@@ -173,9 +222,12 @@ class FusedNeighborSampler(BaseSampler):
                           rng_seed: Optional[int] = None) -> SamplerOutput:
         rng_seed = self._key(rng_seed)
 
-        def sample_fn(seed: Tensor, seed_time: Optional[Tensor] = None):
+        def sample_fn(seed, seed_time=None):
             if seed_time is not None:
                 raise NotImplementedError("temporal seeds are not supported")
+            if isinstance(seed, dict):  # heterogeneous: {node type: ids}
+                seed = typed_seeds(self.typed, {
+                    nt: self._on_device(ids) for nt, ids in seed.items()})
             return self._sampler_output(self._sample(self._on_device(seed),
                                                      rng_seed))
 
@@ -186,12 +238,19 @@ class FusedNeighborSampler(BaseSampler):
         return out
 
     def _node_seeds(self, inputs: NodeSamplerInput, rng_seed: Optional[int]):
-        if inputs.input_type is not None:
-            raise NotImplementedError("heterogeneous node inputs are not "
-                                      "supported")
         if inputs.time is not None:
             raise NotImplementedError("temporal seeds are not supported")
-        return self._on_device(inputs.node), self._key(rng_seed)
+        seed = self._on_device(inputs.node)
+        if self.is_hetero:
+            if inputs.input_type not in self.num_nodes:
+                raise ValueError(
+                    f"the input node type {inputs.input_type!r} is not a node "
+                    f"type of the graph ({', '.join(map(repr, self.node_types))})")
+            seed = typed_seeds(self.typed, {inputs.input_type: seed})
+        elif inputs.input_type is not None:
+            raise ValueError(f"the graph is homogeneous, but an input node "
+                             f"type ({inputs.input_type!r}) was given")
+        return seed, self._key(rng_seed)
 
     def _key(self, rng_seed: Optional[int]) -> int:
         # The batch's RNG key: the given one, else one from the generator.
@@ -206,9 +265,13 @@ class FusedNeighborSampler(BaseSampler):
         g = self.graph
         return neighbor_sample(g.colptr, g.row, g.edge_id, seed,
                                self.num_neighbors, self.replace,
-                               self.disjoint, rng_seed, self.fused)
+                               self.disjoint, rng_seed, self.fused,
+                               self.num_edge_types)
 
-    def _sampler_output(self, out: NeighborSampleOutput) -> SamplerOutput:
+    def _sampler_output(self, out: NeighborSampleOutput
+                        ) -> Union[SamplerOutput, HeteroSamplerOutput]:
+        if self.is_hetero:
+            return to_hetero_output(self.typed, out)
         g = self.graph
         row, col, edge = out.row, out.col, out.edge
         num_sampled_edges = out.num_sampled_edges.tolist()
@@ -226,7 +289,8 @@ class FusedNeighborSampler(BaseSampler):
             num_sampled_edges=num_sampled_edges,
         )
 
-    def _finish(self, out: NeighborSampleOutput, metadata) -> SamplerOutput:
+    def _finish(self, out: NeighborSampleOutput, metadata
+                ) -> Union[SamplerOutput, HeteroSamplerOutput]:
         # The op's output as PyG's node_sample + NeighborSampler return it.
         out = self._sampler_output(out)
         out.metadata = metadata

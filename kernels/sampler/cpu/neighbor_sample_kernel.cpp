@@ -31,9 +31,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
            at::Tensor, at::Tensor>
 sample(const at::Tensor& colptr, const at::Tensor& row,
        const c10::optional<at::Tensor>& edge_id, const at::Tensor& seed,
-       const std::vector<int64_t>& num_neighbors, bool replace, bool disjoint,
-       uint64_t rng_seed) {
-  const int64_t num_nodes = colptr.numel() - 1;
+       const std::vector<int64_t>& num_neighbors, int64_t num_types,
+       bool replace, bool disjoint, uint64_t rng_seed) {
+  const int64_t num_nodes = (colptr.numel() - 1) / num_types;
+  const int64_t num_hops = static_cast<int64_t>(num_neighbors.size()) / num_types;
   const int64_t num_seeds = seed.numel();
   const int64_t* colptr_p = colptr.data_ptr<int64_t>();
   const index_t* row_p = row.data_ptr<index_t>();
@@ -59,15 +60,15 @@ sample(const at::Tensor& colptr, const at::Tensor& row,
   std::vector<int64_t> offsets, hop_nbr;
 
   int64_t begin = 0, end = num_seeds;  // the frontier: node[begin, end)
-  for (size_t hop = 0; hop < num_neighbors.size(); ++hop) {
-    const int64_t k = num_neighbors[hop];
+  for (int64_t hop = 0; hop < num_hops; ++hop) {
+    const int64_t* k = num_neighbors.data() + hop * num_types;
     const int64_t frontier = end - begin;
 
     offsets.assign(frontier + 1, 0);
     at::parallel_for(0, frontier, 4096, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t v = node[begin + i];
-        offsets[i + 1] = sample_count(colptr_p[v + 1] - colptr_p[v], k, replace);
+        offsets[i + 1] = target_slots(colptr_p, v, num_types, k, replace);
       }
     });
     std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
@@ -85,18 +86,21 @@ sample(const at::Tensor& colptr, const at::Tensor& row,
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t target_pos = begin + i;
         const int64_t v = node[target_pos];
-        const int64_t start = colptr_p[v];
-        const int64_t d = colptr_p[v + 1] - start;
-        const int64_t out = offsets[i];
-        const int64_t count = offsets[i + 1] - out;
-        auto emit = [&](int64_t slot, int64_t j) {
-          hop_nbr[out + slot] = static_cast<int64_t>(row_p[start + j]);
-          out_col[base + out + slot] = target_pos;
-          out_edge[base + out + slot] = eid_p ? eid_p[start + j] : start + j;
-        };
-        if (count == 0) continue;
-        sample_positions(rng_seed, hop, target_pos, d, k, replace, picks, seen,
-                         emit);
+        int64_t out = offsets[i];
+        if (out == offsets[i + 1]) continue;
+        for (int64_t t = 0; t < num_types; ++t) {  // segment after segment
+          const int64_t seg = v * num_types + t;
+          const int64_t start = colptr_p[seg];
+          const int64_t d = colptr_p[seg + 1] - start;
+          auto emit = [&](int64_t slot, int64_t j) {
+            hop_nbr[out + slot] = static_cast<int64_t>(row_p[start + j]);
+            out_col[base + out + slot] = target_pos;
+            out_edge[base + out + slot] = eid_p ? eid_p[start + j] : start + j;
+          };
+          sample_positions(rng_seed, draw_key(hop, num_types, t), target_pos, d,
+                           k[t], replace, picks, seen, emit);
+          out += sample_count(d, k[t], replace);
+        }
       }
     });
 
@@ -135,13 +139,14 @@ neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
                     const c10::optional<at::Tensor>& edge_id,
                     const at::Tensor& seed, at::IntArrayRef num_neighbors,
                     bool replace, bool disjoint, int64_t rng_seed,
-                    bool /*fused: a CUDA launch mode*/) {
+                    bool /*fused: a CUDA launch mode*/, int64_t num_edge_types) {
   check_csc(kOp, colptr, row, edge_id);
   check_node_ids(kOp, "seed", seed, colptr);
   check_fanouts(kOp, num_neighbors);
-  const int64_t num_nodes = colptr.numel() - 1;
+  check_edge_types(kOp, colptr, num_neighbors, num_edge_types);
+  const int64_t num_nodes = (colptr.numel() - 1) / num_edge_types;
   check_ids_in_range_cpu(kOp, "seed", seed, num_nodes);
-  TORCH_CHECK(colptr[num_nodes].item<int64_t>() == row.numel(), kOp,
+  TORCH_CHECK(colptr[colptr.numel() - 1].item<int64_t>() == row.numel(), kOp,
               ": 'colptr[-1]' must equal row.numel() = ", row.numel());
 
   const auto colptr_c = colptr.contiguous();
@@ -151,8 +156,9 @@ neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
   if (edge_id.has_value()) eid_c = edge_id->contiguous();
   const std::vector<int64_t> fanouts(num_neighbors.begin(), num_neighbors.end());
   return AT_DISPATCH_INDEX_TYPES(row.scalar_type(), "neighbor_sample_cpu", [&] {
-    return sample<index_t>(colptr_c, row_c, eid_c, seed_c, fanouts, replace,
-                           disjoint, static_cast<uint64_t>(rng_seed));
+    return sample<index_t>(colptr_c, row_c, eid_c, seed_c, fanouts,
+                           num_edge_types, replace, disjoint,
+                           static_cast<uint64_t>(rng_seed));
   });
 }
 
@@ -162,9 +168,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tenso
 neighbor_sample_async_cpu(const at::Tensor& colptr, const at::Tensor& row,
                           const c10::optional<at::Tensor>& edge_id,
                           const at::Tensor& seed, at::IntArrayRef num_neighbors,
-                          bool replace, bool disjoint, int64_t rng_seed) {
+                          bool replace, bool disjoint, int64_t rng_seed,
+                          int64_t num_edge_types) {
   auto [node, out_row, out_col, out_edge, batch, nsn, nse] = neighbor_sample_cpu(
-      colptr, row, edge_id, seed, num_neighbors, replace, disjoint, rng_seed, true);
+      colptr, row, edge_id, seed, num_neighbors, replace, disjoint, rng_seed, true,
+      num_edge_types);
   auto sizes = at::tensor(std::vector<int64_t>{node.numel(), out_row.numel()}, at::kLong);
   auto meta = at::cat({sizes, nsn, nse, at::zeros({1}, at::kLong)});
   return std::make_tuple(node, out_row, out_col, out_edge, batch, meta);

@@ -86,7 +86,7 @@ TileState tile_state(int64_t* p, int64_t tiles) {
 
 struct State {
   at::Tensor node, batch, out_row, out_col, out_edge, pos, offsets,
-      next_offsets, totals, meta, tile_buf;
+      next_offsets, totals, fanouts, meta, tile_buf;
   int64_t tiles = 0;
   Buffers view(int num_hops) {
     int64_t* meta_p = meta.data_ptr<int64_t>();
@@ -124,17 +124,16 @@ std::pair<int64_t, int64_t> read_totals(const State& s, cudaStream_t stream) {
 // unbounded -1 fan-outs): buffers and the table grow as the hops need.
 template <typename index_t>
 void sample_per_hop(const Graph<index_t>& g, const Params& p, const at::Tensor& seed,
-                    const std::vector<int64_t>& fanouts, int64_t key_space,
-                    const Launch& l, State& s, Table& table) {
-  const int num_hops = static_cast<int>(fanouts.size());
+                    const Fanouts& f, int64_t key_space, const Launch& l, State& s,
+                    Table& table) {
+  const int num_hops = f.num;
   s.grow_tiles(p.num_seeds);
   seeds_kernel<index_t><<<l.blocks, kThreads, 0, l.stream>>>(
-      g, p, seed.data_ptr<int64_t>(), s.view(num_hops), table.view(),
-      num_hops > 0 ? fanouts[0] : 0);
+      g, p, seed.data_ptr<int64_t>(), s.view(num_hops), table.view(), f.k);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (num_hops == 0) return;
-  Hop h{0, fanouts[0], 0, p.num_seeds, 0, read_totals(s, l.stream).second};
-  Hop prev{-1, 0, 0, 0, 0, 0};
+  Hop h{0, f.k, 0, p.num_seeds, 0, read_totals(s, l.stream).second};
+  Hop prev{-1, nullptr, 0, 0, 0, 0};
   for (int hop = 0; hop < num_hops; ++hop) {
     // This hop's slots, and at most as many new nodes.
     grow(s.pos, h.edges + 1, 0);
@@ -155,7 +154,7 @@ void sample_per_hop(const Graph<index_t>& g, const Params& p, const at::Tensor& 
     sample_kernel<index_t><<<l.blocks, kThreads, 0, l.stream>>>(g, p, b, t, h, prev);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     const bool has_next = hop + 1 < num_hops;
-    const int64_t next_k = has_next ? fanouts[hop + 1] : 0;
+    const int64_t* next_k = has_next ? f.k + (hop + 1) * g.num_types : nullptr;
     dedup_kernel<index_t><<<l.blocks, kThreads, 0, l.stream>>>(g, p, b, t, h, has_next,
                                                                next_k);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -182,30 +181,31 @@ template <typename index_t>
 Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
                        const c10::optional<at::Tensor>& edge_id,
                        const at::Tensor& seed, const std::vector<int64_t>& fanouts,
-                       bool replace, bool disjoint, uint64_t rng_seed, bool fused) {
+                       int64_t num_types, bool replace, bool disjoint,
+                       uint64_t rng_seed, bool fused) {
   const auto opts = colptr.options();
-  const int64_t num_nodes = colptr.numel() - 1;
+  const int64_t num_nodes = (colptr.numel() - 1) / num_types;
   const int64_t num_seeds = seed.numel();
-  const int num_hops = static_cast<int>(fanouts.size());
+  const int num_hops = static_cast<int>(fanouts.size() / num_types);
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
 
   const Graph<index_t> g{colptr.data_ptr<int64_t>(), row.data_ptr<index_t>(),
                          edge_id.has_value() ? edge_id->data_ptr<int64_t>() : nullptr,
-                         num_nodes};
+                         num_nodes, num_types};
   const Params p{num_seeds, rng_seed, replace, disjoint};
-  Fanouts f{};
-  f.num = num_hops;
-  for (int h = 0; h < num_hops; ++h) f.k[h] = fanouts[h];
 
-  // Upper bounds from the fan-outs (unbounded if any hop takes all).
+  // Upper bounds from the fan-outs (unbounded if any hop takes all): a
+  // target draws at most the sum of its hop's fan-outs over edge types.
   const int64_t key_space = disjoint ? sat_mul(num_seeds, num_nodes) : num_nodes;
   const bool bounded = std::all_of(fanouts.begin(), fanouts.end(),
                                    [](int64_t k) { return k >= 0; });
   const bool one_launch = fused && bounded;
   int64_t frontier = num_seeds, node_cap = num_seeds, edge_cap = 0,
           hop_edge_cap = 0, frontier_cap = num_seeds;
-  for (int64_t k : fanouts) {
-    const int64_t e = k >= 0 ? sat_mul(frontier, k) : 0;
+  for (int hop = 0; hop < num_hops; ++hop) {
+    int64_t k = 0;
+    for (int64_t t = 0; t < num_types; ++t) k += fanouts[hop * num_types + t];
+    const int64_t e = bounded ? sat_mul(frontier, k) : 0;
     edge_cap += e;
     hop_edge_cap = std::max(hop_edge_cap, e);
     frontier = std::min(e, key_space);
@@ -227,15 +227,16 @@ Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
   {
     const int64_t meta_words = 4 + 2 * num_hops;
     const int64_t sizes[] = {hop_edge_cap + 1, frontier_cap + 1,
-                             frontier_cap + 1, 2, meta_words,
+                             frontier_cap + 1, 2,
+                             static_cast<int64_t>(fanouts.size()), meta_words,
                              tile_words(s.tiles)};
     int64_t total = 0;
     for (int64_t n : sizes) total += n;
     auto scratch = at::empty({total}, opts);
     at::Tensor* views[] = {&s.pos, &s.offsets, &s.next_offsets, &s.totals,
-                           &s.meta, &s.tile_buf};
+                           &s.fanouts, &s.meta, &s.tile_buf};
     int64_t at_ = 0;
-    for (int i = 0; i < 6; ++i) {
+    for (int i = 0; i < 7; ++i) {
       *views[i] = scratch.narrow(0, at_, sizes[i]);
       at_ += sizes[i];
     }
@@ -243,6 +244,14 @@ Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
     C10_CUDA_CHECK(cudaMemsetAsync(s.meta.data_ptr<int64_t>(), 0,
                                    (meta_words + s.tiles) * sizeof(int64_t), stream));
   }
+  // The fan-out table the phases read, from pinned memory: no host wait.
+  if (!fanouts.empty()) {
+    auto host = at::empty({static_cast<int64_t>(fanouts.size())},
+                          at::TensorOptions().dtype(at::kLong).pinned_memory(true));
+    std::copy(fanouts.begin(), fanouts.end(), host.data_ptr<int64_t>());
+    s.fanouts.copy_(host, /*non_blocking=*/true);
+  }
+  const Fanouts f{s.fanouts.data_ptr<int64_t>(), num_hops};
   Table table = make_table(std::min(node_cap, key_space), opts, stream);
 
   int blocks = 0;
@@ -258,7 +267,7 @@ Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
                                          s.view(num_hops), table.view(), f));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
-    sample_per_hop(g, p, seed, fanouts, key_space, l, s, table);
+    sample_per_hop(g, p, seed, f, key_space, l, s, table);
   }
   // copy_ (not a raw cudaMemcpyAsync) so the pinned block is marked as used
   // by the stream: freed early, the host allocator will not reuse it before
@@ -278,20 +287,25 @@ using AsyncTuple = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
 struct Inputs {
   at::Tensor colptr, row, seed;
   c10::optional<at::Tensor> edge_id;
-  std::vector<int64_t> fanouts;
+  std::vector<int64_t> fanouts;  // [hops * num_types], hop-major
+  int64_t num_types;
+  int64_t num_hops() const { return static_cast<int64_t>(fanouts.size()) / num_types; }
 };
 
 Inputs checked_inputs(const at::Tensor& colptr, const at::Tensor& row,
                       const c10::optional<at::Tensor>& edge_id,
-                      const at::Tensor& seed, at::IntArrayRef num_neighbors) {
+                      const at::Tensor& seed, at::IntArrayRef num_neighbors,
+                      int64_t num_types) {
   check_csc(kOp, colptr, row, edge_id);
   check_node_ids(kOp, "seed", seed, colptr);
   check_fanouts(kOp, num_neighbors);
-  TORCH_CHECK(static_cast<int>(num_neighbors.size()) <= kMaxHops, kOp,
-              ": at most ", kMaxHops, " hops are supported, got ",
-              num_neighbors.size());
+  check_edge_types(kOp, colptr, num_neighbors, num_types);
+  const int64_t hops = static_cast<int64_t>(num_neighbors.size()) / num_types;
+  TORCH_CHECK(hops <= kMaxHops, kOp, ": at most ", kMaxHops,
+              " hops are supported, got ", hops);
   Inputs in{colptr.contiguous(), row.contiguous(), seed.contiguous(), c10::nullopt,
-            std::vector<int64_t>(num_neighbors.begin(), num_neighbors.end())};
+            std::vector<int64_t>(num_neighbors.begin(), num_neighbors.end()),
+            num_types};
   if (edge_id.has_value()) in.edge_id = edge_id->contiguous();
   return in;
 }
@@ -304,35 +318,36 @@ Launched launch(const Inputs& in, bool replace, bool disjoint, int64_t rng_seed,
     State s;
     for (at::Tensor* t : {&s.node, &s.out_row, &s.out_col, &s.out_edge, &s.batch})
       *t = at::empty({0}, in.colptr.options());
-    const int64_t meta_words = 4 + 2 * static_cast<int64_t>(in.fanouts.size());
+    const int64_t meta_words = 4 + 2 * in.num_hops();
     return {std::move(s), at::zeros({meta_words}, at::TensorOptions().dtype(at::kLong))};
   }
   return AT_DISPATCH_INDEX_TYPES(in.row.scalar_type(), "neighbor_sample_cuda", [&] {
     return launch_sample<index_t>(in.colptr, in.row, in.edge_id, in.seed, in.fanouts,
-                                  replace, disjoint, static_cast<uint64_t>(rng_seed),
-                                  fused);
+                                  in.num_types, replace, disjoint,
+                                  static_cast<uint64_t>(rng_seed), fused);
   });
 }
 
-void check_error(int64_t error, const at::Tensor& colptr) {
+void check_error(int64_t error, const Inputs& in) {
   TORCH_CHECK(error == kOk, kOp, ": 'seed' holds ids outside [0, ",
-              colptr.numel() - 1, ")");
+              (in.colptr.numel() - 1) / in.num_types, ")");
 }
 
 SampleTuple neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row,
                                  const c10::optional<at::Tensor>& edge_id,
                                  const at::Tensor& seed, at::IntArrayRef num_neighbors,
                                  bool replace, bool disjoint, int64_t rng_seed,
-                                 bool fused) {
+                                 bool fused, int64_t num_edge_types) {
   c10::cuda::CUDAGuard guard(colptr.device());
-  const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors);
-  const int64_t num_hops = static_cast<int64_t>(in.fanouts.size());
+  const Inputs in =
+      checked_inputs(colptr, row, edge_id, seed, num_neighbors, num_edge_types);
+  const int64_t num_hops = in.num_hops();
   Launched b = launch(in, replace, disjoint, rng_seed, fused);
   // The one synchronisation of the batch (the last of the per-hop path).
   if (seed.numel() > 0)
     C10_CUDA_CHECK(cudaStreamSynchronize(at::cuda::getCurrentCUDAStream()));
   const int64_t* m = b.meta.data_ptr<int64_t>();
-  check_error(m[3 + 2 * num_hops], colptr);
+  check_error(m[3 + 2 * num_hops], in);
   const int64_t n = m[0], e = m[1];
   const State& s = b.s;
   return std::make_tuple(s.node.narrow(0, 0, n), s.out_row.narrow(0, 0, e),
@@ -348,9 +363,11 @@ AsyncTuple neighbor_sample_async_cuda(const at::Tensor& colptr, const at::Tensor
                                       const c10::optional<at::Tensor>& edge_id,
                                       const at::Tensor& seed,
                                       at::IntArrayRef num_neighbors, bool replace,
-                                      bool disjoint, int64_t rng_seed) {
+                                      bool disjoint, int64_t rng_seed,
+                                      int64_t num_edge_types) {
   c10::cuda::CUDAGuard guard(colptr.device());
-  const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors);
+  const Inputs in =
+      checked_inputs(colptr, row, edge_id, seed, num_neighbors, num_edge_types);
   Launched b = launch(in, replace, disjoint, rng_seed, /*fused=*/true);
   const State& s = b.s;
   return std::make_tuple(s.node, s.out_row, s.out_col, s.out_edge,

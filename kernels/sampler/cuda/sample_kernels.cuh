@@ -13,8 +13,10 @@
 namespace fusesample {
 namespace cuda_sampler {
 
+// num hops of fan-outs, hop-major in device memory: hop h's fan-out for
+// edge type t is k[h * num_types + t].
 struct Fanouts {
-  int64_t k[kMaxHops];
+  const int64_t* k;
   int num;
 };
 
@@ -28,17 +30,17 @@ fused_sample_kernel(Graph<index_t> g, Params p, const int64_t* seed,
   namespace cg = cooperative_groups;
   cg::grid_group grid = cg::this_grid();
 
-  phase_seeds(g, p, seed, b, t, f.num > 0 ? f.k[0] : 0);
+  phase_seeds(g, p, seed, b, t, f.k);
   grid.sync();
   if (f.num == 0) return;
 
-  Hop h{0, f.k[0], 0, p.num_seeds, 0, b.totals[1]};
-  Hop prev{-1, 0, 0, 0, 0, 0};
+  Hop h{0, f.k, 0, p.num_seeds, 0, b.totals[1]};
+  Hop prev{-1, nullptr, 0, 0, 0, 0};
   for (int hop = 0; hop < f.num; ++hop) {
     phase_sample(g, p, h, prev, b, t);
     grid.sync();
     const bool has_next = hop + 1 < f.num;
-    const int64_t next_k = has_next ? f.k[hop + 1] : 0;
+    const int64_t* next_k = has_next ? f.k + (hop + 1) * g.num_types : nullptr;
     phase_dedup(g, p, h, b, t, has_next, next_k);
     grid.sync();
     prev = h;
@@ -56,7 +58,7 @@ fused_sample_kernel(Graph<index_t> g, Params p, const int64_t* seed,
 template <typename index_t>
 __global__ void __launch_bounds__(kThreads)
 seeds_kernel(Graph<index_t> g, Params p, const int64_t* seed, Buffers b,
-             HashTable t, int64_t k0) {
+             HashTable t, const int64_t* k0) {
   phase_seeds(g, p, seed, b, t, k0);
 }
 
@@ -70,7 +72,7 @@ sample_kernel(Graph<index_t> g, Params p, Buffers b, HashTable t, Hop h,
 template <typename index_t>
 __global__ void __launch_bounds__(kThreads)
 dedup_kernel(Graph<index_t> g, Params p, Buffers b, HashTable t, Hop h,
-             bool has_next, int64_t next_k) {
+             bool has_next, const int64_t* next_k) {
   phase_dedup(g, p, h, b, t, has_next, next_k);
 }
 

@@ -59,12 +59,15 @@ struct HashTable {
   uint64_t mask;
 };
 
+// A CSC of num_types segments per node (sample_count.h): num_types = 1 for
+// a homogeneous graph.
 template <typename index_t>
 struct Graph {
-  const int64_t* colptr;
+  const int64_t* colptr;    // [num_nodes * num_types + 1]
   const index_t* row;
   const int64_t* edge_id;   // nullptr: the CSC slot is the edge id
   int64_t num_nodes;
+  int64_t num_types;
 };
 
 // What a scan adds up: (new nodes, slots) for the dedup scan, (slots, -) for
@@ -248,7 +251,7 @@ __device__ __forceinline__ unsigned long long dedup_epoch(int64_t hop) { return 
 // ----------------------------------------------------------------- hops --
 struct Hop {
   int64_t index;   // hop number (RNG key)
-  int64_t k;       // fan-out
+  const int64_t* k;  // fan-out per edge type, [num_types] in device memory
   int64_t begin;   // frontier = node[begin, end)
   int64_t end;
   int64_t base;    // edges sampled by earlier hops
@@ -266,18 +269,21 @@ __device__ __forceinline__ void record_hop(const Buffers& b, const Hop& h,
   b.meta[1] = h.base + h.edges;
 }
 
+// Slots of target v at fan-outs k (0 for an id outside the graph).
 template <typename index_t>
-__device__ __forceinline__ int64_t degree(const Graph<index_t>& g, int64_t v) {
-  return (v >= 0 && v < g.num_nodes) ? g.colptr[v + 1] - g.colptr[v] : 0;
+__device__ __forceinline__ int64_t slots(const Graph<index_t>& g, int64_t v,
+                                         const int64_t* k, bool replace) {
+  return (v >= 0 && v < g.num_nodes)
+             ? target_slots(g.colptr, v, g.num_types, k, replace) : 0;
 }
 
 // ---------------------------------------------------------------- seeds --
 // Inserts the seeds and, when there is a hop, scans their slot counts at
-// fan-out k0 into offsets (totals[1] = hop 0's slots).
+// fan-outs k0 into offsets (totals[1] = hop 0's slots).
 template <typename index_t>
 __device__ void phase_seeds(const Graph<index_t>& g, const Params& p,
                             const int64_t* seed, const Buffers& b,
-                            const HashTable& t, int64_t k0) {
+                            const HashTable& t, const int64_t* k0) {
   GridRange r;
   for (int64_t i = r.start; i < p.num_seeds; i += r.stride) {
     const int64_t v = seed[i];
@@ -299,7 +305,7 @@ __device__ void phase_seeds(const Graph<index_t>& g, const Params& p,
   scan_pairs(
       p.num_seeds, b.tiles, seed_epoch(),
       [&](int64_t i) {
-        return Pair{sample_count(degree(g, seed[i]), k0, p.replace), 0};
+        return Pair{slots(g, seed[i], k0, p.replace), 0};
       },
       [&](int64_t i, Pair excl, Pair) { b.offsets[i] = excl.a; },
       [&](Pair total) {
@@ -350,44 +356,51 @@ __device__ void phase_fill(const Graph<index_t>& g, const Params& p,
   for (int64_t slot = r.start; slot < h.edges; slot += r.stride) {
     const int64_t i = owner(b.offsets, frontier, slot);
     const int64_t target = h.begin + i;
-    const int64_t v = b.node[target];
-    const int64_t start = g.colptr[v];
-    const int64_t d = g.colptr[v + 1] - start;
-    const int64_t s = slot - b.offsets[i];
+    const SegmentSlot sg = segment_of(g.colptr, b.node[target], g.num_types, h.k,
+                                      p.replace, slot - b.offsets[i]);
+    const int64_t k = h.k[sg.type];
     int64_t j;
-    if (h.k < 0 || (!p.replace && h.k >= d)) {
-      j = s;
+    if (k < 0 || (!p.replace && k >= sg.degree)) {
+      j = sg.slot;
     } else if (p.replace) {
-      j = keyed_draw(p.rng_seed, h.index, target, s, d);
+      j = keyed_draw(p.rng_seed, draw_key(h.index, g.num_types, sg.type), target,
+                     sg.slot, sg.degree);
     } else {
       continue;  // sampled without replacement: phase_floyd's slot
     }
-    resolve_insert(g, p, h, b, t, slot, target, start, j);
+    resolve_insert(g, p, h, b, t, slot, target, sg.start, j);
   }
 }
 
-// Floyd's algorithm, one warp per target with deg > k: the draws are
+// Floyd's algorithm, one warp per segment with deg > k: the draws are
 // sequential, the membership test over earlier picks is warp-parallel.
 template <typename index_t>
 __device__ void phase_floyd(const Graph<index_t>& g, const Params& p,
                             const Hop& h, const Buffers& b, const HashTable& t) {
-  if (h.k < 0 || p.replace) return;
+  if (p.replace) return;
   const int lane = threadIdx.x & 31;
   const int64_t warp = global_warp(), warps = warp_count();
   const int64_t frontier = h.end - h.begin;
   for (int64_t i = warp; i < frontier; i += warps) {
     const int64_t target = h.begin + i;
     const int64_t v = b.node[target];
-    const int64_t d = degree(g, v);
-    if (d <= h.k) continue;
-    const int64_t first_slot = b.offsets[i];
-    int64_t* picks = b.pos + first_slot;
-    warp_floyd(p.rng_seed, h.index, target, d, h.k, picks);
-    // The picks are final: the warp resolves them, a lane per slot.
-    const int64_t start = g.colptr[v];
-    for (int64_t s = lane; s < h.k; s += 32)
-      resolve_insert(g, p, h, b, t, first_slot + s, target, start, picks[s]);
-    __syncwarp();
+    if (v < 0 || v >= g.num_nodes) continue;  // a bad seed: no slots
+    int64_t first_slot = b.offsets[i];
+    for (int64_t type = 0; type < g.num_types; ++type) {
+      const int64_t seg = v * g.num_types + type;
+      const int64_t start = g.colptr[seg], d = g.colptr[seg + 1] - start;
+      const int64_t k = h.k[type];
+      if (k >= 0 && d > k) {
+        int64_t* picks = b.pos + first_slot;
+        warp_floyd(p.rng_seed, draw_key(h.index, g.num_types, type), target, d,
+                   k, picks);
+        // The picks are final: the warp resolves them, a lane per slot.
+        for (int64_t s = lane; s < k; s += 32)
+          resolve_insert(g, p, h, b, t, first_slot + s, target, start, picks[s]);
+        __syncwarp();
+      }
+      first_slot += sample_count(d, k, p.replace);
+    }
   }
 }
 
@@ -423,19 +436,19 @@ __device__ void phase_sample(const Graph<index_t>& g, const Params& p,
 
 // ---------------------------------------------------------------- dedup --
 // Local ids for hop h's new nodes (first appearance order) and, if another
-// hop follows at fan-out next_k, its offsets in next_offsets. totals =
+// hop follows at fan-outs next_k, its offsets in next_offsets. totals =
 // (new nodes, next hop's slots).
 template <typename index_t>
 __device__ void phase_dedup(const Graph<index_t>& g, const Params& p,
                             const Hop& h, const Buffers& b, const HashTable& t,
-                            bool has_next, int64_t next_k) {
+                            bool has_next, const int64_t* next_k) {
   scan_pairs(
       h.edges, b.tiles, dedup_epoch(h.index),
       [&](int64_t slot) {
         if (t.first[table_find(t, slot_key(g, p, h, b, slot))] != h.base + slot)
           return Pair{0, 0};
         const int64_t u = b.out_row[h.base + slot];
-        return Pair{1, has_next ? sample_count(degree(g, u), next_k, p.replace) : 0};
+        return Pair{1, has_next ? slots(g, u, next_k, p.replace) : 0};
       },
       [&](int64_t slot, Pair excl, Pair v) {
         if (!v.a) return;
@@ -454,7 +467,7 @@ __device__ void phase_dedup(const Graph<index_t>& g, const Params& p,
 }
 
 // The hop after `h`, given its dedup's totals.
-__device__ __host__ inline Hop next_hop(const Hop& h, int64_t k,
+__device__ __host__ inline Hop next_hop(const Hop& h, const int64_t* k,
                                         int64_t new_nodes, int64_t edges) {
   return Hop{h.index + 1, k, h.end, h.end + new_nodes, h.base + h.edges, edges};
 }
