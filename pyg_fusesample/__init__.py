@@ -1,7 +1,8 @@
 """pyg_fusesample: fused, GPU-resident neighbour sampling for PyTorch Geometric.
 
-* :class:`FusedNeighborLoader` / :class:`FusedNeighborSampler` -- drop-ins for
-  :class:`torch_geometric.loader.NeighborLoader` and its sampler.
+* :class:`FusedNeighborLoader`, :class:`FusedLinkNeighborLoader` and
+  :class:`FusedNeighborSampler` -- drop-ins for PyG's ``NeighborLoader``,
+  ``LinkNeighborLoader`` and their sampler (``Data`` and ``HeteroData``).
 * :class:`FusedSAGEConv`, :class:`FusedGraphSAGE` -- sampling fused into the
   aggregation, exact backward; :class:`CapturedStep` replays a whole training
   step from a CUDA graph.
@@ -15,12 +16,13 @@ from ._version import __version__
 from . import ops
 from . import datasets
 from .sampler import FusedNeighborSampler
-from .loader import FusedNeighborLoader
+from .loader import FusedLinkNeighborLoader, FusedNeighborLoader
 from . import nn
 from .nn import AutoSpMMConv, CapturedStep, FusedGraphSAGE, FusedSAGEConv
 
 __all__ = [
     'FusedNeighborLoader',
+    'FusedLinkNeighborLoader',
     'FusedNeighborSampler',
     'FusedSAGEConv',
     'FusedGraphSAGE',

@@ -6,7 +6,8 @@ import pyg_fusesample
 
 def test_top_level_names():
     from pyg_fusesample import (AutoSpMMConv, CapturedStep,  # noqa: F401
-                                FusedGraphSAGE, FusedNeighborLoader,
+                                FusedGraphSAGE, FusedLinkNeighborLoader,
+                                FusedNeighborLoader,
                                 FusedNeighborSampler, FusedSAGEConv)
     missing = [n for n in pyg_fusesample.__all__ if not hasattr(pyg_fusesample, n)]
     assert not missing

@@ -1,4 +1,5 @@
 """FusedNeighborSampler: PyG's NeighborSampler contract on the fused op."""
+import copy
 from typing import Dict, List, Optional, Union
 
 import torch
@@ -15,6 +16,7 @@ from ..ops import (NeighborSampleOutput, PendingNeighborSample,
                    induced_subgraph, neighbor_sample, neighbor_sample_async)
 from .graph_store import CSCGraph, build_csc
 from .hetero_output import to_hetero_output, typed_seeds
+from .negative_sampling import KeyedNegativeSampling
 from .typed_graph import TypedCSC, build_typed_csc
 
 _RNG_HIGH = 2**62
@@ -231,6 +233,14 @@ class FusedNeighborSampler(BaseSampler):
             return self._sampler_output(self._sample(self._on_device(seed),
                                                      rng_seed))
 
+        # The seed edges and their negatives on the sampling device (PyG's
+        # edge_sample follows its inputs' device), negatives drawn from the
+        # batch's key; labels and ids stay where the loader keeps them.
+        inputs = copy.copy(inputs)
+        inputs.row, inputs.col = self._on_device(inputs.row), self._on_device(inputs.col)
+        if neg_sampling is not None:
+            neg_sampling = KeyedNegativeSampling(neg_sampling, self.device,
+                                                 rng_seed)
         out = edge_sample(inputs, sample_fn, self.num_nodes, self.disjoint,
                           None, neg_sampling)
         if self.subgraph_type == SubgraphType.bidirectional:

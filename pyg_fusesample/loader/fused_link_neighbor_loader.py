@@ -1,0 +1,132 @@
+"""FusedLinkNeighborLoader: a drop-in for PyG's LinkNeighborLoader."""
+from typing import Callable, Dict, List, Optional, Union
+
+import torch
+from torch_geometric.data import Data, HeteroData
+from torch_geometric.loader import LinkLoader
+from torch_geometric.sampler import NegativeSampling
+from torch_geometric.sampler.base import SubgraphType
+from torch_geometric.typing import InputEdges, OptTensor
+
+from ..sampler import FusedNeighborSampler
+
+
+class FusedLinkNeighborLoader(LinkLoader):
+    r"""A link-prediction loader that samples the neighbourhoods of seed
+    edges with the fused kernels; a drop-in replacement for
+    :class:`torch_geometric.loader.LinkNeighborLoader` on
+    :class:`~torch_geometric.data.Data` and
+    :class:`~torch_geometric.data.HeteroData`.
+
+    It takes :class:`~torch_geometric.loader.LinkNeighborLoader`'s arguments
+    and yields its mini-batches: the sampled subgraph of both endpoints of
+    every seed edge (and of the negatives), with ``edge_label_index``
+    relabelled to the batch's nodes, ``edge_label`` and ``input_id``
+    (``'binary'`` negatives), or ``src_index``, ``dst_pos_index`` and
+    ``dst_neg_index`` (``'triplet'``). Every hop and edge type is sampled in
+    one call of the fused op on the graph's device; negatives are drawn
+    there too (:class:`~pyg_fusesample.sampler.negative_sampling.
+    KeyedNegativeSampling`), from the batch's RNG key.
+
+    .. code-block:: python
+
+        from pyg_fusesample import FusedLinkNeighborLoader as LinkNeighborLoader
+
+        loader = LinkNeighborLoader(data, num_neighbors=[15, 10],
+                                    edge_label_index=train_edges,
+                                    neg_sampling='binary', batch_size=1024,
+                                    shuffle=True, seed=0)
+
+    Args:
+        data (Data or HeteroData): the graph.
+        num_neighbors (List[int] or Dict[EdgeType, List[int]]): neighbours
+            sampled per hop (and edge type); ``-1`` for all.
+        edge_label_index (Tensor or EdgeType or Tuple[EdgeType, Tensor]):
+            the seed edges (for a :class:`HeteroData`, with their edge type).
+        edge_label (Tensor, optional): labels of the seed edges.
+        edge_label_time: not supported yet (temporal sampling).
+        replace, subgraph_type, disjoint, is_sorted, transform,
+        transform_sampler_output, filter_per_worker: as in
+            :class:`~torch_geometric.loader.LinkNeighborLoader`.
+        neg_sampling (NegativeSampling or str, optional): ``'binary'`` or
+            ``'triplet'`` negatives (see PyG).
+        neg_sampling_ratio (int or float, optional): negatives per positive
+            (binary), the older spelling of ``neg_sampling``.
+        neighbor_sampler (FusedNeighborSampler, optional): reuse a sampler.
+        seed (int, optional): makes shuffling, negatives and neighbour draws
+            bitwise repeatable.
+        generator (torch.Generator, optional): the same, from a generator.
+        fused (bool): on a GPU, one kernel launch per batch (default).
+        **kwargs: :class:`torch.utils.data.DataLoader` arguments
+            (``batch_size``, ``shuffle``, ``num_workers``, ...).
+    """
+    def __init__(
+        self,
+        data: Union[Data, HeteroData],
+        num_neighbors: Union[List[int], Dict],
+        edge_label_index: InputEdges = None,
+        edge_label: OptTensor = None,
+        edge_label_time: OptTensor = None,
+        replace: bool = False,
+        subgraph_type: Union[SubgraphType, str] = 'directional',
+        disjoint: bool = False,
+        temporal_strategy: str = 'uniform',
+        neg_sampling: Optional[NegativeSampling] = None,
+        neg_sampling_ratio: Optional[Union[int, float]] = None,
+        time_attr: Optional[str] = None,
+        weight_attr: Optional[str] = None,
+        transform: Optional[Callable] = None,
+        transform_sampler_output: Optional[Callable] = None,
+        is_sorted: bool = False,
+        filter_per_worker: Optional[bool] = None,
+        neighbor_sampler: Optional[FusedNeighborSampler] = None,
+        directed: bool = True,
+        seed: Optional[int] = None,
+        generator: Optional[torch.Generator] = None,
+        fused: bool = True,
+        **kwargs,
+    ):
+        if (edge_label_time is not None) != (time_attr is not None):
+            raise ValueError(
+                "Received conflicting 'edge_label_time' and 'time_attr' "
+                "arguments: both must be provided for temporal sampling")
+        if seed is not None and generator is not None:
+            raise ValueError("pass either 'seed' or 'generator', not both")
+        if seed is not None:
+            generator = torch.Generator().manual_seed(int(seed))
+        if generator is not None:
+            kwargs.setdefault('generator', generator)  # shuffling
+        if neighbor_sampler is None:
+            neighbor_sampler = FusedNeighborSampler(
+                data,
+                num_neighbors=num_neighbors,
+                replace=replace,
+                subgraph_type=subgraph_type,
+                disjoint=disjoint,
+                temporal_strategy=temporal_strategy,
+                time_attr=time_attr,
+                weight_attr=weight_attr,
+                is_sorted=is_sorted,
+                share_memory=kwargs.get('num_workers', 0) > 0,
+                directed=directed,
+                generator=generator,
+                fused=fused,
+            )
+        super().__init__(
+            data=data,
+            link_sampler=neighbor_sampler,
+            edge_label_index=edge_label_index,
+            edge_label=edge_label,
+            edge_label_time=edge_label_time,
+            neg_sampling=neg_sampling,
+            neg_sampling_ratio=neg_sampling_ratio,
+            transform=transform,
+            transform_sampler_output=transform_sampler_output,
+            filter_per_worker=filter_per_worker,
+            **kwargs,
+        )
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(num_neighbors='
+                f'{self.link_sampler.num_neighbors}, '
+                f'neg_sampling={self.neg_sampling})')
