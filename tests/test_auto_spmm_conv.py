@@ -16,7 +16,7 @@ from torch_geometric.utils import scatter, to_torch_csr_tensor
 
 import pyg_fusesample.autotune
 from pyg_fusesample.autotune import config
-from pyg_fusesample.nn import AutoSpMMConv
+from pyg_fusesample.nn import AutoSpMMConv, auto_spmm_conv
 from pyg_fusesample.sparse import CSRGraph
 
 from conftest import devices
@@ -371,7 +371,8 @@ def test_csr_memo_reused_and_invalidated(monkeypatch):
         seen.append(graph)
         return run_spmm(graph, x, reduce)
 
-    monkeypatch.setattr(pyg_fusesample.autotune, 'run_spmm', spy)
+    # The layer's own reference (imported at module level).
+    monkeypatch.setattr(auto_spmm_conv, 'run_spmm', spy)
     conv = AutoSpMMConv(IN, OUT)
     ei, x = graph(), features()
     g1 = conv.csr(ei, N)

@@ -547,13 +547,17 @@ def test_edge_index_out_of_range(pos, value):
         next(iter(FusedNeighborLoader(data, [5], batch_size=4)))
 
 
-def test_hetero_data_not_implemented():
+def test_hetero_induced_not_implemented():
     data = HeteroData()
     data['paper'].x = torch.randn(4, 2)
     data['paper', 'cites', 'paper'].edge_index = torch.tensor([[0, 1],
                                                                [1, 2]])
-    with pytest.raises(NotImplementedError, match='Data'):
-        FusedNeighborLoader(data, [5], input_nodes=('paper', None))
+    with pytest.raises(NotImplementedError, match='induced'):
+        FusedNeighborLoader(data, [5], input_nodes=('paper', None),
+                            subgraph_type='induced')
+    batch = next(iter(FusedNeighborLoader(data, [5], batch_size=4,
+                                          input_nodes=('paper', None))))
+    assert batch['paper'].n_id.tolist()[:4] == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize('input_nodes', [
