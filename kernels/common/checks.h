@@ -92,6 +92,39 @@ inline void check_edge_types(const char* op, const at::Tensor& colptr,
               " not hops * num_edge_types for num_edge_types = ", num_types);
 }
 
+// A typed sample's type tables (sampler/type_counts.h): all empty, or
+// node_type_offsets [NT+1] from 0 to num_nodes, edge_type_offsets [T+1] from
+// 0 to num_edges, both ascending, and edge_type_nodes [2T] node types.
+inline void check_typing(const char* op, int64_t num_nodes, int64_t num_edges,
+                         int64_t num_types, at::IntArrayRef node_type_offsets,
+                         at::IntArrayRef edge_type_offsets,
+                         at::IntArrayRef edge_type_nodes) {
+  if (node_type_offsets.empty() && edge_type_offsets.empty() &&
+      edge_type_nodes.empty())
+    return;
+  auto ascending = [](at::IntArrayRef v, int64_t last) {
+    if (v.empty() || v.front() != 0 || v.back() != last) return false;
+    for (size_t i = 1; i < v.size(); ++i)
+      if (v[i] < v[i - 1]) return false;
+    return true;
+  };
+  const int64_t NT = static_cast<int64_t>(node_type_offsets.size()) - 1;
+  TORCH_CHECK(NT >= 1 && ascending(node_type_offsets, num_nodes), op,
+              ": 'node_type_offsets' must ascend from 0 to the number of nodes (",
+              num_nodes, "), got ", node_type_offsets);
+  TORCH_CHECK(static_cast<int64_t>(edge_type_offsets.size()) == num_types + 1 &&
+                  ascending(edge_type_offsets, num_edges),
+              op, ": 'edge_type_offsets' must have num_edge_types + 1 = ",
+              num_types + 1, " entries ascending from 0 to the number of edges (",
+              num_edges, "), got ", edge_type_offsets);
+  TORCH_CHECK(static_cast<int64_t>(edge_type_nodes.size()) == 2 * num_types, op,
+              ": 'edge_type_nodes' must hold (source, target) node types of the ",
+              num_types, " edge types, got ", edge_type_nodes.size(), " entries");
+  for (int64_t t : edge_type_nodes)
+    TORCH_CHECK(t >= 0 && t < NT, op, ": 'edge_type_nodes' holds node type ", t,
+                " outside [0, ", NT, ")");
+}
+
 // gather_rows' arguments: src with a row dimension, a 1-D int64 index on
 // src's device.
 inline void check_gather_rows(const char* op, const at::Tensor& src,

@@ -73,13 +73,15 @@ namespace {
 constexpr const char* kClass = "fusesample.BatchPrefetcher";
 
 using SampleFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
-                            at::Tensor, at::Tensor>(
+                            at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-    const at::Tensor&, at::IntArrayRef, bool, bool, int64_t, bool, int64_t);
+    const at::Tensor&, at::IntArrayRef, bool, bool, int64_t, bool, int64_t,
+    at::IntArrayRef, at::IntArrayRef, at::IntArrayRef);
 using SampleAsyncFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
                                  at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-    const at::Tensor&, at::IntArrayRef, bool, bool, int64_t, int64_t);
+    const at::Tensor&, at::IntArrayRef, bool, bool, int64_t, int64_t, at::IntArrayRef,
+    at::IntArrayRef, at::IntArrayRef);
 using GatherListFn = std::vector<at::Tensor>(at::TensorList, const at::Tensor&, bool);
 
 void check_attrs(const char* name, const std::vector<at::Tensor>& attrs,
@@ -264,7 +266,7 @@ class BatchPrefetcher : public torch::CustomClassHolder {
       if (lookahead_) {
         auto [node, row, col, edge, batch, meta] =
             sample_async.call(colptr_, row_, edge_id_, seeds, num_neighbors_, replace_,
-                              disjoint_, keys_[b], /*num_edge_types=*/1);
+                              disjoint_, keys_[b], /*num_edge_types=*/1, {}, {}, {});
         s.tensors = {node, row, col, edge, batch, meta};
         s.pending = true;
         if (stream_) {
@@ -272,9 +274,9 @@ class BatchPrefetcher : public torch::CustomClassHolder {
           s.launched->record(*stream_);
         }
       } else {
-        auto [node, row, col, edge, batch, nsn, nse] =
+        auto [node, row, col, edge, batch, nsn, nse, counts] =
             sample_now.call(colptr_, row_, edge_id_, seeds, num_neighbors_, replace_,
-                            disjoint_, keys_[b], fused_, /*num_edge_types=*/1);
+                            disjoint_, keys_[b], fused_, /*num_edge_types=*/1, {}, {}, {});
         s.tensors = {node, row, col, edge, batch, nsn, nse};
       }
     } catch (...) {

@@ -14,6 +14,10 @@
 //            target's draws are its segments' draws, segment after segment;
 //            every count below is over nodes (N) and hops (L). T = 1 is the
 //            plain CSC, and its draws are the same as without the argument.
+//            With node_type_offsets / edge_type_offsets / edge_type_nodes
+//            (type_counts.h) the op also counts the sample's nodes per (node
+//            type, hop) and edges per (edge type, hop): `type_counts`, so a
+//            caller can split the sample by type with no further host read.
 //   outputs  node [n] int64: global ids, seeds first (in the given order),
 //              then each hop's new nodes in order of first appearance --
 //              grouped by hop, unique (per subtree when disjoint);
@@ -21,8 +25,9 @@
 //              grouped by hop, targets in node order, neighbours in draw order;
 //            edge [m] int64: global edge id of each sampled edge;
 //            batch [n] int64: seed index of each node when disjoint, else [0];
-//            num_sampled_nodes [L+1], num_sampled_edges [L] int64, always
-//              on the CPU (the CUDA kernel reads them in its one sync).
+//            num_sampled_nodes [L+1], num_sampled_edges [L], type_counts
+//              [NT*(L+1) + T*L] (empty unless typed) int64, always on the
+//              CPU (the CUDA kernel reads them in its one sync).
 //   sampling without replacement keeps min(deg, k) distinct in-edges, every
 //            subset equally likely (Floyd's algorithm); with replacement k
 //            independent uniform draws (none for an isolated node).
@@ -36,15 +41,17 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       "neighbor_sample(Tensor colptr, Tensor row, Tensor? edge_id, "
       "Tensor seed, int[] num_neighbors, bool replace=False, "
       "bool disjoint=False, int rng_seed=0, bool fused=True, "
-      "int num_edge_types=1) -> (Tensor node, Tensor row, "
-      "Tensor col, Tensor edge, Tensor batch, Tensor num_sampled_nodes, "
-      "Tensor num_sampled_edges)");
+      "int num_edge_types=1, int[] node_type_offsets=[], "
+      "int[] edge_type_offsets=[], int[] edge_type_nodes=[]) -> (Tensor node, "
+      "Tensor row, Tensor col, Tensor edge, Tensor batch, "
+      "Tensor num_sampled_nodes, Tensor num_sampled_edges, Tensor type_counts)");
   // The same sample, not waited for (the loader enqueues batch i+1 behind
   // batch i's training step and reads it one step later):
   //   node, row, col, edge, batch  buffers whose first n (nodes) or m
   //            (edges) entries become the outputs above;
-  //   meta     [4 + 2L] int64 on the CPU: n, m, num_sampled_nodes [L+1],
-  //            num_sampled_edges [L], error (0, or 1: a seed id out of range).
+  //   meta     [4 + 2L + C] int64 on the CPU: n, m, num_sampled_nodes [L+1],
+  //            num_sampled_edges [L], error (0; 1: a seed id out of range; 2:
+  //            edge_type_nodes that do not describe the graph), type_counts [C].
   //            On CUDA it is pinned and filled by the current stream: read it
   //            (and the buffers) only once the stream has passed this call,
   //            e.g. after synchronising an event recorded right after it.
@@ -53,7 +60,8 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "neighbor_sample_async(Tensor colptr, Tensor row, Tensor? edge_id, "
       "Tensor seed, int[] num_neighbors, bool replace=False, "
-      "bool disjoint=False, int rng_seed=0, int num_edge_types=1) -> "
-      "(Tensor node, Tensor row, Tensor col, Tensor edge, Tensor batch, "
-      "Tensor meta)");
+      "bool disjoint=False, int rng_seed=0, int num_edge_types=1, "
+      "int[] node_type_offsets=[], int[] edge_type_offsets=[], "
+      "int[] edge_type_nodes=[]) -> (Tensor node, Tensor row, Tensor col, "
+      "Tensor edge, Tensor batch, Tensor meta)");
 }

@@ -2,6 +2,7 @@
 from typing import Callable, Dict, List, Optional, Union
 
 import torch
+from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader import LinkLoader
 from torch_geometric.sampler import NegativeSampling
@@ -9,9 +10,29 @@ from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputEdges, OptTensor
 
 from ..sampler import FusedNeighborSampler
+from .seeded_batches import BatchDataset, SeededBatchSampler
 
 
-class FusedLinkNeighborLoader(LinkLoader):
+class _SeededBatches(torch.utils.data.DataLoader):
+    # Sits between LinkLoader and DataLoader in the MRO: LinkLoader hands it
+    # range(num_seed_edges); it iterates whole (positions, rng key) batches
+    # of SeededBatchSampler instead, as FusedNeighborLoader does.
+    def __init__(self, dataset, collate_fn, batch_size: int = 1,
+                 shuffle: bool = False, drop_last: bool = False,
+                 generator: Optional[torch.Generator] = None, **kwargs):
+        for key in ('sampler', 'batch_sampler'):
+            if kwargs.pop(key, None) is not None:
+                raise ValueError(f"FusedLinkNeighborLoader does not take "
+                                 f"'{key}': it draws its own batches")
+        batches = SeededBatchSampler(len(dataset), batch_size, shuffle,
+                                     drop_last, generator)
+        super().__init__(BatchDataset(len(batches)), batch_size=None,
+                         sampler=batches, collate_fn=collate_fn, **kwargs)
+        object.__setattr__(self, 'batch_size', batch_size)
+        object.__setattr__(self, 'drop_last', drop_last)
+
+
+class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
     r"""A link-prediction loader that samples the neighbourhoods of seed
     edges with the fused kernels; a drop-in replacement for
     :class:`torch_geometric.loader.LinkNeighborLoader` on
@@ -94,8 +115,7 @@ class FusedLinkNeighborLoader(LinkLoader):
             raise ValueError("pass either 'seed' or 'generator', not both")
         if seed is not None:
             generator = torch.Generator().manual_seed(int(seed))
-        if generator is not None:
-            kwargs.setdefault('generator', generator)  # shuffling
+        kwargs['generator'] = generator  # shuffling and per-batch keys
         if neighbor_sampler is None:
             neighbor_sampler = FusedNeighborSampler(
                 data,
@@ -126,7 +146,20 @@ class FusedLinkNeighborLoader(LinkLoader):
             **kwargs,
         )
 
-    def __repr__(self) -> str:
-        return (f'{self.__class__.__name__}(num_neighbors='
-                f'{self.link_sampler.num_neighbors}, '
-                f'neg_sampling={self.neg_sampling})')
+    def collate_fn(self, index) -> object:
+        r"""Samples the subgraph of one mini-batch of seed edges:
+        :obj:`index` is a ``(positions, rng key)`` pair from
+        :class:`~pyg_fusesample.loader.SeededBatchSampler`, or plain
+        positions (a key is then drawn from the sampler's generator)."""
+        rng_seed = None
+        if isinstance(index, tuple) and len(index) == 2 and isinstance(
+                index[1], int):
+            index, rng_seed = index
+        if not isinstance(index, Tensor):
+            index = torch.tensor(index, dtype=torch.long)
+        out = self.link_sampler.sample_from_edges(
+            self.input_data[index], neg_sampling=self.neg_sampling,
+            rng_seed=rng_seed)
+        if self.filter_per_worker:
+            out = self.filter_fn(out)
+        return out

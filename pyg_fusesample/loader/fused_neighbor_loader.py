@@ -8,64 +8,16 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader import NodeLoader
-from torch_geometric.loader.utils import get_input_nodes, infer_filter_per_worker
+import numpy as np
+from torch_geometric.loader.utils import (get_input_nodes, index_select,
+                                          infer_filter_per_worker)
 from torch_geometric.sampler import NodeSamplerInput, SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputNodes, OptTensor
 
 from ..ops import gather_rows_list
 from ..sampler import FusedNeighborSampler
-from ..sampler.fused_neighbor_sampler import draw_rng_seeds
-
-
-class SeededBatchSampler(torch.utils.data.Sampler):
-    r"""Yields ``(input positions, rng key)`` per mini-batch.
-
-    The RNG key of every batch is drawn here, in the main process, so that
-    sampling is bitwise repeatable under a seed whatever ``num_workers`` is
-    (workers receive the key with the batch instead of owning a generator).
-    """
-    def __init__(self, num_inputs: int, batch_size: int, shuffle: bool,
-                 drop_last: bool, generator: Optional[torch.Generator]):
-        if not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"'batch_size' must be a positive int, got "
-                             f"{batch_size!r}")
-        self.num_inputs = num_inputs
-        self.batch_size = batch_size
-        self.shuffle = shuffle
-        self.drop_last = drop_last
-        self.generator = generator
-
-    def __len__(self) -> int:
-        if self.drop_last:
-            return self.num_inputs // self.batch_size
-        return -(-self.num_inputs // self.batch_size)
-
-    def plan(self) -> Tuple[Tensor, List[int]]:
-        r"""One epoch: the order of the inputs and one key per batch, drawn
-        from the generator exactly as iterating draws them."""
-        g = self.generator
-        if self.shuffle:
-            order = torch.randperm(self.num_inputs, generator=g)
-        else:
-            order = torch.arange(self.num_inputs)
-        return order, draw_rng_seeds(len(self), g)
-
-    def slices(self, order: Tensor, keys: List[int],
-               seeds: Optional[Tensor] = None
-               ) -> Iterator[Tuple[Tensor, int, Optional[Tensor]]]:
-        r"""``(positions, key, seeds)`` per batch of a :meth:`plan`:
-        ``seeds`` (the epoch's seed nodes in ``order``, e.g. on a GPU) is
-        cut into the same windows as ``order`` (``None`` stays ``None``)."""
-        size = self.batch_size
-        for i, key in enumerate(keys):
-            window = slice(i * size, (i + 1) * size)
-            yield (order[window], key,
-                   None if seeds is None else seeds[window])
-
-    def __iter__(self) -> Iterator[Tuple[Tensor, int]]:
-        for positions, key, _ in self.slices(*self.plan()):
-            yield positions, key
+from .seeded_batches import SeededBatchSampler, BatchDataset
 
 
 def _input_type(data: HeteroData, input_nodes) -> str:
@@ -99,19 +51,6 @@ def _check_input_nodes(input_nodes, num_nodes: int):
     elif input_nodes.dtype.is_floating_point or input_nodes.is_complex():
         raise ValueError(f"'input_nodes' must hold integer node indices or "
                          f"be a boolean mask, got {input_nodes.dtype}")
-
-
-class _BatchDataset(torch.utils.data.Dataset):
-    # With batch_size=None the DataLoader hands each item of the sampler to
-    # collate_fn unchanged: one item is one whole (positions, key) batch.
-    def __init__(self, num_batches: int):
-        self.num_batches = num_batches
-
-    def __len__(self) -> int:
-        return self.num_batches
-
-    def __getitem__(self, item):
-        return item
 
 
 class _InProcessIterator:
@@ -330,6 +269,10 @@ class _BackgroundIterator:
         self.producer.stop.set()
 
 
+# Attribute types sliced by node or edge, as PyG's filter_data slices them.
+_ARRAYS = (Tensor, np.ndarray)
+
+
 class _FilterPlan:
     # How a batch takes each attribute of `data`, in storage order: `entries`
     # of (key, kind, cat dim, value), kind being 'edge_index', 'num_nodes',
@@ -342,10 +285,10 @@ class _FilterPlan:
         for key, value in store.items():
             if key in ('edge_index', 'num_nodes'):
                 self.entries.append((key, key, None, None))
-            elif isinstance(value, Tensor) and store.is_node_attr(key):
+            elif isinstance(value, _ARRAYS) and store.is_node_attr(key):
                 self.entries.append((key, 'node', data.__cat_dim__(key, value),
                                      value))
-            elif isinstance(value, Tensor) and store.is_edge_attr(key):
+            elif isinstance(value, _ARRAYS) and store.is_edge_attr(key):
                 self.entries.append((key, 'edge', data.__cat_dim__(key, value),
                                      value))
             else:
@@ -356,7 +299,8 @@ class _FilterPlan:
 
     def _rows(self, kind: str, device: torch.device) -> List[str]:
         return [key for key, k, dim, value in self.entries
-                if k == kind and dim == 0 and value.device == device]
+                if k == kind and dim == 0 and isinstance(value, Tensor)
+                and value.device == device]
 
 
 class FusedNeighborLoader(NodeLoader):
@@ -528,7 +472,7 @@ class FusedNeighborLoader(NodeLoader):
         batch_sampler = SeededBatchSampler(nodes.numel(), batch_size, shuffle,
                                            drop_last, generator)
         torch.utils.data.DataLoader.__init__(
-            self, _BatchDataset(len(batch_sampler)), batch_size=None,
+            self, BatchDataset(len(batch_sampler)), batch_size=None,
             sampler=batch_sampler, collate_fn=self.collate_fn, **kwargs)
         # DataLoader fixes batch_size to None for this mode; expose the real
         # one as NeighborLoader does (it only informs, nothing reads it).
@@ -689,8 +633,10 @@ class FusedNeighborLoader(NodeLoader):
                 mapping[key] = node.numel()
             elif key in rows:
                 mapping[key] = rows[key]
-            elif kind in index:
+            elif kind in index and isinstance(value, Tensor):
                 mapping[key] = value.index_select(dim, index[kind])
+            elif kind in index:  # a NumPy array (e.g. a memmap): rows to a tensor
+                mapping[key] = index_select(value, index[kind].cpu(), dim=dim)
             else:
                 mapping[key] = value
         mapping.setdefault('n_id', node)
@@ -718,8 +664,3 @@ class FusedNeighborLoader(NodeLoader):
             self._plan = _FilterPlan(self.data, self.node_sampler.device)
             self._plan_signature = signature
         return self._plan
-
-    def __repr__(self) -> str:
-        return (f'{self.__class__.__name__}(num_neighbors='
-                f'{self.node_sampler.num_neighbors}, '
-                f'batch_size={self.batch_size})')

@@ -6,7 +6,7 @@ The ops themselves live in ``kernels/`` and are registered under
 ``torch.compile`` and ``torch.library.opcheck`` trace them: output sizes are
 data-dependent, so they are unbacked symbolic ints.
 """
-from typing import List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -24,13 +24,18 @@ class NeighborSampleOutput(NamedTuple):
     batch: Optional[Tensor]
     num_sampled_nodes: Tensor
     num_sampled_edges: Tensor
+    type_counts: Optional[Tensor] = None  # typed samples (else empty)
 
 
 def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
                     seed: Tensor, num_neighbors: List[int],
                     replace: bool = False, disjoint: bool = False,
                     rng_seed: int = 0, fused: bool = True,
-                    num_edge_types: int = 1) -> NeighborSampleOutput:
+                    num_edge_types: int = 1,
+                    node_type_offsets: Sequence[int] = (),
+                    edge_type_offsets: Sequence[int] = (),
+                    edge_type_nodes: Sequence[int] = ()
+                    ) -> NeighborSampleOutput:
     r"""Samples a multi-hop neighbourhood of :obj:`seed` from a CSC graph.
 
     With :obj:`num_edge_types` :math:`T > 1` the graph is typed (the
@@ -54,6 +59,14 @@ def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
             one host sync (default); ``False`` launches per phase with a sync
             per hop (the ablation baseline). Ignored on the CPU.
         num_edge_types (int): :math:`T`, segments per node (default 1).
+        node_type_offsets, edge_type_offsets, edge_type_nodes (List[int]):
+            typed samples: where each node type's and edge type's global ids
+            start (plus the total), and each edge type's (source, target)
+            node types. With them the op also returns ``type_counts``: nodes
+            per (node type, hop) at ``i * (L + 1) + h``, then edges per
+            (edge type, hop) at ``NT * (L + 1) + t * L + h`` -- every size
+            needed to split the sample by type, read in the op's one host
+            synchronisation -- and the CUDA kernel sizes its buffers per type.
 
     Returns:
         :class:`NeighborSampleOutput` with global ``node`` ids (seeds first,
@@ -63,10 +76,11 @@ def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
     """
     out = _ops.neighbor_sample(colptr, row, edge_id, seed, num_neighbors,
                                replace, disjoint, rng_seed, fused,
-                               num_edge_types)
-    node, row_, col, edge, batch, nsn, nse = out
+                               num_edge_types, list(node_type_offsets),
+                               list(edge_type_offsets), list(edge_type_nodes))
+    node, row_, col, edge, batch, nsn, nse, counts = out
     return NeighborSampleOutput(node, row_, col, edge,
-                                batch if disjoint else None, nsn, nse)
+                                batch if disjoint else None, nsn, nse, counts)
 
 
 class PendingNeighborSample:
@@ -100,7 +114,13 @@ class PendingNeighborSample:
                     for buffer in self._buffers:
                         buffer.record_stream(stream)
             hops, meta = self._num_hops, self._meta
-            n, e, *_, error = meta.tolist()
+            n, e = meta[:2].tolist()
+            error = int(meta[3 + 2 * hops])
+            if error == 2:
+                raise RuntimeError("fusesample::neighbor_sample: the sample "
+                                   "outgrew the buffers sized from "
+                                   "'edge_type_nodes': they do not describe "
+                                   "the graph's edge types")
             if error != 0:
                 raise RuntimeError(f"fusesample::neighbor_sample: 'seed' "
                                    f"holds ids outside [0, {self._num_nodes})")
@@ -108,7 +128,8 @@ class PendingNeighborSample:
             self._out = NeighborSampleOutput(
                 node[:n], row[:e], col[:e], edge[:e],
                 batch[:n] if self._disjoint else None,
-                meta[2:3 + hops], meta[3 + hops:3 + 2 * hops])
+                meta[2:3 + hops], meta[3 + hops:3 + 2 * hops],
+                meta[4 + 2 * hops:])
             self._buffers = self._meta = self._event = None
         return self._out
 
@@ -117,7 +138,11 @@ def neighbor_sample_async(colptr: Tensor, row: Tensor,
                           edge_id: Optional[Tensor], seed: Tensor,
                           num_neighbors: List[int], replace: bool = False,
                           disjoint: bool = False, rng_seed: int = 0,
-                          num_edge_types: int = 1) -> PendingNeighborSample:
+                          num_edge_types: int = 1,
+                          node_type_offsets: Sequence[int] = (),
+                          edge_type_offsets: Sequence[int] = (),
+                          edge_type_nodes: Sequence[int] = ()
+                          ) -> PendingNeighborSample:
     r""":func:`neighbor_sample` (fused) without waiting for the result: on
     CUDA the kernels are enqueued on the current stream and this returns at
     once; :meth:`PendingNeighborSample.wait` gives the (bitwise identical)
@@ -128,7 +153,8 @@ def neighbor_sample_async(colptr: Tensor, row: Tensor,
     overlaps the GPU's work instead of stalling it."""
     *buffers, meta = _ops.neighbor_sample_async(
         colptr, row, edge_id, seed, num_neighbors, replace, disjoint,
-        rng_seed, num_edge_types)
+        rng_seed, num_edge_types, list(node_type_offsets),
+        list(edge_type_offsets), list(edge_type_nodes))
     event = stream = None
     if colptr.is_cuda:
         stream = torch.cuda.current_stream(colptr.device)
@@ -191,21 +217,34 @@ def _fake_sample_tensors(colptr, seed, disjoint):
 @torch.library.register_fake('fusesample::neighbor_sample')
 def _neighbor_sample_fake(colptr, row, edge_id, seed, num_neighbors,
                           replace=False, disjoint=False, rng_seed=0,
-                          fused=True, num_edge_types=1):
+                          fused=True, num_edge_types=1, node_type_offsets=(),
+                          edge_type_offsets=(), edge_type_nodes=()):
     hops = len(num_neighbors) // num_edge_types
     # Per-hop counts are host tensors on every device (read in the op's sync).
     nsn = torch.empty(hops + 1, dtype=torch.long, device='cpu')
     nse = torch.empty(hops, dtype=torch.long, device='cpu')
-    return (*_fake_sample_tensors(colptr, seed, disjoint), nsn, nse)
+    counts = torch.empty(_type_counts(node_type_offsets, num_edge_types, hops),
+                         dtype=torch.long, device='cpu')
+    return (*_fake_sample_tensors(colptr, seed, disjoint), nsn, nse, counts)
+
+
+def _type_counts(node_type_offsets, num_edge_types, hops) -> int:
+    # Entries of type_counts (kernels/sampler/type_counts.h).
+    num_node_types = max(len(node_type_offsets) - 1, 0)
+    if num_node_types == 0:
+        return 0
+    return num_node_types * (hops + 1) + num_edge_types * hops
 
 
 @torch.library.register_fake('fusesample::neighbor_sample_async')
 def _neighbor_sample_async_fake(colptr, row, edge_id, seed, num_neighbors,
                                 replace=False, disjoint=False, rng_seed=0,
-                                num_edge_types=1):
+                                num_edge_types=1, node_type_offsets=(),
+                                edge_type_offsets=(), edge_type_nodes=()):
     # The buffers (at least as long as the outputs) and the host meta.
     hops = len(num_neighbors) // num_edge_types
-    meta = torch.empty(4 + 2 * hops, dtype=torch.long,
+    size = 4 + 2 * hops + _type_counts(node_type_offsets, num_edge_types, hops)
+    meta = torch.empty(size, dtype=torch.long,
                        device='cpu')
     return (*_fake_sample_tensors(colptr, seed, disjoint), meta)
 

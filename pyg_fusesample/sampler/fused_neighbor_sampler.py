@@ -15,7 +15,7 @@ from torch_geometric.sampler.neighbor_sampler import edge_sample
 from ..ops import (NeighborSampleOutput, PendingNeighborSample,
                    induced_subgraph, neighbor_sample, neighbor_sample_async)
 from .graph_store import CSCGraph, build_csc
-from .hetero_output import to_hetero_output, typed_seeds
+from .hetero_output import check_seed_range, to_hetero_output, typed_seeds
 from .negative_sampling import KeyedNegativeSampling
 from .typed_graph import TypedCSC, build_typed_csc
 
@@ -133,10 +133,14 @@ class FusedNeighborSampler(BaseSampler):
             raise NotImplementedError("only sample_direction='forward' is "
                                       "supported")
         self.is_hetero = isinstance(data, HeteroData)
-        if not self.is_hetero and ('edge_index' not in data
-                                   or data.edge_index is None):
-            raise ValueError("'data' has no 'edge_index' (SparseTensor "
-                             "'adj_t' graphs are not supported yet)")
+        edge_index = None
+        if not self.is_hetero:
+            edge_index = data.get('edge_index')
+            if edge_index is None and 'adj_t' in data:
+                raise ValueError("'data' has no 'edge_index' (SparseTensor "
+                                 "'adj_t' graphs are not supported yet)")
+            if edge_index is None:  # a graph without edges, as PyG takes it
+                edge_index = torch.empty(2, 0, dtype=torch.long)
         if not directed:
             subgraph_type = SubgraphType.induced
 
@@ -172,7 +176,7 @@ class FusedNeighborSampler(BaseSampler):
         else:
             self.num_nodes = data.num_nodes
             self.num_neighbors = _as_fanouts(num_neighbors)
-            self.graph: CSCGraph = build_csc(data.edge_index, self.num_nodes,
+            self.graph: CSCGraph = build_csc(edge_index, self.num_nodes,
                                              is_sorted=is_sorted,
                                              device=device)
         if share_memory and self.graph.device.type == 'cpu':
@@ -183,6 +187,11 @@ class FusedNeighborSampler(BaseSampler):
     @property
     def device(self) -> torch.device:
         return self.graph.device
+
+    @property
+    def _typing(self) -> dict:
+        # The op's type tables: per-type sizes come with a typed sample.
+        return self.typed.op_typing if self.is_hetero else {}
 
     @property
     def num_edge_types(self) -> int:
@@ -215,7 +224,7 @@ class FusedNeighborSampler(BaseSampler):
         pending = neighbor_sample_async(g.colptr, g.row, g.edge_id, seed,
                                         self.num_neighbors, self.replace,
                                         self.disjoint, rng_seed,
-                                        self.num_edge_types)
+                                        self.num_edge_types, **self._typing)
         return PendingSamplerOutput(self, pending,
                                     (inputs.input_id, inputs.time))
 
@@ -237,6 +246,11 @@ class FusedNeighborSampler(BaseSampler):
         # edge_sample follows its inputs' device), negatives drawn from the
         # batch's key; labels and ids stay where the loader keeps them.
         inputs = copy.copy(inputs)
+        if self.is_hetero and inputs.input_type is not None:
+            for ids, nt in ((inputs.row, inputs.input_type[0]),
+                            (inputs.col, inputs.input_type[-1])):
+                if ids.device.type == 'cpu':
+                    check_seed_range(self.typed, nt, ids)
         inputs.row, inputs.col = self._on_device(inputs.row), self._on_device(inputs.col)
         if neg_sampling is not None:
             neg_sampling = KeyedNegativeSampling(neg_sampling, self.device,
@@ -276,7 +290,7 @@ class FusedNeighborSampler(BaseSampler):
         return neighbor_sample(g.colptr, g.row, g.edge_id, seed,
                                self.num_neighbors, self.replace,
                                self.disjoint, rng_seed, self.fused,
-                               self.num_edge_types)
+                               self.num_edge_types, **self._typing)
 
     def _sampler_output(self, out: NeighborSampleOutput
                         ) -> Union[SamplerOutput, HeteroSamplerOutput]:

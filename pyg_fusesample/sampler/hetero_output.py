@@ -6,10 +6,10 @@ target, then edge type. Keeping each type's entries in that order gives what
 PyG's heterogeneous sampler returns: per node type, ids seeds first and
 grouped by hop; per edge type, local (row, col) and the edge ids within the
 type, grouped by hop. Every node and edge type is present, empty where
-nothing was sampled. All of it runs on the sample's device; the per-type
-sizes are read in one host copy.
+nothing was sampled. All of it runs on the sample's device, with the sizes
+the op counted per type (``type_counts``): no further host read.
 """
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import torch
 from torch import Tensor
@@ -19,68 +19,49 @@ from ..ops import NeighborSampleOutput
 from .typed_graph import TypedCSC
 
 
-def _types_and_hops(ids: Tensor, offset: Tensor, per_hop: List[int]):
-    # The type of each global id (offset[i] <= id < offset[i + 1]) and the
-    # hop of each position (per_hop[h] consecutive entries each).
+def _grouping(ids: Tensor, offset: Tensor, num_types: int):
+    # Each global id's type (offset[i] <= id < offset[i + 1]) and a stable
+    # order that groups the entries by type. The sort keys are bytes where
+    # the types fit: a radix sort then takes one pass (8 for int64 keys).
     types = torch.searchsorted(offset, ids, right=True) - 1
-    hops = torch.repeat_interleave(
-        torch.arange(len(per_hop), device=ids.device),
-        torch.tensor(per_hop, device=ids.device), output_size=ids.numel())
-    return types, hops
+    key = types.to(torch.uint8 if num_types <= 256 else torch.int32)
+    return types, torch.sort(key, stable=True).indices
 
 
-def _group(types: Tensor, num_types: int):
-    # A stable order that groups entries by type, and each entry's position
-    # within its type.
-    order = torch.sort(types, stable=True).indices
-    counts = torch.bincount(types, minlength=num_types)
-    starts = torch.cumsum(counts, 0) - counts
-    local = torch.empty_like(order)
-    local[order] = torch.arange(order.numel(), device=order.device) - starts[types[order]]
-    return order, local
-
-
-def to_hetero_output(graph: TypedCSC, out: NeighborSampleOutput,
-                     edge: Optional[Tensor] = None,
-                     row: Optional[Tensor] = None, col: Optional[Tensor] = None,
+def to_hetero_output(graph: TypedCSC, out: NeighborSampleOutput
                      ) -> HeteroSamplerOutput:
-    r"""Splits a typed sample by node and edge type. ``row``/``col``/
-    ``edge`` override the sample's edges (an induced subgraph's), whose
-    per-hop edge counts are then not reported."""
+    r"""Splits a typed sample (taken with ``graph.op_typing``, so that its
+    ``type_counts`` hold every per-type size) by node and edge type, without
+    reading anything back from the device."""
     node_types, edge_types = graph.node_types, graph.edge_types
     NT, T = len(node_types), len(edge_types)
-    nsn = out.num_sampled_nodes.tolist()
-    by_hop = edge is None
-    if by_hop:
-        row, col, edge = out.row, out.col, out.edge
-        nse = out.num_sampled_edges.tolist()
-    else:
-        nse = [edge.numel()]
-    L = len(nse)
-
-    ntype, nhop = _types_and_hops(out.node, graph.offsets('node_offset'), nsn)
-    etype, ehop = _types_and_hops(edge, graph.offsets('edge_offset'), nse)
-    # One host copy: nodes per (type, hop) and edges per (edge type, hop).
-    counts = torch.cat([
-        torch.bincount(ntype * (L + 1) + nhop, minlength=NT * (L + 1)),
-        torch.bincount(etype * L + ehop, minlength=T * L)]).tolist()
+    L = out.num_sampled_edges.numel()
+    counts: List[int] = out.type_counts.tolist()  # a host tensor
     node_counts = [counts[i * (L + 1):(i + 1) * (L + 1)] for i in range(NT)]
     edge_counts = [counts[NT * (L + 1) + t * L:NT * (L + 1) + (t + 1) * L]
                    for t in range(T)]
-
-    norder, nlocal = _group(ntype, NT)
-    eorder, _ = _group(etype, T)
-    node_offset = graph.offsets('node_offset')
-    edge_offset = graph.offsets('edge_offset')
     sizes = [sum(c) for c in node_counts]
+    esizes = [sum(c) for c in edge_counts]
+
+    node_offset = graph.offsets('node_offset')
+    ntype, norder = _grouping(out.node, node_offset, NT)
+    # Local id within its type of every node of the sample, for the edges.
+    starts = torch.tensor([0] + sizes[:-1], device=out.node.device).cumsum(0)
+    nlocal = torch.empty_like(norder)
+    nlocal[norder] = torch.arange(norder.numel(), device=norder.device) - \
+        starts[ntype[norder]]
     node = (out.node - node_offset[ntype])[norder].split(sizes)
     batch = None
     if out.batch is not None:
         batch = dict(zip(node_types, out.batch[norder].split(sizes)))
-    esizes = [sum(c) for c in edge_counts]
-    row = nlocal[row][eorder].split(esizes)
-    col = nlocal[col][eorder].split(esizes)
-    edge = (edge - edge_offset[etype])[eorder].split(esizes)
+
+    row = col = edge = ()
+    if T > 0:
+        edge_offset = graph.offsets('edge_offset')
+        etype, eorder = _grouping(out.edge, edge_offset, T)
+        row = nlocal[out.row[eorder]].split(esizes)
+        col = nlocal[out.col[eorder]].split(esizes)
+        edge = (out.edge - edge_offset[etype])[eorder].split(esizes)
     return HeteroSamplerOutput(
         node=dict(zip(node_types, node)),
         row=dict(zip(edge_types, row)),
@@ -88,12 +69,25 @@ def to_hetero_output(graph: TypedCSC, out: NeighborSampleOutput,
         edge=dict(zip(edge_types, edge)),
         batch=batch,
         num_sampled_nodes=dict(zip(node_types, node_counts)),
-        num_sampled_edges=(dict(zip(edge_types, edge_counts)) if by_hop
-                           else None),
+        num_sampled_edges=dict(zip(edge_types, edge_counts)),
     )
 
 
 def typed_seeds(graph: TypedCSC, seeds: Dict[str, Tensor]) -> Tensor:
-    r"""Global ids of per-type seeds (one node type: the loaders' case)."""
+    r"""Global ids of per-type seeds."""
     start = dict(zip(graph.node_types, graph.node_offset))
-    return torch.cat([ids + start[nt] for nt, ids in seeds.items()])
+    out = [ids + start[nt] for nt, ids in seeds.items()]
+    return torch.cat(out) if out else torch.empty(0, dtype=torch.long)
+
+
+def check_seed_range(graph: TypedCSC, node_type: str, ids: Tensor):
+    r"""Raises :class:`IndexError` unless :obj:`ids` lie in their type's
+    range (the op checks only the global range). For host tensors: on a GPU
+    the check would be a host synchronisation."""
+    i = graph.node_types.index(node_type)
+    size = graph.node_offset[i + 1] - graph.node_offset[i]
+    if ids.numel() > 0:
+        lo, hi = torch.aminmax(ids)
+        if int(lo) < 0 or int(hi) >= size:
+            raise IndexError(f"seed ids of node type {node_type!r} lie in "
+                             f"[{int(lo)}, {int(hi)}], outside [0, {size})")

@@ -42,6 +42,21 @@ class TypedCSC:
         return len(self.edge_types)
 
     @property
+    def op_typing(self) -> Dict[str, List[int]]:
+        r"""The op's type tables (``kernels/sampler/type_counts.h``): type
+        offsets, and each edge type's (source, target) node type index. A
+        graph without edge types samples with one empty segment per node."""
+        if '_typing' not in self.__dict__:
+            index = {nt: i for i, nt in enumerate(self.node_types)}
+            nodes = [index[nt] for et in self.edge_types
+                     for nt in (et[0], et[-1])]
+            object.__setattr__(self, '_typing', dict(
+                node_type_offsets=self.node_offset,
+                edge_type_offsets=self.edge_offset if nodes else [0, 0],
+                edge_type_nodes=nodes or [0, 0]))
+        return self.__dict__['_typing']
+
+    @property
     def device(self) -> torch.device:
         return self.graph.device
 

@@ -20,19 +20,45 @@
 #include "../../common/node_map.h"
 #include "../../common/rng.h"
 #include "../sample_count.h"
+#include "../type_counts.h"
 
 namespace fusesample {
 namespace {
 
 constexpr const char* kOp = "fusesample::neighbor_sample";
 
+// Nodes per (node type, hop) and edges per (edge type, hop) of a finished
+// sample (type_counts.h); empty when no type tables are given.
+std::vector<int64_t> type_counts(const std::vector<int64_t>& node,
+                                 const std::vector<int64_t>& edge,
+                                 const std::vector<int64_t>& nsn,
+                                 const std::vector<int64_t>& nse,
+                                 at::IntArrayRef node_offsets,
+                                 at::IntArrayRef edge_offsets) {
+  if (node_offsets.empty()) return {};
+  const int64_t NT = static_cast<int64_t>(node_offsets.size()) - 1;
+  const int64_t T = static_cast<int64_t>(edge_offsets.size()) - 1;
+  const int64_t L = static_cast<int64_t>(nse.size());
+  std::vector<int64_t> counts(type_count_size(NT, T, L), 0);
+  int64_t i = 0;
+  for (int64_t hop = 0; hop <= L; ++hop)
+    for (int64_t end = i + nsn[hop]; i < end; ++i)
+      ++counts[type_of(node_offsets.data(), NT + 1, node[i]) * (L + 1) + hop];
+  int64_t e = 0;
+  for (int64_t hop = 0; hop < L; ++hop)
+    for (int64_t end = e + nse[hop]; e < end; ++e)
+      ++counts[NT * (L + 1) + type_of(edge_offsets.data(), T + 1, edge[e]) * L + hop];
+  return counts;
+}
+
 template <typename index_t>
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
-           at::Tensor, at::Tensor>
+           at::Tensor, at::Tensor, at::Tensor>
 sample(const at::Tensor& colptr, const at::Tensor& row,
        const c10::optional<at::Tensor>& edge_id, const at::Tensor& seed,
        const std::vector<int64_t>& num_neighbors, int64_t num_types,
-       bool replace, bool disjoint, uint64_t rng_seed) {
+       bool replace, bool disjoint, uint64_t rng_seed,
+       at::IntArrayRef node_type_offsets, at::IntArrayRef edge_type_offsets) {
   const int64_t num_nodes = (colptr.numel() - 1) / num_types;
   const int64_t num_hops = static_cast<int64_t>(num_neighbors.size()) / num_types;
   const int64_t num_seeds = seed.numel();
@@ -130,22 +156,36 @@ sample(const at::Tensor& colptr, const at::Tensor& row,
   return std::make_tuple(to_tensor(node), to_tensor(out_row), to_tensor(out_col),
                          to_tensor(out_edge), to_tensor(batch),
                          to_tensor(num_sampled_nodes),
-                         to_tensor(num_sampled_edges));
+                         to_tensor(num_sampled_edges),
+                         to_tensor(type_counts(node, out_edge, num_sampled_nodes,
+                                               num_sampled_edges, node_type_offsets,
+                                               edge_type_offsets)));
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
-           at::Tensor, at::Tensor>
+           at::Tensor, at::Tensor, at::Tensor>
 neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
                     const c10::optional<at::Tensor>& edge_id,
                     const at::Tensor& seed, at::IntArrayRef num_neighbors,
                     bool replace, bool disjoint, int64_t rng_seed,
-                    bool /*fused: a CUDA launch mode*/, int64_t num_edge_types) {
+                    bool /*fused: a CUDA launch mode*/, int64_t num_edge_types,
+                    at::IntArrayRef node_type_offsets,
+                    at::IntArrayRef edge_type_offsets,
+                    at::IntArrayRef edge_type_nodes) {
   check_csc(kOp, colptr, row, edge_id);
   check_node_ids(kOp, "seed", seed, colptr);
   check_fanouts(kOp, num_neighbors);
   check_edge_types(kOp, colptr, num_neighbors, num_edge_types);
   const int64_t num_nodes = (colptr.numel() - 1) / num_edge_types;
   check_ids_in_range_cpu(kOp, "seed", seed, num_nodes);
+  check_typing(kOp, num_nodes, row.numel(), num_edge_types, node_type_offsets,
+               edge_type_offsets, edge_type_nodes);
+  const int64_t num_counts = type_count_size(
+      static_cast<int64_t>(node_type_offsets.size()) - 1, num_edge_types,
+      static_cast<int64_t>(num_neighbors.size()) / num_edge_types);
+  TORCH_CHECK(node_type_offsets.empty() || num_counts <= kMaxTypeCounts, kOp, ": ",
+              num_counts, " type counts (node types x (hops + 1) + edge types x ",
+              "hops) exceed the supported ", kMaxTypeCounts);
   TORCH_CHECK(colptr[colptr.numel() - 1].item<int64_t>() == row.numel(), kOp,
               ": 'colptr[-1]' must equal row.numel() = ", row.numel());
 
@@ -158,7 +198,8 @@ neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
   return AT_DISPATCH_INDEX_TYPES(row.scalar_type(), "neighbor_sample_cpu", [&] {
     return sample<index_t>(colptr_c, row_c, eid_c, seed_c, fanouts,
                            num_edge_types, replace, disjoint,
-                           static_cast<uint64_t>(rng_seed));
+                           static_cast<uint64_t>(rng_seed), node_type_offsets,
+                           edge_type_offsets);
   });
 }
 
@@ -169,12 +210,14 @@ neighbor_sample_async_cpu(const at::Tensor& colptr, const at::Tensor& row,
                           const c10::optional<at::Tensor>& edge_id,
                           const at::Tensor& seed, at::IntArrayRef num_neighbors,
                           bool replace, bool disjoint, int64_t rng_seed,
-                          int64_t num_edge_types) {
-  auto [node, out_row, out_col, out_edge, batch, nsn, nse] = neighbor_sample_cpu(
+                          int64_t num_edge_types, at::IntArrayRef node_type_offsets,
+                          at::IntArrayRef edge_type_offsets,
+                          at::IntArrayRef edge_type_nodes) {
+  auto [node, out_row, out_col, out_edge, batch, nsn, nse, counts] = neighbor_sample_cpu(
       colptr, row, edge_id, seed, num_neighbors, replace, disjoint, rng_seed, true,
-      num_edge_types);
+      num_edge_types, node_type_offsets, edge_type_offsets, edge_type_nodes);
   auto sizes = at::tensor(std::vector<int64_t>{node.numel(), out_row.numel()}, at::kLong);
-  auto meta = at::cat({sizes, nsn, nse, at::zeros({1}, at::kLong)});
+  auto meta = at::cat({sizes, nsn, nse, at::zeros({1}, at::kLong), counts});
   return std::make_tuple(node, out_row, out_col, out_edge, batch, meta);
 }
 

@@ -85,11 +85,15 @@ TileState tile_state(int64_t* p, int64_t tiles) {
 }
 
 struct State {
+  // `tables`: the fan-outs [L*T], then (typed samples) the node and edge
+  // type offsets [NT+1], [T+1], copied to the device in one transfer.
   at::Tensor node, batch, out_row, out_col, out_edge, pos, offsets,
-      next_offsets, totals, fanouts, meta, tile_buf;
+      next_offsets, totals, tables, meta, tile_buf;
   int64_t tiles = 0;
+  int64_t num_node_types = 0, num_edge_types = 0, num_fanouts = 0;
   Buffers view(int num_hops) {
     int64_t* meta_p = meta.data_ptr<int64_t>();
+    const int64_t* type_offsets = tables.data_ptr<int64_t>() + num_fanouts;
     return Buffers{node.data_ptr<int64_t>(),
                    batch.defined() ? batch.data_ptr<int64_t>() : nullptr,
                    out_row.data_ptr<int64_t>(), out_col.data_ptr<int64_t>(),
@@ -98,7 +102,11 @@ struct State {
                    next_offsets.data_ptr<int64_t>(), totals.data_ptr<int64_t>(),
                    meta_p, num_hops,
                    tile_state(tile_buf.data_ptr<int64_t>(), tiles),
-                   reinterpret_cast<unsigned long long*>(meta_p + 3 + 2 * num_hops)};
+                   reinterpret_cast<unsigned long long*>(meta_p + 3 + 2 * num_hops),
+                   type_offsets, type_offsets + num_node_types + 1,
+                   num_node_types, num_edge_types, meta_p + 4 + 2 * num_hops,
+                   node.numel(), out_row.numel(), pos.numel() - 1,
+                   next_offsets.numel() - 1};
   }
   // Per-hop path: room for a scan of n items; fresh status words are zero.
   void grow_tiles(int64_t n) {
@@ -120,6 +128,13 @@ std::pair<int64_t, int64_t> read_totals(const State& s, cudaStream_t stream) {
   return {host[0], host[1]};
 }
 
+// The per-hop path's type counts (typed samples only).
+void launch_type_counts(const Launch& l, State& s, int num_hops) {
+  if (s.num_node_types == 0) return;
+  type_counts_kernel<<<l.blocks, kThreads, 0, l.stream>>>(s.view(num_hops));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 // One kernel per phase (the ablation of the fused launch, and the path for
 // unbounded -1 fan-outs): buffers and the table grow as the hops need.
 template <typename index_t>
@@ -131,7 +146,7 @@ void sample_per_hop(const Graph<index_t>& g, const Params& p, const at::Tensor& 
   seeds_kernel<index_t><<<l.blocks, kThreads, 0, l.stream>>>(
       g, p, seed.data_ptr<int64_t>(), s.view(num_hops), table.view(), f.k);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (num_hops == 0) return;
+  if (num_hops == 0) return launch_type_counts(l, s, num_hops);
   Hop h{0, f.k, 0, p.num_seeds, 0, read_totals(s, l.stream).second};
   Hop prev{-1, nullptr, 0, 0, 0, 0};
   for (int hop = 0; hop < num_hops; ++hop) {
@@ -167,6 +182,7 @@ void sample_per_hop(const Graph<index_t>& g, const Params& p, const at::Tensor& 
   relabel_kernel<index_t><<<l.blocks, kThreads, 0, l.stream>>>(
       g, p, s.view(num_hops), table.view(), prev);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_type_counts(l, s, num_hops);
 }
 
 // A batch whose kernels are enqueued: the buffers its outputs are prefixes
@@ -177,12 +193,74 @@ struct Launched {
   at::Tensor meta;
 };
 
+// Typed-sample information (type_counts.h); empty for untyped samples.
+struct Typing {
+  std::vector<int64_t> node_offsets, edge_offsets, edge_nodes;
+  int64_t num_node_types() const {
+    return node_offsets.empty() ? 0 : static_cast<int64_t>(node_offsets.size()) - 1;
+  }
+};
+
+int64_t sat_add(int64_t a, int64_t b) {
+  return a > std::numeric_limits<int64_t>::max() - b
+             ? std::numeric_limits<int64_t>::max() : a + b;
+}
+
+// Buffer sizes of a fused launch, from the fan-outs. The frontier is tracked
+// per node type (one type holding every node when untyped): hop h draws at
+// most F[dst(t)] * k_t edges of type t, whose sources, of type src(t), are
+// at most that many new nodes -- and at most the type's key space.
+struct Capacity {
+  int64_t node, edge = 0, hop_edge = 0, frontier;
+};
+
+Capacity capacity(const std::vector<int64_t>& fanouts, int64_t num_types,
+                  const Typing& typing, int64_t num_seeds, int64_t num_nodes,
+                  bool disjoint) {
+  const int64_t per_seed = disjoint ? num_seeds : 1;
+  const int64_t key_space = sat_mul(per_seed, num_nodes);
+  const int64_t NT = typing.num_node_types();
+  std::vector<int64_t> size, F;
+  if (NT == 0) {
+    size = {key_space};
+  } else {
+    for (int64_t i = 0; i < NT; ++i)
+      size.push_back(sat_mul(per_seed, typing.node_offsets[i + 1] - typing.node_offsets[i]));
+  }
+  for (int64_t n : size) F.push_back(std::min(num_seeds, n));
+  Capacity c{num_seeds, 0, 0, num_seeds};
+  const int64_t hops = static_cast<int64_t>(fanouts.size()) / num_types;
+  for (int64_t hop = 0; hop < hops; ++hop) {
+    std::vector<int64_t> next(F.size(), 0);
+    int64_t edges = 0;
+    for (int64_t t = 0; t < num_types; ++t) {
+      const int64_t src = NT ? typing.edge_nodes[2 * t] : 0;
+      const int64_t dst = NT ? typing.edge_nodes[2 * t + 1] : 0;
+      const int64_t drawn = sat_mul(F[dst], fanouts[hop * num_types + t]);
+      edges = sat_add(edges, drawn);
+      next[src] = sat_add(next[src], drawn);
+    }
+    int64_t frontier = 0;
+    for (size_t i = 0; i < next.size(); ++i) {
+      next[i] = std::min(next[i], size[i]);
+      frontier = sat_add(frontier, next[i]);
+    }
+    c.edge = sat_add(c.edge, edges);
+    c.hop_edge = std::max(c.hop_edge, edges);
+    c.frontier = std::max(c.frontier, frontier);
+    c.node = sat_add(c.node, frontier);
+    F = std::move(next);
+  }
+  c.node = std::min(c.node, sat_add(key_space, num_seeds));
+  return c;
+}
+
 template <typename index_t>
 Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
                        const c10::optional<at::Tensor>& edge_id,
                        const at::Tensor& seed, const std::vector<int64_t>& fanouts,
-                       int64_t num_types, bool replace, bool disjoint,
-                       uint64_t rng_seed, bool fused) {
+                       int64_t num_types, const Typing& typing, bool replace,
+                       bool disjoint, uint64_t rng_seed, bool fused) {
   const auto opts = colptr.options();
   const int64_t num_nodes = (colptr.numel() - 1) / num_types;
   const int64_t num_seeds = seed.numel();
@@ -194,47 +272,43 @@ Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
                          num_nodes, num_types};
   const Params p{num_seeds, rng_seed, replace, disjoint};
 
-  // Upper bounds from the fan-outs (unbounded if any hop takes all): a
-  // target draws at most the sum of its hop's fan-outs over edge types.
+  // Upper bounds from the fan-outs (unbounded if any hop takes all: the
+  // per-hop path grows its buffers instead).
   const int64_t key_space = disjoint ? sat_mul(num_seeds, num_nodes) : num_nodes;
   const bool bounded = std::all_of(fanouts.begin(), fanouts.end(),
                                    [](int64_t k) { return k >= 0; });
   const bool one_launch = fused && bounded;
-  int64_t frontier = num_seeds, node_cap = num_seeds, edge_cap = 0,
-          hop_edge_cap = 0, frontier_cap = num_seeds;
-  for (int hop = 0; hop < num_hops; ++hop) {
-    int64_t k = 0;
-    for (int64_t t = 0; t < num_types; ++t) k += fanouts[hop * num_types + t];
-    const int64_t e = bounded ? sat_mul(frontier, k) : 0;
-    edge_cap += e;
-    hop_edge_cap = std::max(hop_edge_cap, e);
-    frontier = std::min(e, key_space);
-    frontier_cap = std::max(frontier_cap, frontier);
-    node_cap += frontier;
-  }
-  node_cap = std::min(node_cap, key_space + num_seeds);
+  const Capacity cap = bounded ? capacity(fanouts, num_types, typing, num_seeds,
+                                          num_nodes, disjoint)
+                               : Capacity{num_seeds, 0, 0, num_seeds};
 
   // Outputs are separate tensors (they outlive the call); the scratch is
-  // carved out of one allocation, its zeroed part (meta, then the scans'
-  // status words) contiguous so one memset clears it.
+  // carved out of one allocation, its zeroed part (meta with the type
+  // counts, then the scans' status words) contiguous so one memset clears it.
   State s;
-  s.node = at::empty({std::max<int64_t>(node_cap, 1)}, opts);
-  if (disjoint) s.batch = at::empty({std::max<int64_t>(node_cap, 1)}, opts);
-  s.out_row = at::empty({std::max<int64_t>(edge_cap, 1)}, opts);
+  s.num_node_types = typing.num_node_types();
+  s.num_edge_types = s.num_node_types ? num_types : 0;
+  s.num_fanouts = static_cast<int64_t>(fanouts.size());
+  s.node = at::empty({std::max<int64_t>(cap.node, 1)}, opts);
+  if (disjoint) s.batch = at::empty({std::max<int64_t>(cap.node, 1)}, opts);
+  s.out_row = at::empty({std::max<int64_t>(cap.edge, 1)}, opts);
   s.out_col = at::empty_like(s.out_row);
   s.out_edge = at::empty_like(s.out_row);
-  s.tiles = one_launch ? State::tiles_of(std::max(num_seeds, hop_edge_cap)) : 0;
+  s.tiles = one_launch ? State::tiles_of(std::max(num_seeds, cap.hop_edge)) : 0;
+  std::vector<int64_t> tables(fanouts);
+  tables.insert(tables.end(), typing.node_offsets.begin(), typing.node_offsets.end());
+  tables.insert(tables.end(), typing.edge_offsets.begin(), typing.edge_offsets.end());
   {
-    const int64_t meta_words = 4 + 2 * num_hops;
-    const int64_t sizes[] = {hop_edge_cap + 1, frontier_cap + 1,
-                             frontier_cap + 1, 2,
-                             static_cast<int64_t>(fanouts.size()), meta_words,
+    const int64_t meta_words =
+        4 + 2 * num_hops + type_count_size(s.num_node_types, s.num_edge_types, num_hops);
+    const int64_t sizes[] = {cap.hop_edge + 1, cap.frontier + 1, cap.frontier + 1, 2,
+                             static_cast<int64_t>(tables.size()), meta_words,
                              tile_words(s.tiles)};
     int64_t total = 0;
     for (int64_t n : sizes) total += n;
     auto scratch = at::empty({total}, opts);
     at::Tensor* views[] = {&s.pos, &s.offsets, &s.next_offsets, &s.totals,
-                           &s.fanouts, &s.meta, &s.tile_buf};
+                           &s.tables, &s.meta, &s.tile_buf};
     int64_t at_ = 0;
     for (int i = 0; i < 7; ++i) {
       *views[i] = scratch.narrow(0, at_, sizes[i]);
@@ -244,14 +318,15 @@ Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
     C10_CUDA_CHECK(cudaMemsetAsync(s.meta.data_ptr<int64_t>(), 0,
                                    (meta_words + s.tiles) * sizeof(int64_t), stream));
   }
-  // The fan-out table the phases read, from pinned memory: no host wait.
-  if (!fanouts.empty()) {
-    auto host = at::empty({static_cast<int64_t>(fanouts.size())},
+  // The tables the phases read, from pinned memory: no host wait.
+  if (!tables.empty()) {
+    auto host = at::empty({static_cast<int64_t>(tables.size())},
                           at::TensorOptions().dtype(at::kLong).pinned_memory(true));
-    std::copy(fanouts.begin(), fanouts.end(), host.data_ptr<int64_t>());
-    s.fanouts.copy_(host, /*non_blocking=*/true);
+    std::copy(tables.begin(), tables.end(), host.data_ptr<int64_t>());
+    s.tables.copy_(host, /*non_blocking=*/true);
   }
-  const Fanouts f{s.fanouts.data_ptr<int64_t>(), num_hops};
+  const Fanouts f{s.tables.data_ptr<int64_t>(), num_hops};
+  const int64_t node_cap = cap.node;
   Table table = make_table(std::min(node_cap, key_space), opts, stream);
 
   int blocks = 0;
@@ -279,7 +354,7 @@ Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
 }
 
 using SampleTuple = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
-                               at::Tensor, at::Tensor, at::Tensor>;
+                               at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 using AsyncTuple = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
                               at::Tensor, at::Tensor>;
 
@@ -289,13 +364,19 @@ struct Inputs {
   c10::optional<at::Tensor> edge_id;
   std::vector<int64_t> fanouts;  // [hops * num_types], hop-major
   int64_t num_types;
+  Typing typing;
   int64_t num_hops() const { return static_cast<int64_t>(fanouts.size()) / num_types; }
+  int64_t num_type_counts() const {
+    return type_count_size(typing.num_node_types(), num_types, num_hops());
+  }
 };
 
 Inputs checked_inputs(const at::Tensor& colptr, const at::Tensor& row,
                       const c10::optional<at::Tensor>& edge_id,
                       const at::Tensor& seed, at::IntArrayRef num_neighbors,
-                      int64_t num_types) {
+                      int64_t num_types, at::IntArrayRef node_type_offsets,
+                      at::IntArrayRef edge_type_offsets,
+                      at::IntArrayRef edge_type_nodes) {
   check_csc(kOp, colptr, row, edge_id);
   check_node_ids(kOp, "seed", seed, colptr);
   check_fanouts(kOp, num_neighbors);
@@ -303,9 +384,15 @@ Inputs checked_inputs(const at::Tensor& colptr, const at::Tensor& row,
   const int64_t hops = static_cast<int64_t>(num_neighbors.size()) / num_types;
   TORCH_CHECK(hops <= kMaxHops, kOp, ": at most ", kMaxHops,
               " hops are supported, got ", hops);
+  check_typing(kOp, (colptr.numel() - 1) / num_types, row.numel(), num_types,
+               node_type_offsets, edge_type_offsets, edge_type_nodes);
+  auto vec = [](at::IntArrayRef v) { return std::vector<int64_t>(v.begin(), v.end()); };
   Inputs in{colptr.contiguous(), row.contiguous(), seed.contiguous(), c10::nullopt,
-            std::vector<int64_t>(num_neighbors.begin(), num_neighbors.end()),
-            num_types};
+            vec(num_neighbors), num_types,
+            Typing{vec(node_type_offsets), vec(edge_type_offsets), vec(edge_type_nodes)}};
+  TORCH_CHECK(in.num_type_counts() <= kMaxTypeCounts, kOp, ": ",
+              in.num_type_counts(), " type counts (node types x (hops + 1) + edge ",
+              "types x hops) exceed the supported ", kMaxTypeCounts);
   if (edge_id.has_value()) in.edge_id = edge_id->contiguous();
   return in;
 }
@@ -318,17 +405,20 @@ Launched launch(const Inputs& in, bool replace, bool disjoint, int64_t rng_seed,
     State s;
     for (at::Tensor* t : {&s.node, &s.out_row, &s.out_col, &s.out_edge, &s.batch})
       *t = at::empty({0}, in.colptr.options());
-    const int64_t meta_words = 4 + 2 * in.num_hops();
+    const int64_t meta_words = 4 + 2 * in.num_hops() + in.num_type_counts();
     return {std::move(s), at::zeros({meta_words}, at::TensorOptions().dtype(at::kLong))};
   }
   return AT_DISPATCH_INDEX_TYPES(in.row.scalar_type(), "neighbor_sample_cuda", [&] {
     return launch_sample<index_t>(in.colptr, in.row, in.edge_id, in.seed, in.fanouts,
-                                  in.num_types, replace, disjoint,
+                                  in.num_types, in.typing, replace, disjoint,
                                   static_cast<uint64_t>(rng_seed), fused);
   });
 }
 
 void check_error(int64_t error, const Inputs& in) {
+  TORCH_CHECK(error != kOverCapacity, kOp, ": the sample outgrew the buffers "
+              "sized from 'edge_type_nodes': they do not describe the graph's "
+              "edge types");
   TORCH_CHECK(error == kOk, kOp, ": 'seed' holds ids outside [0, ",
               (in.colptr.numel() - 1) / in.num_types, ")");
 }
@@ -337,10 +427,14 @@ SampleTuple neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row
                                  const c10::optional<at::Tensor>& edge_id,
                                  const at::Tensor& seed, at::IntArrayRef num_neighbors,
                                  bool replace, bool disjoint, int64_t rng_seed,
-                                 bool fused, int64_t num_edge_types) {
+                                 bool fused, int64_t num_edge_types,
+                                 at::IntArrayRef node_type_offsets,
+                                 at::IntArrayRef edge_type_offsets,
+                                 at::IntArrayRef edge_type_nodes) {
   c10::cuda::CUDAGuard guard(colptr.device());
-  const Inputs in =
-      checked_inputs(colptr, row, edge_id, seed, num_neighbors, num_edge_types);
+  const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors,
+                                   num_edge_types, node_type_offsets,
+                                   edge_type_offsets, edge_type_nodes);
   const int64_t num_hops = in.num_hops();
   Launched b = launch(in, replace, disjoint, rng_seed, fused);
   // The one synchronisation of the batch (the last of the per-hop path).
@@ -354,7 +448,8 @@ SampleTuple neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row
                          s.out_col.narrow(0, 0, e), s.out_edge.narrow(0, 0, e),
                          disjoint ? s.batch.narrow(0, 0, n) : at::empty({0}, colptr.options()),
                          b.meta.narrow(0, 2, num_hops + 1).clone(),
-                         b.meta.narrow(0, 3 + num_hops, num_hops).clone());
+                         b.meta.narrow(0, 3 + num_hops, num_hops).clone(),
+                         b.meta.narrow(0, 4 + 2 * num_hops, in.num_type_counts()).clone());
 }
 
 // The same batch, not waited for: the buffers and the pinned meta, which the
@@ -364,10 +459,14 @@ AsyncTuple neighbor_sample_async_cuda(const at::Tensor& colptr, const at::Tensor
                                       const at::Tensor& seed,
                                       at::IntArrayRef num_neighbors, bool replace,
                                       bool disjoint, int64_t rng_seed,
-                                      int64_t num_edge_types) {
+                                      int64_t num_edge_types,
+                                      at::IntArrayRef node_type_offsets,
+                                      at::IntArrayRef edge_type_offsets,
+                                      at::IntArrayRef edge_type_nodes) {
   c10::cuda::CUDAGuard guard(colptr.device());
-  const Inputs in =
-      checked_inputs(colptr, row, edge_id, seed, num_neighbors, num_edge_types);
+  const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors,
+                                   num_edge_types, node_type_offsets,
+                                   edge_type_offsets, edge_type_nodes);
   Launched b = launch(in, replace, disjoint, rng_seed, /*fused=*/true);
   const State& s = b.s;
   return std::make_tuple(s.node, s.out_row, s.out_col, s.out_edge,

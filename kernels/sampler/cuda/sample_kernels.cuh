@@ -32,17 +32,24 @@ fused_sample_kernel(Graph<index_t> g, Params p, const int64_t* seed,
 
   phase_seeds(g, p, seed, b, t, f.k);
   grid.sync();
-  if (f.num == 0) return;
+  if (f.num == 0) {
+    phase_type_counts(b);
+    return;
+  }
 
   Hop h{0, f.k, 0, p.num_seeds, 0, b.totals[1]};
   Hop prev{-1, nullptr, 0, 0, 0, 0};
   for (int hop = 0; hop < f.num; ++hop) {
+    if (!hop_fits(b, h.base, h.edges)) return;  // the host reports it
     phase_sample(g, p, h, prev, b, t);
     grid.sync();
     const bool has_next = hop + 1 < f.num;
     const int64_t* next_k = has_next ? f.k + (hop + 1) * g.num_types : nullptr;
     phase_dedup(g, p, h, b, t, has_next, next_k);
     grid.sync();
+    // A dedup that outgrew the buffers stopped writing: stop the batch.
+    if (*reinterpret_cast<volatile unsigned long long*>(b.error) == kOverCapacity)
+      return;
     prev = h;
     h = next_hop(h, next_k, b.totals[0], b.totals[1]);
     int64_t* swap = b.offsets;  // this hop's offsets serve the hop after next
@@ -50,6 +57,7 @@ fused_sample_kernel(Graph<index_t> g, Params p, const int64_t* seed,
     b.next_offsets = swap;
   }
   phase_relabel(g, p, prev, b, t);
+  phase_type_counts(b);  // reads what the last dedup made final
 }
 
 // ----------------------------------------------------------- per-hop --
@@ -80,6 +88,10 @@ template <typename index_t>
 __global__ void __launch_bounds__(kThreads)
 relabel_kernel(Graph<index_t> g, Params p, Buffers b, HashTable t, Hop h) {
   phase_relabel(g, p, h, b, t);
+}
+
+__global__ void __launch_bounds__(kThreads) type_counts_kernel(Buffers b) {
+  phase_type_counts(b);
 }
 
 // Re-inserts node[0, n) after the table grew (per-hop path with k = -1):

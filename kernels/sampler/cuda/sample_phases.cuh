@@ -40,6 +40,7 @@
 #include "../../common/rng.h"
 #include "../../common/warps.cuh"
 #include "../sample_count.h"
+#include "../type_counts.h"
 
 namespace fusesample {
 namespace cuda_sampler {
@@ -50,7 +51,7 @@ constexpr int64_t kTile = kThreads * kItems;    // scan tile
 constexpr unsigned long long kEmptyKey = ~0ULL;
 constexpr int kMaxHops = 16;
 
-enum Error : int { kOk = 0, kSeedOutOfRange = 1 };
+enum Error : int { kOk = 0, kSeedOutOfRange = 1, kOverCapacity = 2 };
 
 struct HashTable {
   unsigned long long* key;  // kEmptyKey when free
@@ -114,7 +115,26 @@ struct Buffers {
   int num_hops;
   TileState tiles;
   unsigned long long* error;  // a kError code, 0 = fine
+  // Typed samples (type_counts.h); num_node_types = 0: none.
+  const int64_t* node_type_offset;  // [num_node_types + 1]
+  const int64_t* edge_type_offset;  // [num_edge_types + 1]
+  int64_t num_node_types, num_edge_types;
+  int64_t* type_counts;             // in meta, after the error word
+  // Capacities: node/batch, out_*, pos (hop slots), offsets (frontier). The
+  // fused launch sizes them from bounds that, for typed samples, rest on the
+  // caller's edge_type_nodes; a sample that would outgrow them stops with
+  // kOverCapacity instead of writing past them.
+  int64_t node_cap, edge_cap, hop_edge_cap, frontier_cap;
 };
+
+// Whether hop h's slots fit; else the batch fails (every thread of the grid
+// reads the same sizes, so all take the same branch).
+__device__ __forceinline__ bool hop_fits(const Buffers& b, int64_t base,
+                                         int64_t edges) {
+  if (edges <= b.hop_edge_cap && base + edges <= b.edge_cap) return true;
+  atomicExch(b.error, static_cast<unsigned long long>(kOverCapacity));
+  return false;
+}
 
 struct Params {
   int64_t num_seeds;
@@ -453,17 +473,57 @@ __device__ void phase_dedup(const Graph<index_t>& g, const Params& p,
       [&](int64_t slot, Pair excl, Pair v) {
         if (!v.a) return;
         const int64_t local = h.end + excl.a;
+        if (local >= b.node_cap || excl.a >= b.frontier_cap) {
+          atomicExch(b.error, static_cast<unsigned long long>(kOverCapacity));
+          return;
+        }
         t.value[table_find(t, slot_key(g, p, h, b, slot))] = local;
         b.node[local] = b.out_row[h.base + slot];
         if (b.batch) b.batch[local] = b.batch[b.out_col[h.base + slot]];
         b.next_offsets[excl.a] = excl.b;
       },
       [&](Pair total) {
-        b.next_offsets[total.a] = total.b;
+        if (total.a <= b.frontier_cap) b.next_offsets[total.a] = total.b;
         b.totals[0] = total.a;
         b.totals[1] = total.b;
         record_hop(b, h, total.a);
       });
+}
+
+// ---------------------------------------------------------- type counts --
+// Nodes per (node type, hop) and edges per (edge type, hop) of the finished
+// sample (type_counts.h), into b.type_counts (zeroed with meta). Reads only
+// what the last dedup made final (node, out_edge, meta), so it may run beside
+// the last relabel. A block histogram in shared memory, then one atomic per
+// non-zero bin and block. Every thread of the grid calls it.
+__device__ void phase_type_counts(const Buffers& b) {
+  if (b.num_node_types == 0) return;
+  __shared__ unsigned int hist[kMaxTypeCounts];
+  const int64_t L = b.num_hops;
+  const int64_t bins = type_count_size(b.num_node_types, b.num_edge_types, L);
+  for (int64_t j = threadIdx.x; j < bins; j += blockDim.x) hist[j] = 0;
+  __syncthreads();
+  const int64_t* nsn = b.meta + 2;      // [L + 1]
+  const int64_t* nse = b.meta + 3 + L;  // [L]
+  GridRange r;
+  for (int64_t i = r.start; i < b.meta[0]; i += r.stride) {
+    int64_t hop = 0;
+    for (int64_t end = nsn[0]; i >= end; end += nsn[++hop]) {}
+    const int64_t t = type_of(b.node_type_offset, b.num_node_types + 1, b.node[i]);
+    atomicAdd(&hist[t * (L + 1) + hop], 1u);
+  }
+  const int64_t edge_bins = b.num_node_types * (L + 1);
+  for (int64_t e = r.start; e < b.meta[1]; e += r.stride) {
+    int64_t hop = 0;
+    for (int64_t end = nse[0]; e >= end; end += nse[++hop]) {}
+    const int64_t t = type_of(b.edge_type_offset, b.num_edge_types + 1, b.out_edge[e]);
+    atomicAdd(&hist[edge_bins + t * L + hop], 1u);
+  }
+  __syncthreads();
+  for (int64_t j = threadIdx.x; j < bins; j += blockDim.x)
+    if (hist[j])
+      atomicAdd(reinterpret_cast<unsigned long long*>(b.type_counts + j),
+                static_cast<unsigned long long>(hist[j]));
 }
 
 // The hop after `h`, given its dedup's totals.

@@ -1,0 +1,110 @@
+"""Fixtures and out-of-scope skips for PyG's vendored loader tests.
+
+Every case of PyG's test_neighbor_loader.py and test_link_neighbor_loader.py
+runs against pyg_fusesample's loaders (see _adapter.py) except those listed
+in OUT_OF_SCOPE below, which are skipped with the reason naming what they
+need. A case that fails because our loader differs from PyG is not listed:
+it fails.
+"""
+import importlib.util
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+TEMPORAL = ("temporal sampling (time_attr / input_time / edge_label_time / "
+            "temporal_strategy) is out of scope here: the next issue")
+WEIGHTED = ("weighted sampling (weight_attr) is out of scope here: the next "
+            "issue")
+REMOTE = ("FeatureStore/GraphStore remote backends are not supported: "
+          "FusedNeighborSampler takes Data/HeteroData")
+HETERO_INDUCED = ("subgraph_type='induced' on HeteroData is not supported "
+                  "(FusedNeighborSampler raises NotImplementedError, as "
+                  "pyg-lib's hetero sampler lacks it too)")
+PYG_LIB_OPS = ("needs pyg-lib: calls torch.ops.pyg.*neighbor_sample itself "
+               "(PyG's own backends compared, no loader)")
+VACUOUS_INT32_INDUCED = ("PyG's test body returns at once for int32 "
+                         "edge_index with subgraph_type='induced' (nothing "
+                         "would run)")
+
+
+def _param(name, value):
+    return lambda params: str(params.get(name)) == value
+
+
+def _always(params):
+    return True
+
+
+# test name -> [(condition on the case's parameters, reason)]
+OUT_OF_SCOPE = {
+    # test_neighbor_loader.py
+    'test_homo_neighbor_loader_basic': [
+        (lambda p: str(p.get('dtype')) == 'torch.int32'
+         and str(p.get('subgraph_type')) == 'SubgraphType.induced',
+         VACUOUS_INT32_INDUCED)],
+    'test_hetero_neighbor_loader_basic': [
+        (_param('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
+    'test_hetero_neighbor_loader_on_karate': [
+        (_param('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
+    'test_temporal_hetero_neighbor_loader_on_karate': [(_always, TEMPORAL)],
+    'test_custom_neighbor_loader': [(_always, REMOTE)],
+    'test_custom_hetero_neighbor_loader': [(_always, REMOTE)],
+    'test_custom_hetero_neighbor_loader_duplicate': [(_always, REMOTE)],
+    'test_temporal_custom_neighbor_loader_on_karate': [
+        (_always, f'{TEMPORAL}; and {REMOTE}')],
+    'test_weighted_homo_neighbor_loader': [(_always, WEIGHTED)],
+    'test_weighted_hetero_neighbor_loader': [(_always, WEIGHTED)],
+    'test_edge_level_temporal_homo_neighbor_loader': [(_always, TEMPORAL)],
+    'test_edge_level_temporal_hetero_neighbor_loader': [(_always, TEMPORAL)],
+    'test_temporal_neighbor_loader_single_link': [(_always, TEMPORAL)],
+    # test_link_neighbor_loader.py
+    'test_temporal_homo_link_neighbor_loader': [(_always, TEMPORAL)],
+    'test_temporal_hetero_link_neighbor_loader': [(_always, TEMPORAL)],
+    'test_custom_hetero_link_neighbor_loader': [(_always, REMOTE)],
+    'test_homo_link_neighbor_loader_triplet': [
+        (_param('temporal', 'True'), TEMPORAL)],
+    'test_hetero_link_neighbor_loader_triplet': [
+        (_param('temporal', 'True'), TEMPORAL)],
+}
+
+if importlib.util.find_spec('pyg_lib') is None:
+    OUT_OF_SCOPE['test_pyg_lib_and_torch_sparse_homo_equality'] = [
+        (_always, PYG_LIB_OPS)]
+    OUT_OF_SCOPE['test_pyg_lib_and_torch_sparse_hetero_equality'] = [
+        (_always, PYG_LIB_OPS)]
+
+
+def pytest_configure(config):
+    config.addinivalue_line('markers', 'dataset: PyG: a test loads a dataset')
+
+
+def pytest_collection_modifyitems(config, items):
+    here = str(Path(__file__).resolve().parent)
+    for item in items:
+        if not str(item.path).startswith(here):
+            continue
+        params = getattr(getattr(item, 'callspec', None), 'params', {})
+        for condition, reason in OUT_OF_SCOPE.get(item.originalname, []):
+            if condition(params):
+                # First, so that its reason wins over PyG's own skipifs.
+                item.add_marker(pytest.mark.skipif(True, reason=reason),
+                                append=False)
+                break
+
+
+# From PyG's test/conftest.py (same commit as the vendored tests; MIT
+# License, Copyright (c) 2023 PyG Team <team@pyg.org>), reduced to the one
+# dataset these tests load (KarateClub: built in, nothing downloaded).
+def load_dataset(root: str, name: str, *args, **kwargs):
+    r"""Returns a variety of datasets according to :obj:`name`."""
+    if 'karate' in name.lower():
+        from torch_geometric.datasets import KarateClub
+        return KarateClub(*args, **kwargs)
+    raise ValueError(f"Cannot load dataset with name '{name}'")
+
+
+@pytest.fixture(scope='session')
+def get_dataset() -> Callable:
+    import functools
+    yield functools.partial(load_dataset, 'memory://pyg_test_datasets')
