@@ -212,7 +212,7 @@ def test_partial_split():
 
 def test_get_dataset():
     assert set(DATASET_NAMES) == {"products", "arxiv", "reddit", "hub", "er",
-                                  "power_law_1m"}
+                                  "power_law_1m", "mag", "user_item"}
     data = get_dataset("er", scale=0.002, seed=1)
     assert data.synthetic and data.name.startswith("erdos_renyi")
     ref = erdos_renyi(scale=0.002, seed=1)

@@ -136,9 +136,9 @@ class _BipartiteSampler:
         """``edge_index`` of ``count`` distinct edges (up to a few hub
         duplicates that keep colliding, which are dropped)."""
         src, dst = self.pairs(self.hubs.draw_any(count, self.gen))
-        parts, pending = _sorted_split(_encode(src, dst, self.n, False))
-        parts = [parts]
-        del src, dst
+        unique, pending = _sorted_split(_encode(src, dst, self.n, False))
+        parts = [unique]
+        del src, dst, unique
         src, dst = _decode(pending, self.n)
         kept = src if self.hub_is_src else dst
         for _ in range(_TOPUP_ROUNDS):
@@ -177,7 +177,7 @@ def _years(num_papers: int, gen: torch.Generator) -> Tensor:
 
 
 def mag_like(scale: float = 1.0, seed: int = 0, features: str = "paper",
-             feature_noise: float = 2.0, undirected: bool = True
+             feature_noise: float = 6.0, undirected: bool = True
              ) -> HeteroData:
     """Synthetic heterogeneous stand-in for **ogbn-mag** (see the module
     docstring for the model and the statistics it matches).
@@ -207,11 +207,21 @@ def mag_like(scale: float = 1.0, seed: int = 0, features: str = "paper",
         [2, E] (source type's ids first); ``data.name``, ``data.seed`` and
         ``data.synthetic = True``.
 
-    Measured (seed 0, 2 CPU cores): see ``tests/test_hetero_datasets.py``
-    and the lead's report; scale 1 builds in well under a minute.
+    Measured (seed 0, full scale, directed): 7,145,610 writes (max 1,577
+    papers per author, 492 authors per paper), 5,416,257 cites (max
+    in-degree 4,986, edge homophily 0.450), 7,505,047 has_topic (largest
+    field 199,925 papers, median 35), 1,043,996 affiliated_with (largest
+    institution 24,964 authors); 10.8M cites after ``ToUndirected``;
+    ~10-30 s and 2.1 GiB peak RSS on 2 CPU cores (2.6 GiB with
+    ``features='all'``).  At ``scale=0.01`` (0.07 s) a 2-layer
+    ``to_hetero(GraphSAGE)`` reaches ~0.53-0.67 test accuracy where an MLP
+    on the paper features reaches ~0.11-0.13 (seeds 0-2); with
+    ``feature_noise=6`` even the Bayes-optimal classifier of the features
+    alone reaches only ~0.27 (ogbn-mag's MLP: 0.27).
     """
     if features not in ("paper", "all"):
-        raise ValueError(f"features must be 'paper' or 'all', got {features!r}")
+        raise ValueError(
+            f"features must be 'paper' or 'all', got {features!r}")
     n = {t: _scaled(c, scale) for t, c in MAG_NUM_NODES.items()}
     m = {e: int(round(c * scale)) for e, c in MAG_NUM_EDGES.items()}
     cites = ("paper", "cites", "paper")
@@ -220,7 +230,8 @@ def mag_like(scale: float = 1.0, seed: int = 0, features: str = "paper",
         num_nodes=npap, avg_degree=m[cites] / npap,
         num_features=_NUM_FEATURES, num_classes=_NUM_CLASSES,
         max_degree=_scaled_max_degree(5_000, scale, npap), exponent=2.1,
-        source_exponent=3.0, max_out_degree=_scaled_max_degree(500, scale, npap),
+        source_exponent=3.0,
+        max_out_degree=_scaled_max_degree(500, scale, npap),
         homophily=0.45, feature_noise=feature_noise, class_skew=_CLASS_SKEW,
         split=(1.0, 0.0, 0.0), seed=seed)
     gen = torch.Generator(device="cpu")
