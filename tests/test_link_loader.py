@@ -503,3 +503,35 @@ def test_link_loader_rejects_temporal_and_weighted():
     with pytest.raises(NotImplementedError, match='weight_attr'):
         FusedLinkNeighborLoader(data, [2], edge_label_index=eli,
                                 weight_attr='edge_attr')
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('kind', list(GRAPHS))
+def test_prefetch_on_side_stream_gives_the_same_batches(kind):
+    data, et, seeds, eli = setup(kind, num_label_edges=60)
+    data = data.to('cuda')
+    kwargs = dict(num_neighbors=[3, 2], edge_label_index=eli, batch_size=8,
+                  neg_sampling='binary', seed=3, shuffle=True)
+    plain = FusedLinkNeighborLoader(data, prefetch=False, **kwargs)
+    ahead = FusedLinkNeighborLoader(data, **kwargs)
+    assert ahead.prefetch and not plain.prefetch
+    batches = list(ahead)
+    assert len(batches) == len(plain)
+    for x, y in zip(plain, batches):
+        assert_batches_equal(x, y)
+    # The consumer's stream, not the side stream, is the one the batch is
+    # used on: a long kernel queued on it first does not hold the next
+    # batch's sampling back, and the batch is valid after it.
+    it = iter(ahead)
+    torch.cuda._sleep(100_000_000)  # ~0.1 s on the consumer stream
+    batch = next(it)
+    assert label_store(batch, et).edge_label.numel() == 16
+
+
+def test_prefetch_needs_gpu_data():
+    data, et, seeds, eli = setup('homo')
+    with pytest.raises(ValueError, match='GPU'):
+        FusedLinkNeighborLoader(data, [3], edge_label_index=eli,
+                                prefetch=True)
+    assert not FusedLinkNeighborLoader(data, [3],
+                                       edge_label_index=eli).prefetch

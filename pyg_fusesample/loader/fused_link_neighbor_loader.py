@@ -1,5 +1,5 @@
 """FusedLinkNeighborLoader: a drop-in for PyG's LinkNeighborLoader."""
-from typing import Callable, Dict, List, Optional, Union
+from typing import Callable, Dict, Iterator, List, Optional, Union
 
 import torch
 from torch import Tensor
@@ -11,6 +11,7 @@ from torch_geometric.typing import InputEdges, OptTensor
 
 from ..sampler import FusedNeighborSampler
 from .seeded_batches import BatchDataset, SeededBatchSampler
+from .side_stream import SideStreamIterator
 
 
 class _SeededBatches(torch.utils.data.DataLoader):
@@ -78,6 +79,12 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
             bitwise repeatable.
         generator (torch.Generator, optional): the same, from a generator.
         fused (bool): on a GPU, one kernel launch per batch (default).
+        prefetch (bool, optional): on a GPU with ``num_workers=0``, build
+            each batch one ahead on a CUDA stream of its own, so that its
+            host reads (PyG's ``unique`` of the seeds, the sampled sizes)
+            wait only for sampling, never for a training step (default:
+            ``True`` for graphs on a GPU and ``num_workers=0``). The batches
+            are the same either way.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
             (``batch_size``, ``shuffle``, ``num_workers``, ...).
     """
@@ -105,6 +112,7 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
         seed: Optional[int] = None,
         generator: Optional[torch.Generator] = None,
         fused: bool = True,
+        prefetch: Optional[bool] = None,
         **kwargs,
     ):
         if (edge_label_time is not None) != (time_attr is not None):
@@ -145,6 +153,26 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
             filter_per_worker=filter_per_worker,
             **kwargs,
         )
+
+        on_gpu = self.link_sampler.device.type == 'cuda'
+        if prefetch is None:
+            prefetch = on_gpu and self.num_workers == 0
+        elif prefetch and not (on_gpu and self.num_workers == 0):
+            raise ValueError("'prefetch=True' builds batches ahead on a CUDA "
+                             "stream: it needs the graph on a GPU and "
+                             "num_workers=0")
+        self.prefetch = prefetch
+
+    def _get_iterator(self) -> Iterator:
+        if not self.prefetch:
+            return super()._get_iterator()
+
+        def make(item):
+            out = self.collate_fn(item)
+            return out if self.filter_per_worker else self.filter_fn(out)
+
+        return SideStreamIterator(iter(self.sampler), make,
+                                  self.link_sampler.device)
 
     def collate_fn(self, index) -> object:
         r"""Samples the subgraph of one mini-batch of seed edges:

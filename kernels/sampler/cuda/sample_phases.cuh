@@ -496,7 +496,7 @@ __device__ void phase_dedup(const Graph<index_t>& g, const Params& p,
 // what the last dedup made final (node, out_edge, meta), so it may run beside
 // the last relabel. A block histogram in shared memory, then one atomic per
 // non-zero bin and block. Every thread of the grid calls it.
-__device__ void phase_type_counts(const Buffers& b) {
+__device__ inline void phase_type_counts(const Buffers& b) {
   if (b.num_node_types == 0) return;
   __shared__ unsigned int hist[kMaxTypeCounts];
   const int64_t L = b.num_hops;

@@ -1,0 +1,57 @@
+"""Batches prepared one ahead on a CUDA stream of their own.
+
+A link batch needs host reads of device values (PyG's ``edge_sample`` takes
+``unique`` of the seed nodes, and the sampler reads its sizes). On the
+training stream each read would wait for the training step enqueued before
+it, leaving the GPU idle while the host assembles the batch. Prepared on a
+side stream, a read waits only for sampling work, so the next batch is built
+while the previous training step runs. The consumer's stream waits for the
+batch's event before using it, and every tensor of the batch is recorded on
+the consumer's stream, so the allocator keeps it until that stream is done.
+"""
+from typing import Callable, Iterator
+
+import torch
+from torch import Tensor
+
+
+def _record_on(batch, stream: torch.cuda.Stream):
+    for store in batch.stores:
+        for value in store.values():
+            if isinstance(value, Tensor) and value.is_cuda:
+                value.record_stream(stream)
+
+
+class SideStreamIterator:
+    r"""Yields ``make(item)`` for every item of :obj:`items`, each made on a
+    side stream while the caller works on the previous one."""
+    def __init__(self, items: Iterator, make: Callable, device: torch.device):
+        self.items = items
+        self.make = make
+        self.consumer = torch.cuda.current_stream(device)
+        self.stream = torch.cuda.Stream(device)
+        self.ready = self._prepare()
+
+    def __iter__(self):
+        return self
+
+    def _prepare(self):
+        item = next(self.items, None)
+        if item is None:
+            return None
+        with torch.cuda.stream(self.stream):
+            batch = self.make(item)
+            event = torch.cuda.Event()
+            event.record(self.stream)
+        return batch, event
+
+    def __next__(self):
+        if self.ready is None:
+            raise StopIteration
+        batch, event = self.ready
+        self.consumer.wait_event(event)
+        _record_on(batch, self.consumer)
+        # The next batch is built now, while the GPU still runs the step the
+        # caller enqueued after the previous batch.
+        self.ready = self._prepare()
+        return batch
