@@ -8,16 +8,16 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader import NodeLoader
-import numpy as np
-from torch_geometric.loader.utils import (get_input_nodes, index_select,
-                                          infer_filter_per_worker)
-from torch_geometric.sampler import NodeSamplerInput, SamplerOutput
+from torch_geometric.loader.utils import get_input_nodes, infer_filter_per_worker
+from torch_geometric.sampler import (HeteroSamplerOutput, NodeSamplerInput,
+                                     SamplerOutput)
 from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputNodes, OptTensor
 
-from ..ops import gather_rows_list
 from ..sampler import FusedNeighborSampler
-from .seeded_batches import SeededBatchSampler, BatchDataset
+from .batch_assembly import (HeteroPlans, StorePlan, assemble_hetero, fill,
+                             gather_on_device, signature, store_mapping)
+from .seeded_batches import BatchDataset, SeededBatchSampler
 
 
 def _input_type(data: HeteroData, input_nodes) -> str:
@@ -269,40 +269,6 @@ class _BackgroundIterator:
         self.producer.stop.set()
 
 
-# Attribute types sliced by node or edge, as PyG's filter_data slices them.
-_ARRAYS = (Tensor, np.ndarray)
-
-
-class _FilterPlan:
-    # How a batch takes each attribute of `data`, in storage order: `entries`
-    # of (key, kind, cat dim, value), kind being 'edge_index', 'num_nodes',
-    # 'node', 'edge' or 'other' as torch_geometric.loader.utils.filter_data
-    # classifies them; and the node (edge) attributes that are gathered row by
-    # row on the sampling device (those on it, concatenated along dim 0).
-    def __init__(self, data: Data, device: torch.device):
-        store = data._store
-        self.entries = []
-        for key, value in store.items():
-            if key in ('edge_index', 'num_nodes'):
-                self.entries.append((key, key, None, None))
-            elif isinstance(value, _ARRAYS) and store.is_node_attr(key):
-                self.entries.append((key, 'node', data.__cat_dim__(key, value),
-                                     value))
-            elif isinstance(value, _ARRAYS) and store.is_edge_attr(key):
-                self.entries.append((key, 'edge', data.__cat_dim__(key, value),
-                                     value))
-            else:
-                self.entries.append((key, 'other', None, value))
-        self.values = {key: value for key, _, _, value in self.entries}
-        self.node_rows = self._rows('node', device)
-        self.edge_rows = self._rows('edge', device)
-
-    def _rows(self, kind: str, device: torch.device) -> List[str]:
-        return [key for key, k, dim, value in self.entries
-                if k == kind and dim == 0 and isinstance(value, Tensor)
-                and value.device == device]
-
-
 class FusedNeighborLoader(NodeLoader):
     r"""A data loader that samples multi-hop neighbourhoods with fused C++
     (and, on GPUs, CUDA) kernels; a drop-in replacement for
@@ -450,6 +416,7 @@ class FusedNeighborLoader(NodeLoader):
         self.filter_per_worker = filter_per_worker
         self.custom_cls = None
         self.input_id = None
+        self._hetero_plans = HeteroPlans()
 
         input_type, num_input_nodes = None, data.num_nodes
         if isinstance(data, HeteroData):
@@ -577,29 +544,28 @@ class FusedNeighborLoader(NodeLoader):
         r"""Joins the sampled subgraph with the node and edge attributes,
         returning what :class:`~torch_geometric.loader.NodeLoader` returns.
 
-        The common case (a plain :class:`Data`, no sampler-output transform)
-        takes a fast path: which attributes are node- or edge-level is
-        decided once per set of keys, and the batch's storage is filled in
-        one update -- PyG's generic filter spends most of a GPU batch's host
-        time on per-attribute checks and ``Data.__setattr__``. Anything else
-        goes through PyG's own ``filter_fn``."""
-        if (not self._plain_batches() or not isinstance(out, SamplerOutput)
-                or out.orig_row is not None):
+        Batches of a :class:`Data` or :class:`HeteroData` without a
+        sampler-output transform take a fast path
+        (:mod:`~pyg_fusesample.loader.batch_assembly`): which attributes are
+        node- or edge-level is decided once per set of keys, the rows of
+        the device attributes are gathered by one ``gather_rows_list`` call
+        per node (edge) type, and each storage is filled in one update --
+        PyG's generic filter spends most of a GPU batch's host time on
+        per-attribute checks and ``__setattr__``. Anything else goes through
+        PyG's own ``filter_fn``."""
+        if self.transform_sampler_output is not None or (
+                out.orig_row is not None):
+            return super().filter_fn(out)
+        if isinstance(out, HeteroSamplerOutput) and type(self.data) is HeteroData:
+            batch = assemble_hetero(
+                self.data, self._hetero_plans.get(self.data,
+                                                  self.node_sampler.device),
+                out, self.input_data.input_type)
+            return batch if self.transform is None else self.transform(batch)
+        if not self._plain_batches() or not isinstance(out, SamplerOutput):
             return super().filter_fn(out)
         plan = self._filter_plan()
-        rows = {}
-        if out.node.is_cuda:
-            # On the GPU, the rows of every node (edge) attribute are copied
-            # by fusesample::gather_rows in one call (vector loads: ~1.7x
-            # PyTorch's gather for 400-byte feature rows; one trip from Python
-            # for all attributes). The index is sampler output, so its range
-            # needs no check (and no host sync).
-            for keys, index in ((plan.node_rows, out.node),
-                                (plan.edge_rows, out.edge)):
-                if keys:
-                    rows.update(zip(keys, gather_rows_list(
-                        [plan.values[k] for k in keys], index,
-                        check_index=False)))
+        rows = gather_on_device(plan, out.node, out.edge)
         input_id, seed_time = out.metadata[0], out.metadata[1]
         return self._assemble(plan, out.node, out.edge,
                               torch.stack([out.row, out.col], dim=0),
@@ -618,29 +584,16 @@ class FusedNeighborLoader(NodeLoader):
         return (self.transform_sampler_output is None
                 and type(self.data) is Data)
 
-    def _assemble(self, plan: '_FilterPlan', node: Tensor, edge: Tensor,
+    def _assemble(self, plan: StorePlan, node: Tensor, edge: Tensor,
                   edge_index: Tensor, batch: OptTensor, num_sampled_nodes,
                   num_sampled_edges, input_id: Tensor, seed_time: OptTensor,
                   rows: dict) -> Data:
-        # The mini-batch of one sample; `rows` holds the attributes already
-        # gathered by node (edge) id, the others are selected here.
-        index = {'node': node, 'edge': edge}
-        mapping = {}
-        for key, kind, dim, value in plan.entries:
-            if kind == 'edge_index':
-                mapping[key] = edge_index
-            elif kind == 'num_nodes':
-                mapping[key] = node.numel()
-            elif key in rows:
-                mapping[key] = rows[key]
-            elif kind in index and isinstance(value, Tensor):
-                mapping[key] = value.index_select(dim, index[kind])
-            elif kind in index:  # a NumPy array (e.g. a memmap): rows to a tensor
-                mapping[key] = index_select(value, index[kind].cpu(), dim=dim)
-            else:
-                mapping[key] = value
+        # The mini-batch of one homogeneous sample; `rows` holds the
+        # attributes already gathered by node (edge) id.
+        mapping = store_mapping(plan, node, edge, edge_index, rows)
         mapping.setdefault('n_id', node)
-        mapping.setdefault('e_id', edge)
+        if edge is not None:
+            mapping.setdefault('e_id', edge)
         if batch is not None:
             mapping['batch'] = batch
         if num_sampled_nodes is not None:
@@ -652,15 +605,15 @@ class FusedNeighborLoader(NodeLoader):
             mapping['seed_time'] = seed_time
         mapping['batch_size'] = input_id.size(0)
         out = Data()
-        out._store._mapping.update(mapping)
+        fill(out._store._mapping, mapping)
         return out if self.transform is None else self.transform(out)
 
-    def _filter_plan(self) -> '_FilterPlan':
+    def _filter_plan(self) -> StorePlan:
         # Every attribute classified as torch_geometric.loader.utils.filter_data
         # does it; rebuilt when the data's keys or tensors change.
-        store = self.data._store
-        signature = tuple((k, id(v)) for k, v in store.items())
-        if getattr(self, '_plan_signature', None) != signature:
-            self._plan = _FilterPlan(self.data, self.node_sampler.device)
-            self._plan_signature = signature
+        sig = signature(self.data._store)
+        if getattr(self, '_plan_signature', None) != sig:
+            self._plan = StorePlan(self.data._store, self.data,
+                                   self.node_sampler.device)
+            self._plan_signature = sig
         return self._plan

@@ -1,0 +1,167 @@
+"""A mini-batch's storages, filled the way PyG's ``filter_data`` fills them,
+without its per-attribute checks and ``__setattr__`` calls.
+
+PyG's generic filter spends most of a GPU batch's host time deciding, for
+every attribute of every batch, whether it is node- or edge-level, and in
+``Data.__setattr__``. Here that is decided once per storage
+(:class:`StorePlan`, rebuilt when the storage's keys or tensors change), the
+rows of every node (edge) attribute on the sampling GPU are copied by one
+``fusesample::gather_rows_list`` call, and each storage of the batch is filled
+in one dictionary update.
+"""
+import copy
+from typing import Dict, List, Optional
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import HeteroData
+from torch_geometric.loader.utils import index_select
+from torch_geometric.sampler import HeteroSamplerOutput
+
+from ..ops import gather_rows_list
+
+# Attribute types sliced by node or edge, as PyG's filter_data slices them.
+_ARRAYS = (Tensor, np.ndarray)
+
+
+class StorePlan:
+    r"""How a batch takes each attribute of one storage, in storage order:
+    ``entries`` of (key, kind, cat dim, value), kind being ``'edge_index'``,
+    ``'num_nodes'``, ``'node'``, ``'edge'`` or ``'other'`` as
+    ``torch_geometric.loader.utils.filter_data`` classifies them; and the
+    node (edge) attributes gathered row by row on the sampling device (those
+    on it, concatenated along dim 0)."""
+    def __init__(self, store, parent, device: torch.device):
+        self.entries = []
+        for key, value in store.items():
+            if key in ('edge_index', 'num_nodes'):
+                self.entries.append((key, key, None, None))
+            elif isinstance(value, _ARRAYS) and store.is_node_attr(key):
+                self.entries.append((key, 'node',
+                                     parent.__cat_dim__(key, value, store),
+                                     value))
+            elif isinstance(value, _ARRAYS) and store.is_edge_attr(key):
+                self.entries.append((key, 'edge',
+                                     parent.__cat_dim__(key, value, store),
+                                     value))
+            else:
+                self.entries.append((key, 'other', None, value))
+        self.values = {key: value for key, _, _, value in self.entries}
+        self.node_rows = self._rows('node', device)
+        self.edge_rows = self._rows('edge', device)
+
+    def _rows(self, kind: str, device: torch.device) -> List[str]:
+        return [key for key, k, dim, value in self.entries
+                if k == kind and dim == 0 and isinstance(value, Tensor)
+                and value.device == device]
+
+
+def signature(store) -> tuple:
+    r"""What a :class:`StorePlan` depends on: the keys and the values."""
+    return tuple((k, id(v)) for k, v in store.items())
+
+
+def gather_on_device(plan: StorePlan, node: Optional[Tensor],
+                     edge: Optional[Tensor]) -> Dict[str, Tensor]:
+    r"""The rows of the plan's device attributes, one
+    ``fusesample::gather_rows_list`` call per index. The index is sampler
+    output, so its range needs no check (and no host sync)."""
+    rows = {}
+    for keys, index in ((plan.node_rows, node), (plan.edge_rows, edge)):
+        if keys and index is not None and index.is_cuda:
+            rows.update(zip(keys, gather_rows_list(
+                [plan.values[k] for k in keys], index, check_index=False)))
+    return rows
+
+
+def fill(mapping: dict, values: dict):
+    r"""Writes a storage's ``values`` into its ``mapping``; ``None`` removes
+    the key (as setting an attribute to ``None`` does)."""
+    for key, value in values.items():
+        if value is None:
+            mapping.pop(key, None)
+        else:
+            mapping[key] = value
+
+
+def store_mapping(plan: StorePlan, node: Optional[Tensor],
+                  edge: Optional[Tensor], edge_index: Optional[Tensor],
+                  rows: Dict[str, Tensor]) -> dict:
+    r"""One storage of the batch; ``rows`` holds the attributes already
+    gathered by node (edge) id, the others are selected here. Edge-level
+    attributes of a sample without edge ids (bidirectional subgraphs) map to
+    ``None``: the batch drops them, as PyG's filter does."""
+    index = {'node': node, 'edge': edge}
+    mapping = {}
+    for key, kind, dim, value in plan.entries:
+        if kind == 'edge_index':
+            mapping[key] = edge_index
+        elif kind == 'num_nodes':
+            mapping[key] = node.numel()
+        elif key in rows:
+            mapping[key] = rows[key]
+        elif kind == 'edge' and edge is None:
+            mapping[key] = None
+        elif index.get(kind) is not None and isinstance(value, Tensor):
+            mapping[key] = value.index_select(dim, index[kind].to(value.device))
+        elif index.get(kind) is not None:  # NumPy (e.g. a memmap): a tensor
+            mapping[key] = index_select(value, index[kind].cpu(), dim=dim)
+        else:
+            mapping[key] = value
+    return mapping
+
+
+class HeteroPlans:
+    r""":class:`StorePlan` of every node and edge storage of a
+    :class:`HeteroData`, rebuilt when a storage changes."""
+    def __init__(self):
+        self.signature = None
+
+    def get(self, data: HeteroData, device: torch.device) -> 'HeteroPlans':
+        sig = tuple(signature(s) for s in data.stores)
+        if sig != self.signature:
+            self.node = {nt: StorePlan(data[nt], data, device)
+                         for nt in data.node_types}
+            self.edge = {et: StorePlan(data[et], data, device)
+                         for et in data.edge_types}
+            self.signature = sig
+        return self
+
+
+def assemble_hetero(data: HeteroData, plans: HeteroPlans,
+                    out: HeteroSamplerOutput, input_type: str) -> HeteroData:
+    r"""What :class:`~torch_geometric.loader.NodeLoader` makes of a
+    :class:`~torch_geometric.sampler.HeteroSamplerOutput`: every node and
+    edge storage sliced, plus ``n_id``, ``e_id``, ``batch``,
+    ``num_sampled_nodes`` / ``num_sampled_edges``, and ``input_id``,
+    ``seed_time``, ``batch_size`` on the input node type."""
+    batch = copy.copy(data)
+    empty = torch.empty(0, dtype=torch.long)
+    for nt, plan in plans.node.items():
+        node = out.node.get(nt, empty)
+        mapping = store_mapping(plan, node, None, None,
+                                gather_on_device(plan, node, None))
+        mapping.setdefault('n_id', node)
+        if out.batch is not None and nt in out.batch:
+            mapping['batch'] = out.batch[nt]
+        if out.num_sampled_nodes is not None and nt in out.num_sampled_nodes:
+            mapping['num_sampled_nodes'] = out.num_sampled_nodes[nt]
+        fill(batch[nt]._mapping, mapping)
+    for et, plan in plans.edge.items():
+        edge = (out.edge or {}).get(et, empty)
+        edge_index = torch.stack([out.row.get(et, empty), out.col.get(et, empty)])
+        mapping = store_mapping(plan, None, edge, edge_index,
+                                gather_on_device(plan, None, edge))
+        if edge is not None:
+            mapping.setdefault('e_id', edge)
+        if out.num_sampled_edges is not None and et in out.num_sampled_edges:
+            mapping['num_sampled_edges'] = out.num_sampled_edges[et]
+        fill(batch[et]._mapping, mapping)
+    input_id, seed_time = out.metadata[0], out.metadata[1]
+    store = batch[input_type]._mapping
+    store['input_id'] = input_id
+    if seed_time is not None:
+        store['seed_time'] = seed_time
+    store['batch_size'] = input_id.size(0)
+    return batch
