@@ -9,7 +9,8 @@ import torch
 
 from pyg_fusesample.bench.csv_schema import COLUMNS, append_rows, read_rows
 from pyg_fusesample.bench.report import markdown
-from pyg_fusesample.bench.runner import Bench, fill_model_ms, run_row
+from pyg_fusesample.bench.runner import (Bench, fill_model_ms, run_row,
+                                         time_epoch)
 from pyg_fusesample.bench.timing import pipelined_periods
 from pyg_fusesample.datasets import power_law_graph
 
@@ -95,3 +96,169 @@ def test_rounds_must_be_positive():
     from pyg_fusesample.bench.__main__ import main
     with pytest.raises(SystemExit):
         main(['step', '--rounds', '0'])
+
+
+# Heterogeneous node classification and link prediction ####################
+
+@pytest.fixture(scope='module')
+def mag_bench():
+    from pyg_fusesample.datasets.mag_like import mag_like
+    return Bench(mag_like(scale=0.001, features='all'), torch.device('cpu'),
+                 seed=0)
+
+
+@pytest.fixture(scope='module')
+def link_bench():
+    from pyg_fusesample.bench.link import LinkBench
+    data = power_law_graph(600, 6.0, num_features=8, num_classes=3, seed=1)
+    return LinkBench(data, torch.device('cpu'), seed=0)
+
+
+def _check_rows(rows, data):
+    """Every row fills the schema; model-only is every row's floor."""
+    fill_model_ms(rows)
+    floor = rows[-1]
+    assert floor['variant'] == 'model-only' and floor['loader_ms'] == '0'
+    for row in rows:
+        assert set(row) <= set(COLUMNS)
+        assert row['num_nodes'] == data.num_nodes
+        assert row['num_edges'] == data.num_edges
+        assert float(row['step_ms']) > 0
+        assert row['model_ms'] == floor['step_ms']
+        assert row['pipelined_model_ms'] == floor['pipelined_step_ms']
+        if row is not floor:
+            assert float(row['pipelined_step_ms']) > 0
+            assert float(row['loader_ms']) > 0
+            assert float(row['sampled_edges_per_s']) > 0
+    table = markdown(rows)
+    assert table.count('\n') == 2 + len(rows)
+
+
+@pytest.mark.parametrize('train', [True, False])
+def test_hetero_rows_fill_the_schema(mag_bench, train):
+    """mag_like: seeds are the train papers, the to_hetero model trains on
+    them, sampled edges count every edge type."""
+    assert mag_bench.node_type == 'paper'
+    assert 'torch-gpu' not in mag_bench.VARIANTS
+    rows = [run_row(mag_bench, 'mag_like', [3, 2], 32, False, variant, 0,
+                    steps=1, warmup=0, train=train)
+            for variant in ('pyg', 'fused', 'fused-sync', 'model-only')]
+    _check_rows(rows, mag_bench.data_cpu)
+
+
+def test_hetero_model_and_loss(mag_bench):
+    """Lazy layers are initialised before the optimizer takes them; the loss
+    is the cross-entropy of the paper seeds."""
+    from pyg_fusesample.bench.runner import forward
+    from torch.nn.parameter import is_lazy
+    model, opt = mag_bench.model(2)
+    assert not any(is_lazy(p) for p in model.parameters())
+    assert sum(len(g['params']) for g in opt.param_groups) == len(
+        list(model.parameters()))
+    batch = next(mag_bench.batches('fused', [3, 2], 16, 0))
+    assert set(batch.edge_types) == set(mag_bench.data_cpu.edge_types)
+    out = forward(model, batch)['paper']
+    assert out.shape == (batch['paper'].num_nodes, mag_bench.num_classes)
+    assert mag_bench.loss(model, batch).dim() == 0
+
+
+def test_hetero_needs_features_for_every_type():
+    from pyg_fusesample.datasets.mag_like import mag_like
+    with pytest.raises(ValueError, match="have no 'x'"):
+        Bench(mag_like(scale=0.0003), torch.device('cpu'))
+
+
+@pytest.mark.parametrize('train', [True, False])
+def test_link_rows_fill_the_schema(link_bench, train):
+    rows = [run_row(link_bench, 'g/link', [3, 2], 32, False, variant, 0,
+                    steps=1, warmup=0, train=train)
+            for variant in ('pyg', 'fused', 'per-hop', 'model-only')]
+    _check_rows(rows, link_bench.data_cpu)
+
+
+def test_link_seeds_and_batches(link_bench):
+    """10% of the graph's edges, drawn by the seed; a batch of 32 seed edges
+    carries 32 positives and 32 binary negatives."""
+    from pyg_fusesample.bench.link import SEED_FRACTION, LinkBench
+    data = link_bench.data_cpu
+    assert link_bench.num_seeds() == round(SEED_FRACTION * data.num_edges)
+    index = link_bench.label_index
+    assert torch.equal(index, LinkBench(data, link_bench.device,
+                                        seed=0).label_index)
+    keys = set((data.edge_index[0] * data.num_nodes
+                + data.edge_index[1]).tolist())
+    assert set((index[0] * data.num_nodes + index[1]).tolist()) <= keys
+    for variant in ('pyg', 'fused'):
+        batch = next(link_bench.batches(variant, [3, 2], 32, 0))
+        assert batch.edge_label_index.shape == (2, 64)
+        assert batch.edge_label.tolist() == [1.0] * 32 + [0.0] * 32
+    with pytest.raises(ValueError, match='unknown variant'):
+        link_bench.batches('fused-sync', [3], 32, 0)
+
+
+def test_epoch_rows_of_the_new_tasks(mag_bench, link_bench):
+    """One epoch is ceil(seeds / batch size) batches: train papers, seed
+    edges."""
+    for bench, bs in ((mag_bench, 256), (link_bench, 64)):
+        row = time_epoch(bench, 'g', [3, 2], bs, 'fused')
+        assert row['steps'] == -(-bench.num_seeds() // bs)
+        assert float(row['sampled_edges_per_s']) > 0
+
+
+def test_link_task_cli_and_report(tmp_path):
+    """`step --task link`: rows name the task in graph, variants that link
+    prediction lacks are refused before anything runs, and the report
+    reads the CSV."""
+    from pyg_fusesample.bench.__main__ import main
+    out = tmp_path / 'link.csv'
+    argv = ['step', '--task', 'link', '--graph', 'arxiv', '--scale',
+            '0.005', '--device', 'cpu', '--fanouts', '3,2', '--batch-sizes',
+            '32', '--steps', '1', '--warmup', '0', '--out', str(out)]
+    with pytest.raises(SystemExit, match='do not apply'):
+        main(argv + ['--variants', 'fused-prefetch'])
+    assert not out.exists()
+    assert main(argv + ['--variants', 'pyg', 'fused', 'model-only']) == 0
+    rows = read_rows(str(out))
+    assert [r['variant'] for r in rows] == ['pyg', 'fused', 'model-only']
+    assert {r['graph'] for r in rows} == {'arxiv_like(scale=0.005)/link'}
+    assert all(r['model_ms'] == rows[-1]['step_ms'] for r in rows)
+    report = (tmp_path / 'link.md').read_text()
+    assert report.count('arxiv_like(scale=0.005)/link') == 3
+
+
+def test_hetero_link_rows(tmp_path):
+    """user_item: the seed edges are ('user', 'rates', 'item') ones, the
+    to_hetero encoder scores them by dot product."""
+    from pyg_fusesample.bench.link import LinkBench
+    from pyg_fusesample.datasets import get_dataset
+    bench = LinkBench(get_dataset('user_item', scale=0.1),
+                      torch.device('cpu'), seed=0)
+    assert bench.edge_type == ('user', 'rates', 'item')
+    rows = [run_row(bench, 'user_item/link', [3, 2], 16, False, variant, 0,
+                    steps=1, warmup=0)
+            for variant in ('pyg', 'fused', 'model-only')]
+    _check_rows(rows, bench.data_cpu)
+
+
+def test_mag_cli_and_default_variants(tmp_path):
+    """`--graph mag` builds mag_like with features for every node type; a
+    default variant list drops what a graph lacks (torch-gpu on a
+    HeteroData), an explicit one is refused."""
+    import argparse
+    from pyg_fusesample.bench.__main__ import _variants, main
+    out = tmp_path / 'loader.csv'
+    assert main(['loader', '--graph', 'mag', '--scale', '0.001', '--device',
+                 'cpu', '--fanouts', '3,2', '--batch-sizes', '32', '--steps',
+                 '1', '--warmup', '0', '--out', str(out)]) == 0
+    rows = read_rows(str(out))
+    assert [r['variant'] for r in rows] == ['pyg', 'fused']
+    assert {r['graph'] for r in rows} == {'mag_like(scale=0.001)'}
+    assert all(float(r['sampled_edges_per_s']) > 0 for r in rows)
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--variants', nargs='+', default=['fused',
+                                                          'torch-gpu'])
+    supported = ('fused', 'model-only')
+    assert _variants(parser.parse_args([]), parser, supported) == ['fused']
+    with pytest.raises(SystemExit, match='do not apply'):
+        _variants(parser.parse_args(['--variants', 'torch-gpu']), parser,
+                  supported)

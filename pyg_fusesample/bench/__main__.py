@@ -7,6 +7,10 @@
     python -m pyg_fusesample.bench step --graph products --device cuda \\
         --variants fused fused-thread model-only --rounds 3  # interleaved
     python -m pyg_fusesample.bench epoch --graph products --variants fused
+    python -m pyg_fusesample.bench step --graph mag --device cuda \\
+        --variants pyg fused fused-sync model-only --num-workers 8
+    python -m pyg_fusesample.bench step --task link --graph products \\
+        --variants pyg fused model-only --num-workers 8
     python -m pyg_fusesample.bench sage --graph products --fanouts 15,10 \\
         --variants pyg fused-loader fused-sage fused-sage-emb --amp off on \\
         --num-workers 0 8
@@ -17,6 +21,16 @@
 
 Graphs are pyg_fusesample.datasets names: SYNTHETIC graphs with real
 graphs' statistics (no data set can be downloaded here).
+
+Heterogeneous graphs (--graph mag: mag_like, built with features='all' as
+PyG's to_hetero_mag.py takes metapath2vec features for the featureless
+types) go through loader/step/epoch like homogeneous ones: seeds are the
+train nodes of the labelled type (paper), the model is to_hetero(GraphSAGE),
+sampled edges count every edge type (bench/runner.py). --task link (loader,
+step, epoch) predicts links instead: 10% of the edges as seeds, binary
+negatives 1:1, GraphSAGE encoder + dot product, BCE; rows name the graph
+'<name>/link' (bench/link.py; a HeteroData such as user_item predicts its
+one non-'rev_' relation).
 """
 import argparse
 import itertools
@@ -24,6 +38,8 @@ import os
 import sys
 
 import torch
+
+from .link import LINK_VARIANTS
 
 
 def _fanout(text: str):
@@ -59,6 +75,20 @@ def _common(p, variants, out):
     p.add_argument('--out', default=out)
 
 
+def _variants(args, parser, supported):
+    """The variants to run: all of those asked for, or, where --variants was
+    left at its default, those of the default that this graph and task have
+    (torch-gpu: homogeneous node classification only)."""
+    unknown = [v for v in args.variants if v not in supported]
+    if not unknown:
+        return args.variants
+    if args.variants == parser.get_default('variants'):
+        print(f'(default variants {unknown} do not apply here, skipped)')
+        return [v for v in args.variants if v in supported]
+    raise SystemExit(f'variant(s) {unknown} do not apply to this graph and '
+                     f'task; expected some of {list(supported)}')
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m pyg_fusesample.bench',
                                      description=__doc__)
@@ -76,6 +106,11 @@ def main(argv=None):
             help='measure every variant of a setting this many times, in '
                  'interleaved rounds (column round); each row is compared '
                  'with the floor of its own round')
+        sub.choices[cmd].add_argument(
+            '--task', choices=['node', 'link'], default='node',
+            help="node: node classification (a HeteroData's labelled type); "
+                 "link: link prediction, variants "
+                 f"{' '.join(LINK_VARIANTS)} (bench/link.py)")
     _common(sub.add_parser('sage', help='FusedGraphSAGE vs PyG GraphSAGE '
                            'training steps (bench/sage_runner.py)'),
             ['pyg', 'fused-loader', 'fused-sage', 'fused-sage-emb'],
@@ -111,19 +146,32 @@ def main(argv=None):
         return spmm_runner.main(args)
     from ..datasets import get_dataset
     from .csv_schema import append_rows
+    from .link import LinkBench
     from .runner import Bench, fill_model_ms, run_row, time_epoch
     from .timing import warm_up_device
     if args.threads:
         torch.set_num_threads(args.threads)
-    data = get_dataset(args.graph, scale=args.scale, seed=args.seed)
+    # mag_like with features for every node type (module docstring)
+    extra = ({'features': 'all'} if args.graph.lower().replace('-', '_')
+             in ('mag', 'mag_like') else {})
+    data = get_dataset(args.graph, scale=args.scale, seed=args.seed, **extra)
     name = getattr(data, 'name', args.graph)
     print(f'SYNTHETIC graph {name}: {data.num_nodes:,} nodes, '
           f'{data.num_edges:,} edges', flush=True)
-    bench = Bench(data, torch.device(args.device), args.seed)
-    warm_up_device(bench.device)
+    task = getattr(args, 'task', 'node')
+    bench = (LinkBench if task == 'link' else Bench)(
+        data, torch.device(args.device), args.seed)
+    if task == 'link':
+        name += '/link'
     if args.cmd in ('sage', 'sage-curve'):
+        if bench.hetero:
+            raise SystemExit(f'{args.cmd} trains FusedGraphSAGE on a '
+                             f'homogeneous graph; {name} is heterogeneous')
+        warm_up_device(bench.device)
         from . import sage_runner
         return sage_runner.main(bench, name, args)
+    variants = _variants(args, sub.choices[args.cmd], bench.VARIANTS)
+    warm_up_device(bench.device)
     rows = []
     for fanout, bs, amp in itertools.product(args.fanouts, args.batch_sizes,
                                              args.amp):
@@ -132,13 +180,14 @@ def main(argv=None):
             # On host-bound GPU rows (a small model, call56/call62) the first
             # variant measured in a setting ran up to 1.7x slower, whatever
             # it was; untimed steps with the setting's shapes come first.
-            run_row(bench, name, fanout, bs, amp == 'on', 'fused-sync', 0,
-                    args.settle_steps, 0, train=args.cmd == 'step')
+            run_row(bench, name, fanout, bs, amp == 'on',
+                    bench.SETTLE_VARIANT, 0, args.settle_steps, 0,
+                    train=args.cmd == 'step')
         # Variants in turn, round after round: a drift of the machine
         # (clocks, another tenant) then touches every variant alike, and the
         # spread over rounds says how far one run can be trusted.
         for rnd, variant in itertools.product(range(args.rounds),
-                                              args.variants):
+                                              variants):
             for nw in (args.num_workers if variant == 'pyg' else [0]):
                 if args.cmd == 'epoch':
                     row = time_epoch(bench, name, fanout, bs, variant)

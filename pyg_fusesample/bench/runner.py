@@ -30,6 +30,16 @@ loader_ms and sampled edges/s then count only its hand-over (compare step
 times), in loader mode (no step to hide behind) the thread's own pace.
 Synchronisation is of the stream the step runs on: work a loader overlaps
 on another stream is charged only where the step has to wait for it.
+
+Heterogeneous graphs (a HeteroData, e.g. --graph mag) run through the same
+loops: the seeds are the train nodes of the one node type with labels and a
+train mask (paper), the model is PyG's to_hetero_mag.py (lazy
+SAGEConv((-1, -1)) layers with ReLU and a Linear head, to_hetero with
+aggr='sum', initialised by one forward on a batch before the optimizer is
+made), the loss is on that type's seeds, and sampled edges/s counts the
+batch's edges over all edge types. Variants: those above but torch-gpu;
+pyg is NeighborLoader on the CPU copy with the batch moved by .to(device).
+Link prediction (--task link) is bench/link.py's LinkBench on these loops.
 """
 import contextlib
 import copy
@@ -40,8 +50,14 @@ from typing import Dict, List
 
 import torch
 import torch.nn.functional as F
+from torch.nn.parameter import is_lazy
+from torch_geometric.data import HeteroData
+from torch_geometric.loader import NeighborLoader
+from torch_geometric.nn import Linear, SAGEConv, to_hetero
+from torch_geometric.nn.models import GraphSAGE
 
 from ..environment import device_name, versions
+from ..loader import FusedNeighborLoader
 from .timing import pipelined_periods
 from .torch_gpu_sampler import TorchGPUSampler
 
@@ -59,8 +75,72 @@ def _cycle(make):
         yield from make()
 
 
+def sampled_edges(batch) -> int:
+    """Sampled (message-passing) edges of a batch, over all edge types."""
+    return sum(store.edge_index.size(1) for store in batch.edge_stores)
+
+
+def forward(model, batch):
+    """The model on a batch: ``x, edge_index`` or, for a ``HeteroData``,
+    their per-type dictionaries (a :func:`~torch_geometric.nn.to_hetero`
+    model)."""
+    if isinstance(batch, HeteroData):
+        return model(batch.x_dict, batch.edge_index_dict)
+    return model(batch.x, batch.edge_index)
+
+
+class _SAGE(torch.nn.Module):
+    # The model to_hetero turns heterogeneous: `num_layers` lazy
+    # SAGEConv((-1, -1)) layers. head=True: every layer `hidden` wide with
+    # ReLU, then a lazy Linear to `out_channels` (PyG's to_hetero_mag.py);
+    # head=False: as torch_geometric.nn.models.GraphSAGE (ReLU between the
+    # layers, the last one to `out_channels`).
+    def __init__(self, hidden: int, num_layers: int, out_channels: int,
+                 head: bool):
+        super().__init__()
+        widths = [hidden] * (num_layers - 1) + [hidden if head
+                                                else out_channels]
+        self.convs = torch.nn.ModuleList(SAGEConv((-1, -1), w)
+                                         for w in widths)
+        self.head = Linear(-1, out_channels) if head else None
+
+    def forward(self, x, edge_index):
+        for i, conv in enumerate(self.convs):
+            x = conv(x, edge_index)
+            if self.head is not None or i < len(self.convs) - 1:
+                x = x.relu()
+        return x if self.head is None else self.head(x)
+
+
+def _node_type(data: HeteroData) -> str:
+    # The node type a node-classification bench trains on: the one with
+    # labels and a train mask ('paper' on mag_like).
+    types = [t for t in data.node_types
+             if 'y' in data[t] and 'train_mask' in data[t]]
+    if len(types) != 1:
+        raise ValueError(f"a heterogeneous node-classification graph needs "
+                         f"exactly one node type with 'y' and 'train_mask', "
+                         f"got {types}")
+    return types[0]
+
+
 class Bench:
-    """Graph on both devices, loaders per variant, one model per row."""
+    """Graph on both devices, loaders per variant, one model per row.
+
+    Node classification on a ``Data`` or a ``HeteroData`` (seeds: the train
+    nodes of its one labelled node type; model: PyG's to_hetero_mag.py, lazy
+    ``SAGEConv((-1, -1))`` layers with ReLU and a ``Linear`` head, made
+    heterogeneous by :func:`to_hetero`). :class:`.link.LinkBench` reuses
+    it for link prediction: a task sets the seeds (:meth:`_seeds`,
+    :meth:`num_seeds`), the loaders (``PYG_LOADER``, ``FUSED_LOADER``), the
+    model's output width and the loss, and the variants it has."""
+    VARIANTS = STEP_VARIANTS
+    # The fused loader without prefetch: the untimed variant run before each
+    # setting (__main__ --settle-steps) and the lazy layers' first batch.
+    SETTLE_VARIANT = 'fused-sync'
+    PYG_LOADER = NeighborLoader
+    FUSED_LOADER = FusedNeighborLoader
+
     def __init__(self, data, device: torch.device, seed: int = 0):
         self.data_cpu = data
         self.device = device
@@ -68,35 +148,71 @@ class Bench:
         # NeighborLoader baseline's CPU data) where it is without copying it.
         self.data_dev = copy.copy(data).to(device)
         self.seed = seed
-        self.num_classes = int(data.y.max()) + 1
+        self.hetero = isinstance(data, HeteroData)
+        if self.hetero:
+            bare = [t for t in data.node_types if 'x' not in data[t]]
+            if bare:
+                raise ValueError(
+                    f"node types {bare} have no 'x': build the graph with "
+                    f"features for every type (mag_like: features='all', "
+                    f"as PyG's to_hetero_mag.py takes metapath2vec ones)")
+            # (TorchGPUSampler samples one edge type)
+            self.VARIANTS = tuple(v for v in self.VARIANTS
+                                  if v != 'torch-gpu')
         # NeighborLoader re-sorts the whole graph on construction (seconds on
         # a 100M-edge graph); rows that differ only in AMP share one.
         self._pyg_loaders = {}
+        self._init_task()
+
+    def _init_task(self):
+        self.node_type = _node_type(self.data_cpu) if self.hetero else None
+        self.num_classes = int(self._labelled(self.data_cpu).y.max()) + 1
+
+    def _labelled(self, data):
+        # The store with the seeds' labels: the Data, or the node type's.
+        return data[self.node_type] if self.hetero else data
+
+    def _seeds(self, data) -> Dict:
+        """The loader arguments naming the seeds in ``data`` (either copy)."""
+        mask = self._labelled(data).train_mask
+        return {'input_nodes': (self.node_type, mask) if self.hetero
+                else mask}
+
+    def num_seeds(self) -> int:
+        """Seeds (train nodes, seed edges) in one epoch."""
+        return int(self._labelled(self.data_cpu).train_mask.sum())
+
+    def _pyg_loader(self, fanout, batch_size, num_workers):
+        return self.PYG_LOADER(self.data_cpu, num_neighbors=fanout,
+                               batch_size=batch_size, shuffle=True,
+                               num_workers=num_workers,
+                               **self._seeds(self.data_cpu))
+
+    def _fused_loader(self, fanout, batch_size, fused, prefetch):
+        # (prefetch None: the loader's default, and no argument at all for
+        # loaders without one)
+        extra = {} if prefetch is None else {'prefetch': prefetch}
+        return self.FUSED_LOADER(
+            self.data_dev, num_neighbors=fanout, batch_size=batch_size,
+            shuffle=True, seed=self.seed, fused=fused, **extra,
+            **self._seeds(self.data_dev))
 
     def batches(self, variant: str, fanout: List[int], batch_size: int,
                 num_workers: int):
+        if variant not in self.VARIANTS:
+            raise ValueError(f"unknown variant '{variant}', expected one of "
+                             f"{self.VARIANTS}")
         d = self.data_dev
         if variant == 'pyg':
-            from torch_geometric.loader import NeighborLoader
             key = (tuple(fanout), batch_size, num_workers)
             if key not in self._pyg_loaders:
                 with warnings.catch_warnings():
                     warnings.simplefilter('ignore')
-                    self._pyg_loaders[key] = NeighborLoader(
-                        self.data_cpu, num_neighbors=fanout,
-                        batch_size=batch_size,
-                        input_nodes=self.data_cpu.train_mask, shuffle=True,
-                        num_workers=num_workers)
+                    self._pyg_loaders[key] = self._pyg_loader(
+                        fanout, batch_size, num_workers)
             loader = self._pyg_loaders[key]
             return (b.to(self.device, non_blocking=True)
                     for b in _cycle(lambda: loader))
-        if variant in ('fused', 'per-hop') or variant in _PREFETCH:
-            from ..loader import FusedNeighborLoader
-            loader = FusedNeighborLoader(
-                d, num_neighbors=fanout, batch_size=batch_size,
-                input_nodes=d.train_mask, shuffle=True, seed=self.seed,
-                fused=variant != 'per-hop', prefetch=_PREFETCH.get(variant))
-            return _cycle(lambda: loader)
         if variant == 'torch-gpu':
             from ..sampler import build_csc
             g = build_csc(d.edge_index, d.num_nodes)
@@ -106,18 +222,54 @@ class Bench:
             return _cycle(lambda: s)
         if variant == 'model-only':
             it = self.batches('fused', fanout, batch_size, num_workers)
-            fixed = [next(it) for _ in range(8)]
+            # (.to: whatever a loader left on the host, e.g. a link batch's
+            # edge_label, is on the device too: the floor copies nothing)
+            fixed = [next(it).to(self.device) for _ in range(8)]
+            it.close()
             return _cycle(lambda: fixed)
-        raise ValueError(f"unknown variant '{variant}', expected one of "
-                         f"{STEP_VARIANTS}")
+        loader = self._fused_loader(fanout, batch_size,
+                                    variant != 'per-hop',
+                                    _PREFETCH.get(variant))
+        return _cycle(lambda: loader)
+
+    # A task's model: GraphSAGE to `_out_channels` wide; on a HeteroData,
+    # with a Linear head after the last layer or not (`_HEAD`).
+    _HEAD = True
+
+    def _out_channels(self, hidden: int) -> int:
+        return self.num_classes
+
+    def _model(self, num_layers: int, hidden: int) -> torch.nn.Module:
+        out = self._out_channels(hidden)
+        if not self.hetero:
+            return GraphSAGE(self.data_cpu.num_features, hidden, num_layers,
+                             out_channels=out)
+        return to_hetero(_SAGE(hidden, num_layers, out, self._HEAD),
+                         self.data_cpu.metadata(), aggr='sum')
 
     def model(self, num_layers: int, hidden: int = 256):
-        from torch_geometric.nn.models import GraphSAGE
         torch.manual_seed(self.seed)
-        model = GraphSAGE(self.data_cpu.num_features, hidden, num_layers,
-                          out_channels=self.num_classes).to(self.device)
+        model = self._model(num_layers, hidden).to(self.device)
+        if any(is_lazy(p) for p in model.parameters()):
+            # Lazy (-1) layers take their shapes from one forward, before
+            # the optimizer sees the parameters.
+            batches = self.batches(self.SETTLE_VARIANT, [2] * num_layers, 8,
+                                   0)
+            with torch.no_grad():
+                forward(model, next(batches))
+            batches.close()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         return model, opt
+
+    def loss(self, model, batch) -> torch.Tensor:
+        """Cross-entropy on the batch's seeds (its first ``batch_size``
+        nodes of the labelled type)."""
+        out = forward(model, batch)
+        store = self._labelled(batch)
+        if self.hetero:
+            out = out[self.node_type]
+        size = store.batch_size
+        return F.cross_entropy(out[:size].float(), store.y[:size])
 
 
 def _setting(bench: Bench, graph: str, fanout: List[int],
@@ -150,9 +302,7 @@ def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
         if train:
             opt.zero_grad(set_to_none=True)
             with autocast:
-                out = model(batch.x, batch.edge_index)[:batch.batch_size]
-                loss = F.cross_entropy(out.float(),
-                                       batch.y[:batch.batch_size])
+                loss = bench.loss(model, batch)
             loss.backward()
             opt.step()
 
@@ -175,7 +325,7 @@ def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
         if i >= warmup:
             loader_ms.append((t1 - t0) * 1e3)
             step_ms.append((t2 - t0) * 1e3)
-            edges.append(batch.edge_index.size(1))
+            edges.append(sampled_edges(batch))
     # Pipelined pass: the period per step of a loop that never waits.
     periods = pipelined_periods(lambda: train_step(next(batches)), steps,
                                 warmup, dev)
@@ -209,14 +359,14 @@ def time_epoch(bench: Bench, graph: str, fanout: List[int], batch_size: int,
     epoch), as a row with step_ms = epoch ms and steps = batches."""
     dev = bench.device
     batches = bench.batches(variant, fanout, batch_size, 0)
-    n = -(-int(bench.data_cpu.train_mask.sum()) // batch_size)
+    n = -(-bench.num_seeds() // batch_size)
     for _ in range(n):
         next(batches)
     _sync(dev)
     t0 = time.perf_counter()
     edges = 0
     for _ in range(n):
-        edges += next(batches).edge_index.size(1)
+        edges += sampled_edges(next(batches))
     _sync(dev)
     ms = (time.perf_counter() - t0) * 1e3
     return {

@@ -23,6 +23,7 @@ from typing import Dict, List
 
 import torch
 import torch.nn.functional as F
+from torch_geometric.data import HeteroData
 
 from ..environment import device_name, versions
 from .timing import median, timed_calls
@@ -206,6 +207,9 @@ def main(args) -> int:
     print(f'measured copy bandwidth: {bandwidth / 1e12:.2f} TB/s', flush=True)
     for name in args.graphs:
         data = get_dataset(name, scale=args.scale, seed=args.seed)
+        if isinstance(data, HeteroData):
+            raise SystemExit(f'spmm measures one sparse matrix; {name!r} is '
+                             f'a heterogeneous graph (HeteroData)')
         label = getattr(data, 'name', name)
         print(f'SYNTHETIC graph {label}: {data.num_nodes:,} nodes, '
               f'{data.num_edges:,} edges', flush=True)

@@ -244,7 +244,7 @@ class FusedNeighborSampler(BaseSampler):
 
         # The seed edges and their negatives on the sampling device (PyG's
         # edge_sample follows its inputs' device), negatives drawn from the
-        # batch's key; labels and ids stay where the loader keeps them.
+        # batch's key; input ids stay on the CPU, as for node batches.
         inputs = copy.copy(inputs)
         if self.is_hetero and inputs.input_type is not None:
             for ids, nt in ((inputs.row, inputs.input_type[0]),
@@ -252,6 +252,12 @@ class FusedNeighborSampler(BaseSampler):
                 if ids.device.type == 'cpu':
                     check_seed_range(self.typed, nt, ids)
         inputs.row, inputs.col = self._on_device(inputs.row), self._on_device(inputs.col)
+        # Labels on the device too; binary negatives' implicit positive
+        # labels are the ones PyG's edge_sample would make, made there.
+        if inputs.label is not None:
+            inputs.label = inputs.label.to(self.device)
+        elif neg_sampling is not None and neg_sampling.is_binary():
+            inputs.label = torch.ones(inputs.row.numel(), device=self.device)
         if neg_sampling is not None:
             neg_sampling = KeyedNegativeSampling(neg_sampling, self.device,
                                                  rng_seed)
