@@ -485,3 +485,47 @@ def test_loader_gpu_input_ids_match_cpu():
                         FusedNeighborLoader(gdata, input_nodes=gnodes, **kw)):
             assert torch.equal(a.input_id, b.input_id.cpu())
             assert torch.equal(a.n_id, b.n_id.cpu())
+
+
+def hetero_gpu_data():
+    from pyg_fusesample.datasets import mag_like
+    return mag_like(scale=0.002, seed=0).to('cuda')
+
+
+def test_hetero_prefetch_does_not_wait_for_the_stream():
+    """A heterogeneous batch carries its per-type sizes from the sampler, so
+    with prefetch handing it out never waits for work queued before it (a
+    blocking host-to-device copy while splitting it by type once did)."""
+    from pyg_fusesample import FusedNeighborLoader
+    data = hetero_gpu_data()
+    stream = torch.cuda.current_stream()
+    it = iter(FusedNeighborLoader(data, num_neighbors=[10, 5], batch_size=64,
+                                  input_nodes=('paper', None)))
+    next(it)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(2_000_000_000)  # >= 1 s: 2e9 cycles at <= 2 GHz
+    start = time.perf_counter()
+    batch = next(it)
+    assert time.perf_counter() - start < 0.5 and not stream.query()
+    torch.cuda.synchronize()
+    assert batch['paper'].batch_size == 64
+
+
+def test_link_prefetch_does_not_wait_for_the_stream():
+    """Link batches are built one ahead on a side stream: their host reads
+    (unique of the seeds, the sampled sizes) do not wait for the consumer's
+    stream."""
+    from pyg_fusesample import FusedLinkNeighborLoader
+    data = gpu_loader_data()
+    stream = torch.cuda.current_stream()
+    it = iter(FusedLinkNeighborLoader(
+        data, num_neighbors=[10, 5], batch_size=64, neg_sampling='binary',
+        edge_label_index=data.edge_index[:, :1000].cpu()))
+    next(it)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(2_000_000_000)
+    start = time.perf_counter()
+    batch = next(it)
+    assert time.perf_counter() - start < 0.5 and not stream.query()
+    torch.cuda.synchronize()
+    assert batch.edge_label.is_cuda and batch.edge_label.numel() == 128

@@ -46,7 +46,11 @@ def to_hetero_output(graph: TypedCSC, out: NeighborSampleOutput
     node_offset = graph.offsets('node_offset')
     ntype, norder = _grouping(out.node, node_offset, NT)
     # Local id within its type of every node of the sample, for the edges.
-    starts = torch.tensor([0] + sizes[:-1], device=out.node.device).cumsum(0)
+    # The types' starts are counted on the device: a tensor made from the
+    # host's counts would be a blocking copy, which waits for the stream.
+    per_type = torch.zeros(NT, dtype=torch.long, device=ntype.device)
+    per_type.index_add_(0, ntype, torch.ones_like(ntype))
+    starts = per_type.cumsum(0) - per_type
     nlocal = torch.empty_like(norder)
     nlocal[norder] = torch.arange(norder.numel(), device=norder.device) - \
         starts[ntype[norder]]
