@@ -514,13 +514,16 @@ def test_hetero_prefetch_does_not_wait_for_the_stream():
 def test_link_prefetch_does_not_wait_for_the_stream():
     """Link batches are built one ahead on a side stream: their host reads
     (unique of the seeds, the sampled sizes) do not wait for the consumer's
-    stream."""
+    stream. (With fused=False: a cooperative launch needs its whole grid
+    resident, so the fused kernel itself waits for a kernel that holds an
+    SM -- here a 1 s sleep; between a training step's short kernels it
+    finds room.)"""
     from pyg_fusesample import FusedLinkNeighborLoader
     data = gpu_loader_data()
     stream = torch.cuda.current_stream()
     it = iter(FusedLinkNeighborLoader(
         data, num_neighbors=[10, 5], batch_size=64, neg_sampling='binary',
-        edge_label_index=data.edge_index[:, :1000].cpu()))
+        edge_label_index=data.edge_index[:, :1000].cpu(), fused=False))
     next(it)
     torch.cuda.synchronize()
     torch.cuda._sleep(2_000_000_000)
