@@ -10,7 +10,8 @@ from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputEdges, OptTensor
 
 from ..sampler import FusedNeighborSampler
-from .seeded_batches import BatchDataset, SeededBatchSampler
+from .seeded_batches import (BatchDataset, SeededBatchSampler,
+                             resolve_generator)
 from .side_stream import SideStreamIterator
 
 
@@ -119,10 +120,7 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
             raise ValueError(
                 "Received conflicting 'edge_label_time' and 'time_attr' "
                 "arguments: both must be provided for temporal sampling")
-        if seed is not None and generator is not None:
-            raise ValueError("pass either 'seed' or 'generator', not both")
-        if seed is not None:
-            generator = torch.Generator().manual_seed(int(seed))
+        generator = resolve_generator(seed, generator)
         kwargs['generator'] = generator  # shuffling and per-batch keys
         if neighbor_sampler is None:
             neighbor_sampler = FusedNeighborSampler(

@@ -17,7 +17,8 @@ from torch_geometric.typing import InputNodes, OptTensor
 from ..sampler import FusedNeighborSampler
 from .batch_assembly import (HeteroPlans, StorePlan, assemble_hetero, fill,
                              gather_on_device, signature, store_mapping)
-from .seeded_batches import BatchDataset, SeededBatchSampler
+from .seeded_batches import (BatchDataset, SeededBatchSampler,
+                             resolve_generator)
 
 
 def _input_type(data: HeteroData, input_nodes) -> str:
@@ -381,10 +382,7 @@ class FusedNeighborLoader(NodeLoader):
                 raise ValueError(f"FusedNeighborLoader does not take "
                                  f"'{key}': it draws its own batches")
             kwargs.pop(key, None)
-        if seed is not None and generator is not None:
-            raise ValueError("pass either 'seed' or 'generator', not both")
-        if seed is not None:
-            generator = torch.Generator().manual_seed(int(seed))
+        generator = resolve_generator(seed, generator)
 
         if neighbor_sampler is None:
             neighbor_sampler = FusedNeighborSampler(

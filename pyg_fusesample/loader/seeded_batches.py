@@ -14,6 +14,18 @@ from torch import Tensor
 from ..sampler.fused_neighbor_sampler import draw_rng_seeds
 
 
+def resolve_generator(seed: Optional[int],
+                      generator: Optional[torch.Generator]
+                      ) -> Optional[torch.Generator]:
+    r"""The loaders' source of shuffling and RNG keys: a generator seeded
+    with :obj:`seed`, :obj:`generator`, or ``None`` (PyTorch's global RNG)."""
+    if seed is not None and generator is not None:
+        raise ValueError("pass either 'seed' or 'generator', not both")
+    if seed is not None:
+        return torch.Generator().manual_seed(int(seed))
+    return generator
+
+
 class SeededBatchSampler(torch.utils.data.Sampler):
     r"""Yields ``(input positions, rng key)`` per mini-batch.
 
