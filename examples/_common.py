@@ -1,4 +1,5 @@
-"""What ogbn_products_sage.py, ogbn_arxiv_sage.py and reddit_sage.py share.
+"""What ogbn_products_sage.py, ogbn_arxiv_sage.py and reddit_sage.py share
+(and the parts of it that ogbn_mag_sage.py and link_pred.py use).
 
 Each example is a call of :func:`main` with its data set's name and
 defaults; everything else lives here:
@@ -11,7 +12,9 @@ defaults; everything else lives here:
   can be downloaded: when the files are absent the script says where it
   looked and stops, or, with ``--synthetic``, runs on the SYNTHETIC graph of
   the same shape from :mod:`pyg_fusesample.datasets`, labelling every line
-  it prints;
+  it prints. Heterogeneous OGB sets (ogbn-mag) are read the same way, by
+  :func:`read_ogb_hetero_raw` without the ``ogb`` package, into a
+  ``HeteroData`` (:func:`load_real`);
 * the three models: PyG's ``GraphSAGE`` fed by a neighbour loader (PyG's or
   :class:`~pyg_fusesample.FusedNeighborLoader`, the one-line swap),
   :class:`~pyg_fusesample.FusedGraphSAGE` trained on seed batches (no
@@ -24,12 +27,12 @@ import argparse
 import os.path as osp
 import time
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 from torch_geometric.utils import index_to_mask, to_undirected
 from tqdm import tqdm
 
@@ -54,6 +57,21 @@ class Spec:
     release: int = 1                  # OGB's RELEASE_v<n>.txt
     undirected: bool = False          # symmetrise after loading
     defaults: dict = field(default_factory=dict)
+    # Heterogeneous sets (OGB's 'is hetero'): the labelled node type and the
+    # relations (head, relation, tail) whose files must be present.
+    label_type: str = ''
+    relations: Tuple[Tuple[str, str, str], ...] = ()
+
+    @property
+    def hetero(self) -> bool:
+        return bool(self.label_type)
+
+
+# ogbn-mag's four relations (OGB's raw/triplet-type-list.csv.gz).
+MAG_RELATIONS = (('author', 'affiliated_with', 'institution'),
+                 ('author', 'writes', 'paper'),
+                 ('paper', 'cites', 'paper'),
+                 ('paper', 'has_topic', 'field_of_study'))
 
 
 SPECS = {
@@ -63,6 +81,11 @@ SPECS = {
                        extra_node_files=('node_year',), split='time',
                        undirected=True),
     'Reddit': Spec('Reddit', 'reddit', 'reddit', 41),
+    # OGB's master.csv: version 2, no inverse edges, additional node files
+    # node_year (edge_reltype, the other additional file, is not read).
+    'ogbn-mag': Spec('ogbn-mag', 'ogb', 'mag_like', 349,
+                     extra_node_files=('node_year',), split='time',
+                     release=2, label_type='paper', relations=MAG_RELATIONS),
 }
 
 
@@ -84,6 +107,17 @@ def required_files(spec: Spec) -> List[str]:
     """The files (relative to :func:`dataset_dir`) the readers open."""
     if spec.kind == 'reddit':
         return ['raw/reddit_data.npz', 'raw/reddit_graph.npz']
+    if spec.hetero:
+        t = spec.label_type
+        files = ['raw/num-node-dict.csv.gz', 'raw/triplet-type-list.csv.gz']
+        for rel in spec.relations:
+            d = 'raw/relations/' + '___'.join(rel)
+            files += [f'{d}/edge.csv.gz', f'{d}/num-edge-list.csv.gz']
+        files += [f'raw/node-feat/{t}/{n}.csv.gz'
+                  for n in ('node-feat',) + tuple(spec.extra_node_files)]
+        files.append(f'raw/node-label/{t}/node-label.csv.gz')
+        return files + [f'split/{spec.split}/{t}/{s}.csv.gz'
+                        for s in ('train', 'valid', 'test')]
     names = list(OGB_RAW) + list(spec.extra_node_files)
     return ([f'raw/{n}.csv.gz' for n in names] +
             [f'split/{spec.split}/{s}.csv.gz'
@@ -133,6 +167,89 @@ def read_ogb_raw(root: str, spec: Spec) -> Tuple[Data, dict]:
     return data, split
 
 
+def _read_csv_rows(path: str) -> List[List[str]]:
+    # Small gzipped CSV tables read as text (a header row where OGB has one).
+    import csv
+    import gzip
+    with gzip.open(path, 'rt', newline='') as f:
+        return [row for row in csv.reader(f) if row]
+
+
+def read_ogb_hetero_raw(root: str, spec: Spec) -> Tuple[HeteroData, dict]:
+    """Reads an OGB heterogeneous node-property data set (ogbn-mag) from its
+    raw files, as ``PygNodePropPredDataset`` does (``ogb.io.read_graph_raw.
+    read_csv_heterograph_raw``, ``read_node_label_hetero`` and
+    ``read_nodesplitidx_split_hetero``): node counts from
+    ``raw/num-node-dict.csv.gz`` (a header of node types, one row of
+    counts), the relations listed in ``raw/triplet-type-list.csv.gz``, each
+    from ``raw/relations/<head>___<rel>___<tail>/edge.csv.gz`` (``src,dst``
+    rows, the first ``num-edge-list.csv.gz`` of them), features from
+    ``raw/node-feat/<type>/node-feat.csv.gz`` where present, the
+    labelled type's ``node_year``-like extra files from the same folder,
+    its labels from ``raw/node-label/<type>/node-label.csv.gz`` and its
+    split from ``split/<split>/<type>/{train,valid,test}.csv.gz``. Node and
+    edge types come in OGB's (sorted) order. Returns the graph (``x`` where
+    given, ``y`` 1-D and e.g. ``year`` on the labelled type) and the
+    labelled type's split indices."""
+    path = dataset_dir(root, spec)
+    raw = osp.join(path, 'raw')
+    header, counts = _read_csv_rows(osp.join(raw, 'num-node-dict.csv.gz'))[:2]
+    num_nodes = {t: int(float(c)) for t, c in zip(header, counts)}
+    triplets = sorted(tuple(r[:3]) for r in _read_csv_rows(
+        osp.join(raw, 'triplet-type-list.csv.gz')))
+    data = HeteroData()
+    for t in sorted(num_nodes):
+        data[t].num_nodes = num_nodes[t]
+        feat = osp.join(raw, 'node-feat', t, 'node-feat.csv.gz')
+        if osp.exists(feat):
+            x = _read_csv(feat, np.float32)[:num_nodes[t]]
+            data[t].x = torch.from_numpy(np.ascontiguousarray(x))
+    for rel in triplets:
+        d = osp.join(raw, 'relations', '___'.join(rel))
+        edge = _read_csv(osp.join(d, 'edge.csv.gz'), np.int64).T
+        m = int(_read_csv(osp.join(d, 'num-edge-list.csv.gz'),
+                          np.int64)[0, 0])
+        data[rel].edge_index = torch.from_numpy(
+            np.ascontiguousarray(edge[:, :m]))
+    t = spec.label_type
+    store = data[t]
+    for extra in spec.extra_node_files:
+        v = _read_csv(osp.join(raw, 'node-feat', t, f'{extra}.csv.gz'),
+                      np.int64)[:num_nodes[t], 0]
+        store[extra[len('node_'):] if extra.startswith('node_') else extra] \
+            = torch.from_numpy(np.ascontiguousarray(v))
+    y = _read_csv(osp.join(raw, 'node-label', t, 'node-label.csv.gz'),
+                  np.int64)[:num_nodes[t], 0]
+    store.y = torch.from_numpy(np.ascontiguousarray(y))
+    split_dir = osp.join(path, 'split', spec.split, t)
+    split = {s: torch.from_numpy(_read_csv(
+        osp.join(split_dir, f'{s}.csv.gz'), np.int64)[:, 0])
+        for s in ('train', 'valid', 'test')}
+    return data, split
+
+
+def _ogb_hetero_to_pyg(data, split: dict, spec: Spec
+                       ) -> Tuple[HeteroData, dict]:
+    """PygNodePropPredDataset's heterogeneous graph (a ``Data`` of dicts:
+    ``num_nodes_dict``, ``edge_index_dict``, ``x_dict``, ``y_dict``,
+    ``node_year``, ...) as the ``HeteroData`` :func:`read_ogb_hetero_raw`
+    returns; the split of the labelled type."""
+    out = HeteroData()
+    x_dict = data['x_dict'] or {}
+    for t, n in data['num_nodes_dict'].items():
+        out[t].num_nodes = int(n)
+        if t in x_dict:
+            out[t].x = x_dict[t].float()
+    for rel, edge_index in data['edge_index_dict'].items():
+        out[tuple(rel)].edge_index = edge_index
+    t = spec.label_type
+    for extra in spec.extra_node_files:
+        name = extra[len('node_'):] if extra.startswith('node_') else extra
+        out[t][name] = data[extra][t].view(-1)
+    out[t].y = data['y_dict'][t].view(-1).long()
+    return out, {s: split[s][t] for s in ('train', 'valid', 'test')}
+
+
 def pyg_safe_globals() -> list:
     """PyG's classes inside processed data files, for ``torch.load``."""
     from torch_geometric.data import data as data_module, storage
@@ -141,7 +258,8 @@ def pyg_safe_globals() -> list:
             storage.NodeStorage, storage.EdgeStorage, storage.BaseStorage]
 
 
-def _load_ogb(root: str, spec: Spec, reader: str) -> Tuple[Data, dict, str]:
+def _load_ogb(root: str, spec: Spec, reader: str
+              ) -> Tuple[Union[Data, HeteroData], dict, str]:
     path = dataset_dir(root, spec)
     release = osp.join(path, f'RELEASE_v{spec.release}.txt')
     why = None
@@ -154,7 +272,8 @@ def _load_ogb(root: str, spec: Spec, reader: str) -> Tuple[Data, dict, str]:
                                   "installed (pip install ogb)")
             PygNodePropPredDataset = None
             why = ("the 'ogb' package is not installed (pip install ogb), "
-                   "so OGB's raw files are read by _common.read_ogb_raw")
+                   "so OGB's raw files are read by _common." +
+                   ('read_ogb_hetero_raw' if spec.hetero else 'read_ogb_raw'))
         if PygNodePropPredDataset is not None:
             if osp.exists(release):
                 # ogb calls torch.load on the file it wrote itself, which
@@ -162,6 +281,8 @@ def _load_ogb(root: str, spec: Spec, reader: str) -> Tuple[Data, dict, str]:
                 with torch.serialization.safe_globals(pyg_safe_globals()):
                     dataset = PygNodePropPredDataset(spec.name, root)
                     data, split = dataset[0], dataset.get_idx_split()
+                if spec.hetero:
+                    data, split = _ogb_hetero_to_pyg(data, split, spec)
                 return data, split, 'ogb.nodeproppred.PygNodePropPredDataset'
             # ogb would ask on stdin whether to download a newer release.
             if reader == 'ogb':
@@ -170,16 +291,24 @@ def _load_ogb(root: str, spec: Spec, reader: str) -> Tuple[Data, dict, str]:
                                   f"PygNodePropPredDataset asks to re-download)")
             why = (f'no {osp.basename(release)} in {path} (without it '
                    f'PygNodePropPredDataset asks to re-download), so the raw '
-                   f'files are read by _common.read_ogb_raw')
+                   f'files are read by _common.' +
+                   ('read_ogb_hetero_raw' if spec.hetero else 'read_ogb_raw'))
+    if spec.hetero:
+        data, split = read_ogb_hetero_raw(root, spec)
+        return data, split, ('_common.read_ogb_hetero_raw' +
+                             (f' ({why})' if why else ''))
     data, split = read_ogb_raw(root, spec)
     return data, split, '_common.read_ogb_raw' + (f' ({why})' if why else '')
 
 
 def load_real(root: str, spec: Spec, reader: str = 'auto'
-              ) -> Tuple[Data, str]:
+              ) -> Tuple[Union[Data, HeteroData], str]:
     """The real data set as one ``Data`` (``x``, ``edge_index``, 1-D ``y``,
     train/val/test masks) and the name of the code that read it. Raises
-    :class:`DataMissing` naming the expected files when they are absent."""
+    :class:`DataMissing` naming the expected files when they are absent.
+    A heterogeneous set (``spec.hetero``) comes as a ``HeteroData`` with
+    ``y`` and the masks on its labelled node type, its relations as
+    stored (directed)."""
     path = dataset_dir(root, spec)
     missing = [f for f in required_files(spec)
                if not osp.exists(osp.join(path, f))]
@@ -194,6 +323,14 @@ def load_real(root: str, spec: Spec, reader: str = 'auto'
         with torch.serialization.safe_globals(pyg_safe_globals()):
             data = Reddit(path)[0]
         reader_name = 'torch_geometric.datasets.Reddit'
+    elif spec.hetero:
+        data, split, reader_name = _load_ogb(root, spec, reader)
+        store = data[spec.label_type]
+        n = store.num_nodes
+        store.train_mask = index_to_mask(split['train'], n)
+        store.val_mask = index_to_mask(split['valid'], n)
+        store.test_mask = index_to_mask(split['test'], n)
+        return data, reader_name
     else:
         data, split, reader_name = _load_ogb(root, spec, reader)
         n = data.num_nodes
@@ -248,6 +385,16 @@ def neighbor_loader_class(name: str):
     else:
         from torch_geometric.loader import NeighborLoader
     return NeighborLoader
+
+
+def link_neighbor_loader_class(name: str):
+    """PyG's ``LinkNeighborLoader`` or ours under its name (the swap)."""
+    if name == 'fused':
+        from pyg_fusesample import (
+            FusedLinkNeighborLoader as LinkNeighborLoader)
+    else:
+        from torch_geometric.loader import LinkNeighborLoader
+    return LinkNeighborLoader
 
 
 # -- training and evaluation ------------------------------------------------
