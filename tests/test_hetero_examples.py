@@ -6,12 +6,14 @@ PyG's loaders and ours; on the CPU unless marked ``cuda``.
 Most runs are in-process (``runpy``, the scripts' own ``__main__``: importing
 torch_geometric costs seconds per interpreter); one run of each script goes
 through a subprocess as a user would start it. ``test_accuracy_parity``
-(``slow``) trains both examples with both loaders over several seeds; run
-this file as a script for its table::
+(``slow``, opt-in with ``FUSESAMPLE_PARITY=1``: about 24 min on 2 CPU
+cores) trains both examples with both loaders over 10 seeds; run this file
+as a script for its table::
 
     python tests/test_hetero_examples.py [--seeds 5] [--device cpu]
 """
 import gzip
+import os
 import importlib.util
 import re
 import runpy
@@ -469,6 +471,10 @@ def test_link_pred_cuda_amp(capsys, graph):
 # (MovieLens-100k's size: 20k test edges and 20k negatives). The same seed
 # gives both loaders the same graph, split and initial weights, so only the
 # sampling (and the shuffling) differs: the differences are paired by seed.
+# Measured (10 seeds, 2 CPU cores, ~24 min, most of it PyG's loader on
+# mag_like): mag_like test accuracy at best val, pyg 0.5790, fused 0.5823
+# (fused - pyg +0.0033, paired SE 0.0058); user_item_like test AUC, pyg
+# 0.8989, fused 0.8960 (-0.0029, paired SE 0.0009).
 PARITY_MAG = ['--synthetic', '--scale', '0.01', '--epochs', '20']
 PARITY_LINK = ['--graph', 'hetero', '--epochs', '5']
 PARITY_SEEDS = 10
@@ -524,6 +530,8 @@ def paired(results, name, key='best'):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get('FUSESAMPLE_PARITY'),
+                    reason='about 24 min on 2 CPU cores: set FUSESAMPLE_PARITY=1')
 def test_accuracy_parity():
     """Mean test accuracy (mag_like) and AUC (user_item_like) at the best
     validation epoch, fused loaders against PyG's over 10 seeds: within 1
