@@ -526,6 +526,17 @@ class Trainer:
 
 
 # -- command line -----------------------------------------------------------
+def add_run_args(p: argparse.ArgumentParser,
+                 amp_help: str = 'bf16 autocast in training (CUDA only)'):
+    """The options every example shares: workers, AMP, device, seed."""
+    p.add_argument('--num-workers', type=int, default=0,
+                   help='loader workers (CPU-resident data only)')
+    p.add_argument('--amp', action='store_true', help=amp_help)
+    p.add_argument('--device', default=None,
+                   help="e.g. 'cpu', 'cuda' (default: cuda if available)")
+    p.add_argument('--seed', type=int, default=0)
+
+
 def make_parser(spec: Spec, description: str, defaults: dict):
     p = argparse.ArgumentParser(
         description=description,
@@ -567,17 +578,11 @@ def make_parser(spec: Spec, description: str, defaults: dict):
     p.add_argument('--hidden', type=int, default=defaults.get('hidden', 256))
     p.add_argument('--epochs', type=int, default=defaults.get('epochs', 20))
     p.add_argument('--lr', type=float, default=defaults.get('lr', 0.003))
-    p.add_argument('--num-workers', type=int, default=0,
-                   help='loader workers (CPU-resident data only)')
-    p.add_argument('--amp', action='store_true',
-                   help='bf16 autocast in training (CUDA only)')
     p.add_argument('--capture', action='store_true',
                    help='--model fused-sage on CUDA: replay each training '
                         'step (sampling, forward, backward, optimizer) from '
                         'a CUDA graph (pyg_fusesample.nn.CapturedStep)')
-    p.add_argument('--device', default=None,
-                   help="e.g. 'cpu', 'cuda' (default: cuda if available)")
-    p.add_argument('--seed', type=int, default=0)
+    add_run_args(p)
     return p
 
 

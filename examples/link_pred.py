@@ -45,7 +45,8 @@ from torch_geometric.nn.models import GraphSAGE
 from tqdm import tqdm
 
 sys.path.insert(0, osp.dirname(osp.realpath(__file__)))
-from _common import autocast, link_neighbor_loader_class  # noqa: E402
+from _common import (add_run_args, autocast,  # noqa: E402
+                     link_neighbor_loader_class)
 
 EDGE = ('user', 'rates', 'item')
 REV_EDGE = ('item', 'rev_rates', 'user')
@@ -82,14 +83,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help='share of the edges held out for validation')
     p.add_argument('--num-test', type=float, default=0.1,
                    help='share of the edges held out for testing')
-    p.add_argument('--num-workers', type=int, default=0,
-                   help='loader workers (CPU-resident data only)')
-    p.add_argument('--amp', action='store_true',
-                   help='bf16 autocast in training and evaluation (CUDA '
-                   'only)')
-    p.add_argument('--device', default=None,
-                   help="e.g. 'cpu', 'cuda' (default: cuda if available)")
-    p.add_argument('--seed', type=int, default=0)
+    add_run_args(p, 'bf16 autocast in training and evaluation (CUDA only)')
     return p
 
 

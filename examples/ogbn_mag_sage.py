@@ -44,7 +44,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, osp.dirname(osp.realpath(__file__)))
 from _common import (  # noqa: E402
-    DEFAULT_ROOT, SPECS, DataMissing, autocast, dataset_dir,
+    DEFAULT_ROOT, SPECS, DataMissing, add_run_args, autocast, dataset_dir,
     neighbor_loader_class, required_files, load_real)
 
 SPEC = SPECS['ogbn-mag']
@@ -94,14 +94,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument('--epochs', type=int, default=20)
     p.add_argument('--lr', type=float, default=0.003,
                    help="PyG's example: 0.01 at hidden 64")
-    p.add_argument('--num-workers', type=int, default=0,
-                   help='loader workers (CPU-resident data only)')
-    p.add_argument('--amp', action='store_true',
-                   help='bf16 autocast in training and evaluation (CUDA '
-                   'only)')
-    p.add_argument('--device', default=None,
-                   help="e.g. 'cpu', 'cuda' (default: cuda if available)")
-    p.add_argument('--seed', type=int, default=0)
+    add_run_args(p, 'bf16 autocast in training and evaluation (CUDA only)')
     return p
 
 
