@@ -647,20 +647,35 @@ def main(name: str, description: str, argv: Optional[List[str]] = None,
         f'loader: {trainer.loader_name}, device: {device}, AMP: {amp}'
         + (', CUDA graph: each step replayed' if args.capture else ''))
 
+    return run_epochs(
+        args.epochs, lambda epoch: trainer.train(desc=f'{prefix}Epoch {epoch:02d}'),
+        lambda: dict(zip(('Train', 'Val', 'Test'), trainer.evaluate())),
+        device, say)
+
+
+def run_epochs(epochs: int, train, evaluate, device: torch.device, say,
+               metric: str = '') -> float:
+    """The examples' loop: ``train(epoch)`` returns the loss, ``evaluate()``
+    a dict of scores by split ('Val' and 'Test' among them); prints one line
+    per epoch (train time, device synchronised, and evaluation time) and
+    returns the test score at the best validation score."""
+    suffix = f' {metric}' if metric else ''
     best_val = best_test = 0.0
-    for epoch in range(1, args.epochs + 1):
+    for epoch in range(1, epochs + 1):
         start = time.perf_counter()
-        loss = trainer.train(desc=f'{prefix}Epoch {epoch:02d}')
+        loss = train(epoch)
         if device.type == 'cuda':
             torch.cuda.synchronize(device)
         train_time = time.perf_counter() - start
         start = time.perf_counter()
-        train_acc, val_acc, test_acc = trainer.evaluate()
+        scores = evaluate()
         eval_time = time.perf_counter() - start
-        if val_acc > best_val or epoch == 1:
-            best_val, best_test = val_acc, test_acc
-        say(f'Epoch: {epoch:02d}, Loss: {loss:.4f}, Train: {train_acc:.4f}, '
-            f'Val: {val_acc:.4f}, Test: {test_acc:.4f}, '
+        if scores['Val'] > best_val or epoch == 1:
+            best_val, best_test = scores['Val'], scores['Test']
+        shown = ', '.join(f'{split}{suffix}: {score:.4f}'
+                          for split, score in scores.items())
+        say(f'Epoch: {epoch:02d}, Loss: {loss:.4f}, {shown}, '
             f'Time: {train_time:.2f}s, Eval: {eval_time:.2f}s')
-    say(f'Best val: {best_val:.4f}, test at best val: {best_test:.4f}')
+    say(f'Best val{suffix}: {best_val:.4f}, test{suffix} at best val: '
+        f'{best_test:.4f}')
     return best_test

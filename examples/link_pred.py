@@ -34,7 +34,6 @@ line says so):
 import argparse
 import os.path as osp
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -46,7 +45,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, osp.dirname(osp.realpath(__file__)))
 from _common import (add_run_args, autocast,  # noqa: E402
-                     link_neighbor_loader_class)
+                     link_neighbor_loader_class, run_epochs)
 
 EDGE = ('user', 'rates', 'item')
 REV_EDGE = ('item', 'rev_rates', 'user')
@@ -282,25 +281,10 @@ def main(argv=None) -> float:
             labels.append(label_of(batch))
         return roc_auc(torch.cat(scores), torch.cat(labels))
 
-    best_val = best_test = 0.0
-    for epoch in range(1, args.epochs + 1):
-        start = time.perf_counter()
-        loss = train(epoch)
-        if device.type == 'cuda':
-            torch.cuda.synchronize(device)
-        train_time = time.perf_counter() - start
-        start = time.perf_counter()
-        val_auc, test_auc = test(val_loader), test(test_loader)
-        eval_time = time.perf_counter() - start
-        if val_auc > best_val or epoch == 1:
-            best_val, best_test = val_auc, test_auc
-        say(f'Epoch: {epoch:02d}, Loss: {loss:.4f}, Val AUC: {val_auc:.4f}, '
-            f'Test AUC: {test_auc:.4f}, Time: {train_time:.2f}s, '
-            f'Eval: {eval_time:.2f}s')
-    say(f'Best val AUC: {best_val:.4f}, test AUC at best val: '
-        f'{best_test:.4f}')
-    return best_test
-
+    return run_epochs(
+        args.epochs, train,
+        lambda: {'Val': test(val_loader), 'Test': test(test_loader)},
+        device, say, metric='AUC')
 
 if __name__ == '__main__':
     main()

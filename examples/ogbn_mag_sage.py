@@ -32,7 +32,6 @@ authors. ``--synthetic`` trains on the SYNTHETIC stand-in
 import argparse
 import os.path as osp
 import sys
-import time
 from typing import Optional
 
 import torch
@@ -45,7 +44,7 @@ from tqdm import tqdm
 sys.path.insert(0, osp.dirname(osp.realpath(__file__)))
 from _common import (  # noqa: E402
     DEFAULT_ROOT, SPECS, DataMissing, add_run_args, autocast, dataset_dir,
-    neighbor_loader_class, required_files, load_real)
+    neighbor_loader_class, required_files, load_real, run_epochs)
 
 SPEC = SPECS['ogbn-mag']
 EMBEDDINGS = 'mag_metapath2vec_emb.pt'   # PyG's OGB_MAG(preprocess=...)
@@ -284,23 +283,10 @@ def main(argv=None) -> float:
             total += n
         return float(correct) / max(total, 1)
 
-    best_val = best_test = 0.0
-    for epoch in range(1, args.epochs + 1):
-        start = time.perf_counter()
-        loss = train(epoch)
-        if device.type == 'cuda':
-            torch.cuda.synchronize(device)
-        train_time = time.perf_counter() - start
-        start = time.perf_counter()
-        val_acc, test_acc = test(val_loader), test(test_loader)
-        eval_time = time.perf_counter() - start
-        if val_acc > best_val or epoch == 1:
-            best_val, best_test = val_acc, test_acc
-        say(f'Epoch: {epoch:02d}, Loss: {loss:.4f}, Val: {val_acc:.4f}, '
-            f'Test: {test_acc:.4f}, Time: {train_time:.2f}s, '
-            f'Eval: {eval_time:.2f}s')
-    say(f'Best val: {best_val:.4f}, test at best val: {best_test:.4f}')
-    return best_test
+    return run_epochs(
+        args.epochs, train,
+        lambda: {'Val': test(val_loader), 'Test': test(test_loader)},
+        device, say)
 
 
 if __name__ == '__main__':

@@ -16,8 +16,6 @@ import gzip
 import os
 import importlib.util
 import re
-import runpy
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,8 +23,7 @@ import numpy as np
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = REPO / 'examples'
+from example_runner import EXAMPLES, REPO, run_inprocess, run_subprocess
 MAG = EXAMPLES / 'ogbn_mag_sage.py'
 LINK = EXAMPLES / 'link_pred.py'
 
@@ -153,29 +150,6 @@ def mag_root(tmp_path_factory):
 
 
 # -- running the scripts ------------------------------------------------------
-def run_inprocess(script, args, capsys):
-    """Runs a script's __main__ in this interpreter; (exit code, stdout,
-    stderr)."""
-    argv, path = sys.argv, list(sys.path)
-    sys.argv = [str(script), *map(str, args)]
-    code = 0
-    try:
-        runpy.run_path(str(script), run_name='__main__')
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    finally:
-        sys.argv, sys.path[:] = argv, path
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def run_subprocess(script, args, timeout=120):
-    proc = subprocess.run([sys.executable, str(script), *map(str, args)],
-                          cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
-    return proc.returncode, proc.stdout, proc.stderr
-
-
 def load_example(script):
     """The script as a module (its main() and helpers), not run."""
     sys.path.insert(0, str(EXAMPLES))

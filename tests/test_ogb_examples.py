@@ -7,8 +7,6 @@ importing torch_geometric costs ~7 s per interpreter; one run of each kind
 goes through a subprocess as a user would start it."""
 import gzip
 import re
-import runpy
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,8 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = REPO / 'examples'
+from example_runner import EXAMPLES, REPO, run_inprocess, run_subprocess
 PRODUCTS = EXAMPLES / 'ogbn_products_sage.py'
 ARXIV = EXAMPLES / 'ogbn_arxiv_sage.py'
 REDDIT = EXAMPLES / 'reddit_sage.py'
@@ -103,30 +100,6 @@ def data_root(tmp_path_factory):
         'reddit': write_reddit_raw(root),
     }
     return root, sizes
-
-
-def run_inprocess(script, args, capsys):
-    """Runs a script's __main__ in this interpreter; (exit code, stdout,
-    stderr)."""
-    argv, path = sys.argv, list(sys.path)
-    sys.argv = [str(script), *map(str, args)]
-    sys.path.insert(0, str(EXAMPLES))
-    code = 0
-    try:
-        runpy.run_path(str(script), run_name='__main__')
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    finally:
-        sys.argv, sys.path[:] = argv, path
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def run_subprocess(script, args, timeout=120):
-    proc = subprocess.run([sys.executable, str(script), *map(str, args)],
-                          cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 def check_output(out, epochs=1):

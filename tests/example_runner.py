@@ -1,0 +1,34 @@
+"""Running the example scripts from the tests: in this interpreter (their
+own ``__main__``; importing torch_geometric costs seconds per interpreter)
+or, as a user starts them, in a subprocess."""
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / 'examples'
+
+
+def run_inprocess(script, args, capsys):
+    """Runs a script's __main__ in this interpreter; (exit code, stdout,
+    stderr)."""
+    argv, path = sys.argv, list(sys.path)
+    sys.argv = [str(script), *map(str, args)]
+    sys.path.insert(0, str(EXAMPLES))
+    code = 0
+    try:
+        runpy.run_path(str(script), run_name='__main__')
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    finally:
+        sys.argv, sys.path[:] = argv, path
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def run_subprocess(script, args, timeout=120):
+    proc = subprocess.run([sys.executable, str(script), *map(str, args)],
+                          cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout)
+    return proc.returncode, proc.stdout, proc.stderr
