@@ -537,15 +537,20 @@ def add_run_args(p: argparse.ArgumentParser,
     p.add_argument('--seed', type=int, default=0)
 
 
-def make_parser(spec: Spec, description: str, defaults: dict):
-    p = argparse.ArgumentParser(
-        description=description,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+def add_root_arg(p: argparse.ArgumentParser, spec: Spec):
+    """--root, with the files the reader expects under it."""
     where = osp.join('<root>', osp.relpath(dataset_dir('/r', spec), '/r'))
     p.add_argument('--root', default=DEFAULT_ROOT,
                    help=f'data folder; the files are read from {where}/ '
                    f'({", ".join(required_files(spec))}). Nothing is '
                    f'downloaded.')
+
+
+def make_parser(spec: Spec, description: str, defaults: dict):
+    p = argparse.ArgumentParser(
+        description=description,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_root_arg(p, spec)
     p.add_argument('--synthetic', action='store_true',
                    help='if the data is absent, run on a SYNTHETIC graph of '
                    'the same shape (pyg_fusesample.datasets) instead of '

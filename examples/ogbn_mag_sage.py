@@ -43,8 +43,8 @@ from tqdm import tqdm
 
 sys.path.insert(0, osp.dirname(osp.realpath(__file__)))
 from _common import (  # noqa: E402
-    DEFAULT_ROOT, SPECS, DataMissing, add_run_args, autocast, dataset_dir,
-    neighbor_loader_class, required_files, load_real, run_epochs)
+    SPECS, DataMissing, add_root_arg, add_run_args, autocast, dataset_dir,
+    neighbor_loader_class, load_real, run_epochs)
 
 SPEC = SPECS['ogbn-mag']
 EMBEDDINGS = 'mag_metapath2vec_emb.pt'   # PyG's OGB_MAG(preprocess=...)
@@ -55,10 +55,7 @@ def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         description=__doc__.split('\n')[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument('--root', default=DEFAULT_ROOT,
-                   help=f'data folder; the files are read from {where}/ '
-                   f'({", ".join(required_files(SPEC))}). Nothing is '
-                   f'downloaded.')
+    add_root_arg(p, SPEC)
     p.add_argument('--synthetic', action='store_true',
                    help='train on the SYNTHETIC mag_like graph '
                    '(pyg_fusesample.datasets) instead of ogbn-mag; every '
