@@ -49,6 +49,23 @@ def test_rows_fill_the_schema(bench, train):
     assert table.count('\n') == 2 + len(rows)
 
 
+def test_model_fresh_floor_uses_each_batch_once(bench):
+    # model-fresh hands out distinct pre-sampled batches, one per call, and
+    # fills its own floor columns beside model-only's.
+    it = bench.batches('model-fresh', [3, 2], 32, 0, count=5)
+    batches = list(it)
+    assert len(batches) == 5
+    assert len({tuple(b.n_id[:32].tolist()) for b in batches}) == 5
+    rows = [run_row(bench, 'g', [3, 2], 32, False, variant, 0, steps=2,
+                    warmup=1) for variant in ('fused', 'model-only',
+                                              'model-fresh')]
+    fill_model_ms(rows)
+    assert rows[0]['fresh_model_ms'] == rows[2]['step_ms']
+    assert rows[0]['pipelined_fresh_model_ms'] == rows[2]['pipelined_step_ms']
+    assert rows[0]['model_ms'] == rows[1]['step_ms']
+    assert rows[2]['loader_ms'] == '0'
+
+
 def test_unknown_variant_raises(bench):
     with pytest.raises(ValueError, match='unknown variant'):
         run_row(bench, 'g', [3], 32, False, 'fastest', 0, steps=1, warmup=0)

@@ -7,12 +7,16 @@ COLUMNS = [
     'device', 'torch', 'cuda', 'graph', 'num_nodes', 'num_edges', 'fanout',
     'batch_size', 'amp', 'variant', 'num_workers', 'step_ms',
     'pipelined_step_ms', 'loader_ms', 'model_ms', 'pipelined_model_ms',
+    'fresh_model_ms', 'pipelined_fresh_model_ms',
     'batches_per_s', 'sampled_edges_per_s', 'peak_mem_mb', 'transient_mem_mb',
     'steps', 'round',
 ]
 # 'round': the rows of a setting are measured in `--rounds` interleaved
 # rounds (every variant once per round, in turn), numbered from 0; a row's
 # model_ms is the floor of its own round.
+# model_ms: the model-only floor (8 pre-sampled batches, cycled);
+# fresh_model_ms: the model-fresh floor (as many distinct pre-sampled batches
+# as the row takes, each used once), where that variant ran.
 
 
 def append_rows(path: str, rows: Iterable[Dict]):

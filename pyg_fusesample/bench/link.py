@@ -40,7 +40,7 @@ from ..loader import FusedLinkNeighborLoader
 from .runner import Bench, forward
 
 SEED_FRACTION = 0.1
-LINK_VARIANTS = ('pyg', 'fused', 'per-hop', 'model-only')
+LINK_VARIANTS = ('pyg', 'fused', 'per-hop', 'model-only', 'model-fresh')
 
 
 def _seed_edge_type(data) -> tuple:

@@ -60,9 +60,12 @@ def rounds_summary(rows: List[Dict]) -> str:
     groups = defaultdict(list)
     for r in rows:
         groups[_setting(r) + (r['variant'], r['num_workers'])].append(r)
+    fresh = any(r.get('fresh_model_ms') for r in rows)
     lines = ['| graph | fan-out | batch | amp | variant | workers | rounds | '
              'pipelined step ms | step / model-only | '
-             'pipelined / model-only |', '|' + '---|' * 10]
+             'pipelined / model-only |' +
+             (' step / model-fresh | pipelined / model-fresh |' if fresh
+              else ''), '|' + '---|' * (12 if fresh else 10)]
     for (_, graph, fanout, bs, amp, variant, nw), rs in groups.items():
         def ratios(column, floor):
             return [x for x in (_ratio(r, column, floor) for r in rs)
@@ -75,7 +78,10 @@ def rounds_summary(rows: List[Dict]) -> str:
             f'| {graph} | {fanout} | {bs} | {amp} | {variant} | {nw} | '
             f'{len(rs)} | {median_ms} | '
             f"{_spread(ratios('step_ms', 'model_ms'))} | "
-            f"{_spread(ratios('pipelined_step_ms', 'pipelined_model_ms'))} |")
+            f"{_spread(ratios('pipelined_step_ms', 'pipelined_model_ms'))} |"
+            + (f" {_spread(ratios('step_ms', 'fresh_model_ms'))} | "
+               f"{_spread(ratios('pipelined_step_ms', 'pipelined_fresh_model_ms'))} |"
+               if fresh else ''))
     return '\n'.join(lines) + '\n'
 
 

@@ -23,8 +23,13 @@ launch per phase; fused's default is prefetch='thread', per-hop's no
 prefetch), fused-thread (fused with prefetch='thread' spelled out),
 fused-prefetch (fused with prefetch=True: the next batch's sampling is
 enqueued as a batch is handed out), fused-sync (fused with prefetch=False),
-torch-gpu (plain PyTorch per-hop GPU sampler), model-only (pre-sampled
-batches already on the GPU: the floor for the step). With a prefetch
+torch-gpu (plain PyTorch per-hop GPU sampler), model-only (8 pre-sampled
+batches already on the GPU, cycled: the floor for the step), model-fresh
+(as many distinct pre-sampled batches as the row's steps, each used once:
+the floor of a model whose cost depends on seeing new shapes -- under bf16
+autocast cuBLAS picks a kernel per new matrix shape, a host cost 8 cycled
+batches stop paying after their first round and every real batch stream,
+PyG's included, keeps paying). With a prefetch
 thread a batch is assembled ahead, during the previous step: in step mode
 loader_ms and sampled edges/s then count only its hand-over (compare step
 times), in loader mode (no step to hide behind) the thread's own pace.
@@ -62,7 +67,10 @@ from .timing import pipelined_periods
 from .torch_gpu_sampler import TorchGPUSampler
 
 STEP_VARIANTS = ('pyg', 'fused', 'fused-prefetch', 'fused-sync',
-                 'fused-thread', 'per-hop', 'torch-gpu', 'model-only')
+                 'fused-thread', 'per-hop', 'torch-gpu', 'model-only',
+                 'model-fresh')
+# The floors: the model on pre-sampled batches already on the device.
+FLOORS = ('model-only', 'model-fresh')
 # FusedNeighborLoader's `prefetch` per variant that sets it; fused and
 # per-hop take the loader's default ('thread' for fused GPU sampling, off
 # for per-hop).
@@ -198,7 +206,8 @@ class Bench:
             **self._seeds(self.data_dev))
 
     def batches(self, variant: str, fanout: List[int], batch_size: int,
-                num_workers: int):
+                num_workers: int, count: int = 0):
+        # (count: how many batches a model-fresh row takes)
         if variant not in self.VARIANTS:
             raise ValueError(f"unknown variant '{variant}', expected one of "
                              f"{self.VARIANTS}")
@@ -220,6 +229,8 @@ class Bench:
                                 d.train_mask.nonzero().view(-1), fanout,
                                 batch_size, self.seed)
             return _cycle(lambda: s)
+        if variant == 'model-fresh':
+            return self._fresh_batches(fanout, batch_size, count)
         if variant == 'model-only':
             it = self.batches('fused', fanout, batch_size, num_workers)
             # (.to: whatever a loader left on the host, e.g. a link batch's
@@ -231,6 +242,24 @@ class Bench:
                                     variant != 'per-hop',
                                     _PREFETCH.get(variant))
         return _cycle(lambda: loader)
+
+    def _fresh_batches(self, fanout, batch_size, count: int):
+        # `count` distinct fused batches on the device, each handed out once.
+        it = self.batches('fused', fanout, batch_size, 0)
+        first = next(it).to(self.device)
+        if self.device.type == 'cuda':
+            size = sum(t.numel() * t.element_size() for store in first.stores
+                       for t in store.values() if isinstance(t, torch.Tensor))
+            free, _ = torch.cuda.mem_get_info(self.device)
+            if size * count > 0.6 * free:
+                it.close()
+                raise RuntimeError(
+                    f"model-fresh needs {count} batches of ~{size / 2**20:.0f} "
+                    f"MB on the device, more than 60% of the {free / 2**30:.1f} "
+                    f"GB free: use model-only or fewer --steps")
+        fresh = [first] + [next(it).to(self.device) for _ in range(count - 1)]
+        it.close()
+        return (b for b in fresh)
 
     # A task's model: GraphSAGE to `_out_channels` wide; on a HeteroData,
     # with a Linear head after the last layer or not (`_HEAD`).
@@ -292,7 +321,10 @@ def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
             amp: bool, variant: str, num_workers: int, steps: int,
             warmup: int, train: bool = True) -> Dict:
     dev = bench.device
-    batches = bench.batches(variant, fanout, batch_size, num_workers)
+    # (model-fresh: one batch per step of both passes, and the pipelined
+    # pass's extra call)
+    batches = bench.batches(variant, fanout, batch_size, num_workers,
+                            count=2 * (warmup + steps) + 1)
     if train:
         model, opt = bench.model(len(fanout))
     autocast = (torch.autocast(dev.type, dtype=torch.bfloat16) if amp
@@ -344,10 +376,10 @@ def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
         'amp': 'bf16' if amp else 'off', 'variant': variant,
         'num_workers': num_workers, 'step_ms': f'{sm:.3f}',
         'pipelined_step_ms': f'{statistics.median(periods):.3f}',
-        'loader_ms': f'{lm:.3f}' if variant != 'model-only' else '0',
+        'loader_ms': f'{lm:.3f}' if variant not in FLOORS else '0',
         'batches_per_s': f'{1e3 / sm:.2f}',
         'sampled_edges_per_s': (f'{sum(edges) / loader_total_s:.4g}'
-                                if variant != 'model-only' else ''),
+                                if variant not in FLOORS else ''),
         'peak_mem_mb': f'{peak:.1f}', 'transient_mem_mb': f'{transient:.1f}',
         'steps': steps,
     }
@@ -380,13 +412,16 @@ def time_epoch(bench: Bench, graph: str, fanout: List[int], batch_size: int,
 
 def fill_model_ms(rows: List[Dict]):
     """model_ms (pipelined_model_ms) of every row = the model-only step_ms
-    (pipelined_step_ms) of the same setting and round."""
+    (pipelined_step_ms) of the same setting and round; fresh_model_ms
+    (pipelined_fresh_model_ms) the same of model-fresh."""
     def key(r):
         return (r['graph'], r['fanout'], r['batch_size'], r['amp'],
                 r.get('round', ''))
-    for column, model_column in (('step_ms', 'model_ms'),
-                                 ('pipelined_step_ms', 'pipelined_model_ms')):
-        floor = {key(r): r.get(column, '') for r in rows
-                 if r['variant'] == 'model-only'}
-        for r in rows:
-            r[model_column] = floor.get(key(r), '')
+    for floor_variant, prefix in (('model-only', ''), ('model-fresh', 'fresh_')):
+        for column, model_column in (
+                ('step_ms', f'{prefix}model_ms'),
+                ('pipelined_step_ms', f'pipelined_{prefix}model_ms')):
+            floor = {key(r): r.get(column, '') for r in rows
+                     if r['variant'] == floor_variant}
+            for r in rows:
+                r[model_column] = floor.get(key(r), '')

@@ -129,6 +129,19 @@ class HeteroPlans:
         return self
 
 
+def _edge_index(out: HeteroSamplerOutput, edge_type, empty: Tensor) -> Tensor:
+    # An edge type's [2, n] edge_index: the sampler's own when its row and
+    # col still view it (a TypedSamplerOutput that nothing rewrote, e.g.
+    # to_bidirectional), else the two stacked.
+    row, col = out.row.get(edge_type, empty), out.col.get(edge_type, empty)
+    edge_index = (getattr(out, 'edge_index', None) or {}).get(edge_type)
+    if (edge_index is not None and edge_index.size(1) == row.numel() == col.numel()
+            and edge_index[0].data_ptr() == row.data_ptr()
+            and edge_index[1].data_ptr() == col.data_ptr()):
+        return edge_index
+    return torch.stack([row, col])
+
+
 def assemble_hetero(data: HeteroData, plans: HeteroPlans,
                     out: HeteroSamplerOutput, input_type: str) -> HeteroData:
     r"""What :class:`~torch_geometric.loader.NodeLoader` makes of a
@@ -150,7 +163,7 @@ def assemble_hetero(data: HeteroData, plans: HeteroPlans,
         fill(batch[nt]._mapping, mapping)
     for et, plan in plans.edge.items():
         edge = (out.edge or {}).get(et, empty)
-        edge_index = torch.stack([out.row.get(et, empty), out.col.get(et, empty)])
+        edge_index = _edge_index(out, et, empty)
         mapping = store_mapping(plan, None, edge, edge_index,
                                 gather_on_device(plan, None, edge))
         if edge is not None:

@@ -4,8 +4,10 @@ from .sampling import (NeighborSampleOutput, PendingNeighborSample,
                        csc_from_coo, gather_rows, gather_rows_list,
                        induced_subgraph,
                        neighbor_sample, neighbor_sample_async)
+from .split import TypeSplit, split_by_type
 
 __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
            'neighbor_sample_async', 'induced_subgraph',
            'csc_from_coo', 'gather_rows', 'gather_rows_list', 'SampleAggregateOutput',
+           'TypeSplit', 'split_by_type',
            'sample_aggregate']

@@ -7,32 +7,36 @@ PyG's heterogeneous sampler returns: per node type, ids seeds first and
 grouped by hop; per edge type, local (row, col) and the edge ids within the
 type, grouped by hop. Every node and edge type is present, empty where
 nothing was sampled. All of it runs on the sample's device, with the sizes
-the op counted per type (``type_counts``): no further host read.
+the op counted per type (``type_counts``): no further host read. The
+split itself is one op (``fusesample::split_by_type``).
 """
 from typing import Dict, List
 
 import torch
 from torch import Tensor
 from torch_geometric.sampler import HeteroSamplerOutput
+from torch_geometric.typing import EdgeType
 
-from ..ops import NeighborSampleOutput
+from ..ops import NeighborSampleOutput, split_by_type
 from .typed_graph import TypedCSC
 
 
-def _grouping(ids: Tensor, offset: Tensor, num_types: int):
-    # Each global id's type (offset[i] <= id < offset[i + 1]) and a stable
-    # order that groups the entries by type. The sort keys are bytes where
-    # the types fit: a radix sort then takes one pass (8 for int64 keys).
-    types = torch.searchsorted(offset, ids, right=True) - 1
-    key = types.to(torch.uint8 if num_types <= 256 else torch.int32)
-    return types, torch.sort(key, stable=True).indices
+class TypedSamplerOutput(HeteroSamplerOutput):
+    r""":class:`~torch_geometric.sampler.HeteroSamplerOutput` that also holds
+    each edge type's ``edge_index`` (``[2, n]``, its ``row`` and ``col``
+    views of it): batch assembly takes it as is instead of stacking the
+    two."""
+    def __init__(self, *args, edge_index: Dict[EdgeType, Tensor], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.edge_index = edge_index
 
 
 def to_hetero_output(graph: TypedCSC, out: NeighborSampleOutput
                      ) -> HeteroSamplerOutput:
     r"""Splits a typed sample (taken with ``graph.op_typing``, so that its
-    ``type_counts`` hold every per-type size) by node and edge type, without
-    reading anything back from the device."""
+    ``type_counts`` hold every per-type size) by node and edge type with one
+    ``fusesample::split_by_type`` call, without reading anything back from
+    the device."""
     node_types, edge_types = graph.node_types, graph.edge_types
     NT, T = len(node_types), len(edge_types)
     L = out.num_sampled_edges.numel()
@@ -43,37 +47,23 @@ def to_hetero_output(graph: TypedCSC, out: NeighborSampleOutput
     sizes = [sum(c) for c in node_counts]
     esizes = [sum(c) for c in edge_counts]
 
-    node_offset = graph.offsets('node_offset')
-    ntype, norder = _grouping(out.node, node_offset, NT)
-    # Local id within its type of every node of the sample, for the edges.
-    # The types' starts are counted on the device: a tensor made from the
-    # host's counts would be a blocking copy, which waits for the stream.
-    per_type = torch.zeros(NT, dtype=torch.long, device=ntype.device)
-    per_type.index_add_(0, ntype, torch.ones_like(ntype))
-    starts = per_type.cumsum(0) - per_type
-    nlocal = torch.empty_like(norder)
-    nlocal[norder] = torch.arange(norder.numel(), device=norder.device) - \
-        starts[ntype[norder]]
-    node = (out.node - node_offset[ntype])[norder].split(sizes)
+    split = split_by_type(out.node, graph.offsets('node_offset'), out.row,
+                          out.col, out.edge, graph.offsets('edge_offset'))
+    node = split.node.split(sizes)
     batch = None
     if out.batch is not None:
-        batch = dict(zip(node_types, out.batch[norder].split(sizes)))
-
-    row = col = edge = ()
-    if T > 0:
-        edge_offset = graph.offsets('edge_offset')
-        etype, eorder = _grouping(out.edge, edge_offset, T)
-        row = nlocal[out.row[eorder]].split(esizes)
-        col = nlocal[out.col[eorder]].split(esizes)
-        edge = (out.edge - edge_offset[etype])[eorder].split(esizes)
-    return HeteroSamplerOutput(
+        batch = dict(zip(node_types, out.batch[split.node_order].split(sizes)))
+    edge_index = [block.view(2, n) for block, n in
+                  zip(split.edge_index.split([2 * n for n in esizes]), esizes)]
+    return TypedSamplerOutput(
         node=dict(zip(node_types, node)),
-        row=dict(zip(edge_types, row)),
-        col=dict(zip(edge_types, col)),
-        edge=dict(zip(edge_types, edge)),
+        row={et: ei[0] for et, ei in zip(edge_types, edge_index)},
+        col={et: ei[1] for et, ei in zip(edge_types, edge_index)},
+        edge=dict(zip(edge_types, split.edge.split(esizes))),
         batch=batch,
         num_sampled_nodes=dict(zip(node_types, node_counts)),
         num_sampled_edges=dict(zip(edge_types, edge_counts)),
+        edge_index=dict(zip(edge_types, edge_index)),
     )
 
 
