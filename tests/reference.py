@@ -44,12 +44,75 @@ def sample_positions(d: int, k: int, replace: bool, seed: int, hop: int,
     return picks
 
 
+# Temporal and weighted sampling (kernels/sampler/segment_rule.h), with the
+# same arithmetic: Python floats are IEEE doubles and + - * / round alone,
+# as the kernels' FS_ADD/FS_MUL/... do, so the draws match bit for bit.
+
+def rule_range(colptr, seg, k, edge_time=None, limit=None, last=False,
+               cum=None):
+    """A segment's drawable positions [start, start + d)."""
+    start, d = colptr[seg], colptr[seg + 1] - colptr[seg]
+    if edge_time is not None:
+        d = sum(1 for e in range(start, start + d) if edge_time[e] <= limit)
+        if last and k >= 0 and d > k:
+            start, d = start + d - k, k
+    elif cum is not None and d > 0:
+        total = cum[start + d - 1]
+        if not total > 0:
+            return start, 0
+        d = next(i for i in range(d) if cum[start + i] == total) + 1
+    return start, d
+
+
+def det_neg_log(m: int) -> float:
+    e = m.bit_length() - 1
+    f = float(m) / float(1 << e)
+    ex = e
+    if f > 1.4142135623730951:
+        f, ex = f * 0.5, ex + 1
+    s = (f - 1.0) / (f + 1.0)
+    s2 = s * s
+    acc = 1.0 / 23.0
+    for n in range(21, 0, -2):
+        acc = acc * s2 + 1.0 / n  # two roundings, as FS_MUL then FS_ADD
+    log_f = (2.0 * s) * acc
+    return -(float(ex - 53) * 0.6931471805599453 + log_f)
+
+
+def weighted_key(seed, a, b, j, cum, start):
+    w = cum[start] if j == 0 else cum[start + j] - cum[start + j - 1]
+    m = (random_bits(seed, a, b, j) >> 11) + 1
+    return det_neg_log(m) / w
+
+
+def weighted_positions(d, k, replace, seed, a, b, cum, start):
+    if k < 0 or (not replace and k >= d):
+        return list(range(d))
+    if replace:
+        if d == 0:
+            return []
+        out = []
+        for s in range(k):
+            r = float(random_bits(seed, a, b, s) >> 11) * 2.0**-53 * cum[start + d - 1]
+            out.append(next((i for i in range(d) if cum[start + i] > r), d - 1))
+        return out
+    keys = sorted((weighted_key(seed, a, b, j, cum, start), j) for j in range(d))
+    return [j for _, j in keys[:k]]
+
+
 def neighbor_sample(colptr, row, edge_id, seed, num_neighbors, replace=False,
-                    disjoint=False, rng_seed=0, num_edge_types=1):
+                    disjoint=False, rng_seed=0, num_edge_types=1,
+                    edge_time=None, seed_time=None, temporal_strategy='uniform',
+                    weight_cumsum=None):
     """With num_edge_types T > 1: the typed CSC (segment v*T+t holds v's
     in-edges of type t) and hop-major fan-outs [L*T]; draws keyed by
-    hop*T+t, a target's segments one after the other."""
+    hop*T+t, a target's segments one after the other. edge_time/seed_time:
+    temporal sampling (disjoint); weight_cumsum: weighted sampling."""
     T = num_edge_types
+    edge_time = edge_time.tolist() if edge_time is not None else None
+    seed_time = seed_time.tolist() if seed_time is not None else None
+    cum = weight_cumsum.tolist() if weight_cumsum is not None else None
+    last = temporal_strategy == 'last'
     colptr, row = colptr.tolist(), row.tolist()
     eid = edge_id.tolist() if edge_id is not None else None
     node = seed.tolist()
@@ -68,8 +131,14 @@ def neighbor_sample(colptr, row, edge_id, seed, num_neighbors, replace=False,
             b = batch[t] if disjoint else 0
             for et in range(T):
                 k = num_neighbors[hop * T + et]
-                start, d = colptr[v * T + et], colptr[v * T + et + 1] - colptr[v * T + et]
-                for j in sample_positions(d, k, replace, rng_seed, hop * T + et, t):
+                start, d = rule_range(colptr, v * T + et, k, edge_time,
+                                      seed_time[b] if seed_time else None,
+                                      last, cum)
+                draws = (weighted_positions(d, k, replace, rng_seed, hop * T + et,
+                                            t, cum, start) if cum is not None
+                         else sample_positions(d, k, replace, rng_seed,
+                                               hop * T + et, t))
+                for j in draws:
                     u = row[start + j]
                     if key(u, b) not in local:
                         local[key(u, b)] = len(node)

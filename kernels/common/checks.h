@@ -144,6 +144,39 @@ inline void check_floating(const char* op, const char* name, const at::Tensor& t
   check_same_device(op, name, t, ref_name, ref);
 }
 
+// Temporal / weighted sampling inputs (sampler/segment_rule.h): per-CSC-slot
+// int64 times with per-seed int64 seed times (temporal sampling is disjoint),
+// or per-CSC-slot float64 prefix sums of the weights; not both.
+inline void check_rule(const char* op, const at::Tensor& row, const at::Tensor& seed,
+                       bool disjoint, const c10::optional<at::Tensor>& edge_time,
+                       const c10::optional<at::Tensor>& seed_time,
+                       const c10::optional<at::Tensor>& weight_cumsum) {
+  TORCH_CHECK(edge_time.has_value() == seed_time.has_value(), op,
+              ": 'edge_time' and 'seed_time' come together (temporal sampling)");
+  if (edge_time.has_value()) {
+    TORCH_CHECK(disjoint, op, ": temporal sampling needs disjoint=True (each "
+                "node is sampled for one seed, whose time bounds its subtree)");
+    for (auto [name, t, n] : {std::tuple{"edge_time", &*edge_time, row.numel()},
+                              {"seed_time", &*seed_time, seed.numel()}}) {
+      check_1d(op, name, *t);
+      check_dtype(op, name, *t, at::kLong);
+      check_same_device(op, name, *t, "row", row);
+      TORCH_CHECK(t->numel() == n, op, ": '", name, "' must have ", n,
+                  " entries, got ", t->numel());
+    }
+  }
+  if (weight_cumsum.has_value()) {
+    TORCH_CHECK(!edge_time.has_value(), op, ": weighted temporal sampling is "
+                "not supported (pass either 'weight_cumsum' or 'edge_time')");
+    check_1d(op, "weight_cumsum", *weight_cumsum);
+    check_dtype(op, "weight_cumsum", *weight_cumsum, at::kDouble);
+    check_same_device(op, "weight_cumsum", *weight_cumsum, "row", row);
+    TORCH_CHECK(weight_cumsum->numel() == row.numel(), op,
+                ": 'weight_cumsum' must have ", row.numel(), " entries, got ",
+                weight_cumsum->numel());
+  }
+}
+
 // On the CPU the value checks are cheap; CUDA kernels check the same ranges
 // on the device and report through an error flag instead of syncing.
 // `lowest` is -1 where -1 marks padding.

@@ -76,12 +76,14 @@ using SampleFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::
                             at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
     const at::Tensor&, at::IntArrayRef, bool, bool, int64_t, bool, int64_t,
-    at::IntArrayRef, at::IntArrayRef, at::IntArrayRef);
+    at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, const std::optional<at::Tensor>&,
+    const std::optional<at::Tensor>&, bool, const std::optional<at::Tensor>&);
 using SampleAsyncFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
                                  at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
     const at::Tensor&, at::IntArrayRef, bool, bool, int64_t, int64_t, at::IntArrayRef,
-    at::IntArrayRef, at::IntArrayRef);
+    at::IntArrayRef, at::IntArrayRef, const std::optional<at::Tensor>&,
+    const std::optional<at::Tensor>&, bool, const std::optional<at::Tensor>&);
 using GatherListFn = std::vector<at::Tensor>(at::TensorList, const at::Tensor&, bool);
 
 void check_attrs(const char* name, const std::vector<at::Tensor>& attrs,
@@ -266,7 +268,8 @@ class BatchPrefetcher : public torch::CustomClassHolder {
       if (lookahead_) {
         auto [node, row, col, edge, batch, meta] =
             sample_async.call(colptr_, row_, edge_id_, seeds, num_neighbors_, replace_,
-                              disjoint_, keys_[b], /*num_edge_types=*/1, {}, {}, {});
+                              disjoint_, keys_[b], /*num_edge_types=*/1, {}, {}, {},
+                              std::nullopt, std::nullopt, false, std::nullopt);
         s.tensors = {node, row, col, edge, batch, meta};
         s.pending = true;
         if (stream_) {
@@ -276,7 +279,8 @@ class BatchPrefetcher : public torch::CustomClassHolder {
       } else {
         auto [node, row, col, edge, batch, nsn, nse, counts] =
             sample_now.call(colptr_, row_, edge_id_, seeds, num_neighbors_, replace_,
-                            disjoint_, keys_[b], fused_, /*num_edge_types=*/1, {}, {}, {});
+                            disjoint_, keys_[b], fused_, /*num_edge_types=*/1, {}, {}, {},
+                            std::nullopt, std::nullopt, false, std::nullopt);
         s.tensors = {node, row, col, edge, batch, nsn, nse};
       }
     } catch (...) {

@@ -31,6 +31,15 @@
 //   sampling without replacement keeps min(deg, k) distinct in-edges, every
 //            subset equally likely (Floyd's algorithm); with replacement k
 //            independent uniform draws (none for an isolated node).
+//   temporal (edge_time [E] int64 per CSC slot, sorted within each segment;
+//            seed_time [B] int64; needs disjoint): a target draws only from
+//            in-edges with edge_time <= its root seed's seed_time, uniformly,
+//            or with temporal_last its latest k of them (segment_rule.h).
+//   weighted (weight_cumsum [E] float64, per-segment inclusive prefix sums of
+//            non-negative weights, zero weights last in each segment): draws
+//            proportional to weight, with replacement by inverse CDF,
+//            without by successive sampling (exponential keys); zero-weight
+//            in-edges are never drawn (segment_rule.h). Not with edge_time.
 //   determinism: draws are keyed by (rng_seed, hop * T + t, target position,
 //            slot) (common/rng.h), so the output is a pure function of the inputs,
 //            independent of thread count, and the CPU and CUDA kernels agree.
@@ -42,7 +51,9 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       "Tensor seed, int[] num_neighbors, bool replace=False, "
       "bool disjoint=False, int rng_seed=0, bool fused=True, "
       "int num_edge_types=1, int[] node_type_offsets=[], "
-      "int[] edge_type_offsets=[], int[] edge_type_nodes=[]) -> (Tensor node, "
+      "int[] edge_type_offsets=[], int[] edge_type_nodes=[], "
+      "Tensor? edge_time=None, Tensor? seed_time=None, bool temporal_last=False, "
+      "Tensor? weight_cumsum=None) -> (Tensor node, "
       "Tensor row, Tensor col, Tensor edge, Tensor batch, "
       "Tensor num_sampled_nodes, Tensor num_sampled_edges, Tensor type_counts)");
   // The same sample, not waited for (the loader enqueues batch i+1 behind
@@ -62,6 +73,8 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       "Tensor seed, int[] num_neighbors, bool replace=False, "
       "bool disjoint=False, int rng_seed=0, int num_edge_types=1, "
       "int[] node_type_offsets=[], int[] edge_type_offsets=[], "
-      "int[] edge_type_nodes=[]) -> (Tensor node, Tensor row, Tensor col, "
+      "int[] edge_type_nodes=[], Tensor? edge_time=None, Tensor? seed_time=None, "
+      "bool temporal_last=False, Tensor? weight_cumsum=None) -> (Tensor node, "
+      "Tensor row, Tensor col, "
       "Tensor edge, Tensor batch, Tensor meta)");
 }

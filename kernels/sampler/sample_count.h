@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "../common/rng.h"
+#include "segment_rule.h"
 
 namespace fusesample {
 
@@ -20,33 +21,35 @@ FS_HOST_DEVICE int64_t sample_count(int64_t d, int64_t k, bool replace) {
   return d < k ? d : k;                 // min(deg, k) distinct in-edges
 }
 
-// The slots of target v over its T segments at fan-outs k[0, T).
+// The slots of target v over its T segments at fan-outs k[0, T), each
+// segment narrowed by the rule (segment_rule.h) for the target's root seed.
 FS_HOST_DEVICE int64_t target_slots(const int64_t* colptr, int64_t v,
                                     int64_t num_types, const int64_t* k,
-                                    bool replace) {
+                                    bool replace, const SegmentRule& rule,
+                                    int64_t root) {
   int64_t slots = 0;
   for (int64_t t = 0; t < num_types; ++t) {
-    const int64_t seg = v * num_types + t;
-    slots += sample_count(colptr[seg + 1] - colptr[seg], k[t], replace);
+    const SegmentRange r = rule_range(colptr, v * num_types + t, k[t], rule, root);
+    slots += sample_count(r.degree, k[t], replace);
   }
   return slots;
 }
 
-// Where slot s of target v lies: its segment's type, first in-edge and
-// degree, and the slot's index within the segment's draws.
+// Where slot s of target v lies: its segment's type, first drawable in-edge
+// and drawable degree, and the slot's index within the segment's draws.
 struct SegmentSlot {
   int64_t type, start, degree, slot;
 };
 
 FS_HOST_DEVICE SegmentSlot segment_of(const int64_t* colptr, int64_t v,
                                       int64_t num_types, const int64_t* k,
-                                      bool replace, int64_t s) {
+                                      bool replace, const SegmentRule& rule,
+                                      int64_t root, int64_t s) {
   int64_t t = 0;
   for (;; ++t) {  // s < target_slots(...), so some segment holds it
-    const int64_t seg = v * num_types + t;
-    const int64_t start = colptr[seg], d = colptr[seg + 1] - start;
-    const int64_t c = sample_count(d, k[t], replace);
-    if (s < c || t + 1 == num_types) return SegmentSlot{t, start, d, s};
+    const SegmentRange r = rule_range(colptr, v * num_types + t, k[t], rule, root);
+    const int64_t c = sample_count(r.degree, k[t], replace);
+    if (s < c || t + 1 == num_types) return SegmentSlot{t, r.start, r.degree, s};
     s -= c;
   }
 }

@@ -67,7 +67,10 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
         edge_label_index (Tensor or EdgeType or Tuple[EdgeType, Tensor]):
             the seed edges (for a :class:`HeteroData`, with their edge type).
         edge_label (Tensor, optional): labels of the seed edges.
-        edge_label_time: not supported yet (temporal sampling).
+        edge_label_time (Tensor, optional): the seed edges' times (temporal
+            sampling with :obj:`time_attr`, as in PyG).
+        temporal_strategy, time_attr, weight_attr: as in
+            :class:`~pyg_fusesample.FusedNeighborLoader`.
         replace, subgraph_type, disjoint, is_sorted, transform,
         transform_sampler_output, filter_per_worker: as in
             :class:`~torch_geometric.loader.LinkNeighborLoader`.
@@ -117,9 +120,13 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
         **kwargs,
     ):
         if (edge_label_time is not None) != (time_attr is not None):
-            raise ValueError(
-                "Received conflicting 'edge_label_time' and 'time_attr' "
-                "arguments: both must be provided for temporal sampling")
+            raise ValueError(  # PyG's message
+                f"Received conflicting 'edge_label_time' and 'time_attr' "
+                f"arguments: 'edge_label_time' is "
+                f"{'set' if edge_label_time is not None else 'not set'} "
+                f"while 'time_attr' is "
+                f"{'set' if time_attr is not None else 'not set'}. "
+                f"Both arguments must be provided for temporal sampling.")
         generator = resolve_generator(seed, generator)
         kwargs['generator'] = generator  # shuffling and per-batch keys
         if neighbor_sampler is None:

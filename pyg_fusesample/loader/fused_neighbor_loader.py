@@ -75,7 +75,7 @@ class _InProcessIterator:
         self.lookahead = lookahead
         sampler = loader.sampler
         order, keys = sampler.plan()
-        self.batches = sampler.slices(order, keys, loader._device_seeds(order))
+        self.batches = sampler.slices(order, keys, loader._device_seeds(order, True))
         self.num_batches = len(keys)
         self.pending = self._launch() if lookahead else None
 
@@ -305,11 +305,18 @@ class FusedNeighborLoader(NodeLoader):
             nodes, as indices or a boolean mask (default: all nodes); for a
             :class:`HeteroData`, the seeds' node type, alone or with indices
             or a mask.
-        input_time: not supported (temporal sampling), must be ``None``.
+        input_time (Tensor, optional): the seeds' times (temporal sampling;
+            default: their node times under :obj:`time_attr`).
         replace (bool): sample with replacement. (default: ``False``)
         subgraph_type (str): ``'directional'``, ``'bidirectional'`` or
             ``'induced'``. (default: ``'directional'``)
         disjoint (bool): each seed gets its own subtree; adds ``batch``.
+        temporal_strategy (str): ``'uniform'`` or ``'last'`` (temporal).
+        time_attr (str, optional): temporal sampling by this node- or
+            edge-level int64 attribute: no sampled edge is later than its
+            seed's time (subgraphs are then disjoint).
+        weight_attr (str, optional): weighted sampling by this edge-level
+            attribute (finite, non-negative).
         transform (callable, optional): applied to each mini-batch.
         transform_sampler_output (callable, optional): applied to the
             :class:`~torch_geometric.sampler.SamplerOutput`.
@@ -374,9 +381,10 @@ class FusedNeighborLoader(NodeLoader):
         drop_last: bool = False,
         **kwargs,
     ):
-        if input_time is not None:
-            raise NotImplementedError("'input_time' (temporal sampling) is "
-                                      "not supported by FusedNeighborLoader")
+        if input_time is not None and time_attr is None:
+            raise ValueError("Received conflicting 'input_time' and "
+                             "'time_attr' arguments: 'input_time' is set "
+                             "while 'time_attr' is not set.")
         for key in ('sampler', 'batch_sampler', 'collate_fn', 'dataset'):
             if kwargs.get(key) is not None:
                 raise ValueError(f"FusedNeighborLoader does not take "
@@ -408,7 +416,7 @@ class FusedNeighborLoader(NodeLoader):
         self.data = data
         self.node_sampler = neighbor_sampler
         self.input_nodes = input_nodes
-        self.input_time = None
+        self.input_time = input_time
         self.transform = transform
         self.transform_sampler_output = transform_sampler_output
         self.filter_per_worker = filter_per_worker
@@ -429,10 +437,20 @@ class FusedNeighborLoader(NodeLoader):
                              f"[0, {num_input_nodes})")
         # PyG's NodeSamplerInput keeps its tensors on the CPU; for GPU
         # sampling the seeds are also kept on the device (_node_input).
+        if input_time is not None:
+            input_time = torch.as_tensor(input_time)
+            if input_time.numel() != nodes.numel():
+                raise ValueError(f"'input_time' must hold one time per input "
+                                 f"node ({nodes.numel()}), got "
+                                 f"{input_time.numel()}")
+            input_time = input_time.cpu()
         self.input_data = NodeSamplerInput(input_id=input_id, node=nodes,
-                                           time=None, input_type=input_type)
+                                           time=input_time,
+                                           input_type=input_type)
         on_gpu = neighbor_sampler.device.type == 'cuda'
         self._seed_nodes = nodes.to(neighbor_sampler.device) if on_gpu else None
+        self._seed_times = (input_time.to(neighbor_sampler.device)
+                            if on_gpu and input_time is not None else None)
 
         batch_sampler = SeededBatchSampler(nodes.numel(), batch_size, shuffle,
                                            drop_last, generator)
@@ -491,14 +509,19 @@ class FusedNeighborLoader(NodeLoader):
             out = self.filter_fn(out)
         return out
 
-    def _device_seeds(self, order: Tensor) -> Optional[Tensor]:
+    def _device_seeds(self, order: Tensor, with_time: bool = False
+                      ) -> Optional[Tensor]:
         # The epoch's seed nodes on the sampling GPU, in `order`: one
-        # non-blocking copy of the order per epoch (None on the CPU).
+        # non-blocking copy of the order per epoch (None on the CPU). With
+        # `with_time` and input times, [n, 2]: each seed's node and time.
         if self._seed_nodes is None:
             return None
         index = order.pin_memory().to(self._seed_nodes.device,
                                       non_blocking=True)
-        return self._seed_nodes.index_select(0, index)
+        seeds = self._seed_nodes.index_select(0, index)
+        if with_time and self._seed_times is not None:
+            seeds = torch.stack([seeds, self._seed_times.index_select(0, index)], 1)
+        return seeds
 
     def _epoch_seeds(self, order: Tensor) -> Tensor:
         # The epoch's seed nodes in `order`, on the sampling device.
@@ -524,8 +547,8 @@ class FusedNeighborLoader(NodeLoader):
             return data[positions]
         inputs = object.__new__(NodeSamplerInput)
         inputs.input_id = self._input_id(positions)
-        inputs.node = seeds
-        inputs.time = None
+        inputs.node, inputs.time = ((seeds[:, 0], seeds[:, 1]) if seeds.dim() == 2
+                                    else (seeds, None))
         inputs.input_type = data.input_type
         return inputs
 
@@ -572,9 +595,10 @@ class FusedNeighborLoader(NodeLoader):
 
     def _native_thread(self) -> bool:
         # prefetch='thread' runs on the native thread (_NativeIterator) for
-        # plain directional batches, else on a Python thread.
+        # plain directional uniform batches, else on a Python thread.
         return (self._plain_batches() and self.node_sampler.subgraph_type
-                == SubgraphType.directional)
+                == SubgraphType.directional
+                and getattr(self.node_sampler, 'rule', None) is None)
 
     def _plain_batches(self) -> bool:
         # Batches of a plain Data with no sampler-output transform: the case

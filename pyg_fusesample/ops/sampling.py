@@ -34,7 +34,11 @@ def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
                     num_edge_types: int = 1,
                     node_type_offsets: Sequence[int] = (),
                     edge_type_offsets: Sequence[int] = (),
-                    edge_type_nodes: Sequence[int] = ()
+                    edge_type_nodes: Sequence[int] = (),
+                    edge_time: Optional[Tensor] = None,
+                    seed_time: Optional[Tensor] = None,
+                    temporal_strategy: str = 'uniform',
+                    weight_cumsum: Optional[Tensor] = None,
                     ) -> NeighborSampleOutput:
     r"""Samples a multi-hop neighbourhood of :obj:`seed` from a CSC graph.
 
@@ -67,6 +71,20 @@ def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
             (edge type, hop) at ``NT * (L + 1) + t * L + h`` -- every size
             needed to split the sample by type, read in the op's one host
             synchronisation -- and the CUDA kernel sizes its buffers per type.
+        edge_time (Tensor, optional): temporal sampling: ``[E]`` int64 time
+            of each CSC slot, sorted within each segment (an edge's own
+            time, or its source node's); a target draws only in-edges with
+            ``edge_time <= seed_time[root]``, its root seed's time. Needs
+            :obj:`seed_time` and ``disjoint=True``.
+        seed_time (Tensor, optional): ``[B]`` int64 time of each seed.
+        temporal_strategy (str): ``'uniform'`` (draw among the allowed
+            in-edges) or ``'last'`` (take the latest :math:`k` of them).
+        weight_cumsum (Tensor, optional): weighted sampling: ``[E]`` float64
+            inclusive prefix sums of the in-edge weights within each segment,
+            zero weights last in their segment (see
+            :func:`~pyg_fusesample.sampler.graph_store.weighted_csc`). Draws
+            are proportional to weight; without replacement by successive
+            sampling; zero-weight in-edges are never drawn.
 
     Returns:
         :class:`NeighborSampleOutput` with global ``node`` ids (seeds first,
@@ -77,10 +95,20 @@ def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
     out = _ops.neighbor_sample(colptr, row, edge_id, seed, num_neighbors,
                                replace, disjoint, rng_seed, fused,
                                num_edge_types, list(node_type_offsets),
-                               list(edge_type_offsets), list(edge_type_nodes))
+                               list(edge_type_offsets), list(edge_type_nodes),
+                               edge_time, seed_time,
+                               _temporal_last(temporal_strategy),
+                               weight_cumsum)
     node, row_, col, edge, batch, nsn, nse, counts = out
     return NeighborSampleOutput(node, row_, col, edge,
                                 batch if disjoint else None, nsn, nse, counts)
+
+
+def _temporal_last(strategy: str) -> bool:
+    if strategy not in ('uniform', 'last'):
+        raise ValueError(f"'temporal_strategy' must be 'uniform' or 'last', "
+                         f"got {strategy!r}")
+    return strategy == 'last'
 
 
 class PendingNeighborSample:
@@ -141,7 +169,11 @@ def neighbor_sample_async(colptr: Tensor, row: Tensor,
                           num_edge_types: int = 1,
                           node_type_offsets: Sequence[int] = (),
                           edge_type_offsets: Sequence[int] = (),
-                          edge_type_nodes: Sequence[int] = ()
+                          edge_type_nodes: Sequence[int] = (),
+                          edge_time: Optional[Tensor] = None,
+                          seed_time: Optional[Tensor] = None,
+                          temporal_strategy: str = 'uniform',
+                          weight_cumsum: Optional[Tensor] = None,
                           ) -> PendingNeighborSample:
     r""":func:`neighbor_sample` (fused) without waiting for the result: on
     CUDA the kernels are enqueued on the current stream and this returns at
@@ -154,7 +186,8 @@ def neighbor_sample_async(colptr: Tensor, row: Tensor,
     *buffers, meta = _ops.neighbor_sample_async(
         colptr, row, edge_id, seed, num_neighbors, replace, disjoint,
         rng_seed, num_edge_types, list(node_type_offsets),
-        list(edge_type_offsets), list(edge_type_nodes))
+        list(edge_type_offsets), list(edge_type_nodes), edge_time, seed_time,
+        _temporal_last(temporal_strategy), weight_cumsum)
     event = stream = None
     if colptr.is_cuda:
         stream = torch.cuda.current_stream(colptr.device)
@@ -218,7 +251,9 @@ def _fake_sample_tensors(colptr, seed, disjoint):
 def _neighbor_sample_fake(colptr, row, edge_id, seed, num_neighbors,
                           replace=False, disjoint=False, rng_seed=0,
                           fused=True, num_edge_types=1, node_type_offsets=(),
-                          edge_type_offsets=(), edge_type_nodes=()):
+                          edge_type_offsets=(), edge_type_nodes=(),
+                          edge_time=None, seed_time=None, temporal_last=False,
+                          weight_cumsum=None):
     hops = len(num_neighbors) // num_edge_types
     # Per-hop counts are host tensors on every device (read in the op's sync).
     nsn = torch.empty(hops + 1, dtype=torch.long, device='cpu')
@@ -240,7 +275,9 @@ def _type_counts(node_type_offsets, num_edge_types, hops) -> int:
 def _neighbor_sample_async_fake(colptr, row, edge_id, seed, num_neighbors,
                                 replace=False, disjoint=False, rng_seed=0,
                                 num_edge_types=1, node_type_offsets=(),
-                                edge_type_offsets=(), edge_type_nodes=()):
+                                edge_type_offsets=(), edge_type_nodes=(),
+                                edge_time=None, seed_time=None,
+                                temporal_last=False, weight_cumsum=None):
     # The buffers (at least as long as the outputs) and the host meta.
     hops = len(num_neighbors) // num_edge_types
     size = 4 + 2 * hops + _type_counts(node_type_offsets, num_edge_types, hops)

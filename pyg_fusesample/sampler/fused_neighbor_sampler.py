@@ -16,6 +16,7 @@ from ..ops import (NeighborSampleOutput, PendingNeighborSample,
                    induced_subgraph, neighbor_sample, neighbor_sample_async)
 from .graph_store import CSCGraph, build_csc
 from .hetero_output import check_seed_range, to_hetero_output, typed_seeds
+from .sampling_rule import SamplingRule, sampling_rule
 from .negative_sampling import KeyedNegativeSampling
 from .typed_graph import TypedCSC, build_typed_csc
 
@@ -65,7 +66,8 @@ def _typed_fanouts(num_neighbors, edge_types) -> List[int]:
 
 
 class FusedNeighborSampler(BaseSampler):
-    r"""Multi-hop uniform neighbour sampling for homogeneous and
+    r"""Multi-hop neighbour sampling (uniform, temporal or weighted) for
+    homogeneous and
     heterogeneous graphs, with the arguments and output of
     :class:`torch_geometric.sampler.NeighborSampler`.
 
@@ -95,9 +97,19 @@ class FusedNeighborSampler(BaseSampler):
             host sync per batch (default); ``False`` uses one launch per
             phase and a sync per hop (kept for comparison).
 
-    Temporal (``time_attr``), weighted (``weight_attr``) and backward
-    sampling, remote-store data, and ``subgraph_type='induced'`` on
-    heterogeneous graphs raise :class:`NotImplementedError`.
+        temporal_strategy (str): ``'uniform'`` or ``'last'`` (temporal).
+        time_attr (str, optional): temporal sampling by this node- or
+            edge-level attribute (int64 times): no sampled in-edge is later
+            than its seed's time (``input_time``, else the seed's node time);
+            subgraphs are then disjoint. See
+            :mod:`~pyg_fusesample.sampler.sampling_rule`.
+        weight_attr (str, optional): weighted sampling by this edge-level
+            attribute (finite, non-negative): draws proportional to weight,
+            zero-weight edges never drawn.
+
+    Backward sampling, weights together with time, remote-store data, and
+    ``subgraph_type='induced'`` on heterogeneous graphs raise
+    :class:`NotImplementedError`.
     """
     def __init__(
         self,
@@ -122,13 +134,6 @@ class FusedNeighborSampler(BaseSampler):
                 f"FusedNeighborSampler samples 'Data' and 'HeteroData' "
                 f"objects, got {type(data).__name__} (use PyG's "
                 f"NeighborSampler for FeatureStore/GraphStore data)")
-        if time_attr is not None:
-            raise NotImplementedError("temporal sampling ('time_attr') is not "
-                                      "supported by FusedNeighborSampler yet")
-        if weight_attr is not None:
-            raise NotImplementedError("weighted sampling ('weight_attr') is "
-                                      "not supported by FusedNeighborSampler "
-                                      "yet")
         if sample_direction != 'forward':
             raise NotImplementedError("only sample_direction='forward' is "
                                       "supported")
@@ -148,6 +153,8 @@ class FusedNeighborSampler(BaseSampler):
         self.replace = replace
         self.disjoint = disjoint
         self.temporal_strategy = temporal_strategy
+        self.time_attr = time_attr
+        self.weight_attr = weight_attr
         self.keep_orig_edges = False
         self.generator = generator
         self.fused = fused
@@ -179,6 +186,15 @@ class FusedNeighborSampler(BaseSampler):
             self.graph: CSCGraph = build_csc(edge_index, self.num_nodes,
                                              is_sorted=is_sorted,
                                              device=device)
+        # Temporal / weighted sampling: the graph reordered within segments,
+        # with the times or weight prefix sums the op's rule reads.
+        self.rule: Optional[SamplingRule] = sampling_rule(
+            data, self.graph, self.typed, time_attr, weight_attr,
+            temporal_strategy)
+        if self.rule is not None:
+            self.graph = self.rule.csc.graph
+        # Temporal subgraphs are disjoint, as PyG's NeighborSampler makes them.
+        self.disjoint = disjoint or self.is_temporal
         if share_memory and self.graph.device.type == 'cpu':
             for t in (self.graph.colptr, self.graph.row, self.graph.edge_id):
                 if t is not None:
@@ -187,6 +203,16 @@ class FusedNeighborSampler(BaseSampler):
     @property
     def device(self) -> torch.device:
         return self.graph.device
+
+    @property
+    def is_temporal(self) -> bool:
+        return getattr(self, 'rule', None) is not None and self.rule.is_temporal
+
+    @property
+    def node_time(self):
+        r"""Node-level times as PyG's samplers hold them (``None`` unless
+        the time attribute is node-level)."""
+        return None if self.rule is None else self.rule.pyg_node_time
 
     @property
     def _typing(self) -> dict:
@@ -205,7 +231,8 @@ class FusedNeighborSampler(BaseSampler):
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
                           rng_seed: Optional[int] = None) -> SamplerOutput:
-        out = self._sample(*self._node_seeds(inputs, rng_seed))
+        seed, rng_seed, seed_time = self._node_seeds(inputs, rng_seed)
+        out = self._sample(seed, rng_seed, seed_time)
         return self._finish(out, (inputs.input_id, inputs.time))
 
     def sample_from_nodes_async(self, inputs: NodeSamplerInput,
@@ -219,12 +246,13 @@ class FusedNeighborSampler(BaseSampler):
         if not (self.fused and self.device.type == 'cuda'):
             return PendingSamplerOutput(
                 self, self.sample_from_nodes(inputs, rng_seed), None)
-        seed, rng_seed = self._node_seeds(inputs, rng_seed)
+        seed, rng_seed, seed_time = self._node_seeds(inputs, rng_seed)
         g = self.graph
         pending = neighbor_sample_async(g.colptr, g.row, g.edge_id, seed,
                                         self.num_neighbors, self.replace,
                                         self.disjoint, rng_seed,
-                                        self.num_edge_types, **self._typing)
+                                        self.num_edge_types, **self._typing,
+                                        **self._rule_args(seed, seed_time))
         return PendingSamplerOutput(self, pending,
                                     (inputs.input_id, inputs.time))
 
@@ -234,13 +262,16 @@ class FusedNeighborSampler(BaseSampler):
         rng_seed = self._key(rng_seed)
 
         def sample_fn(seed, seed_time=None):
-            if seed_time is not None:
-                raise NotImplementedError("temporal seeds are not supported")
             if isinstance(seed, dict):  # heterogeneous: {node type: ids}
+                if isinstance(seed_time, dict):
+                    seed_time = torch.cat([self._on_device(seed_time[nt])
+                                           for nt in seed])
                 seed = typed_seeds(self.typed, {
                     nt: self._on_device(ids) for nt, ids in seed.items()})
-            return self._sampler_output(self._sample(self._on_device(seed),
-                                                     rng_seed))
+            seed = self._on_device(seed)
+            if seed_time is not None:
+                seed_time = self._on_device(seed_time)
+            return self._sampler_output(self._sample(seed, rng_seed, seed_time))
 
         # The seed edges and their negatives on the sampling device (PyG's
         # edge_sample follows its inputs' device), negatives drawn from the
@@ -261,15 +292,48 @@ class FusedNeighborSampler(BaseSampler):
         if neg_sampling is not None:
             neg_sampling = KeyedNegativeSampling(neg_sampling, self.device,
                                                  rng_seed)
+        if inputs.time is not None:
+            inputs.time = self._on_device(inputs.time)
         out = edge_sample(inputs, sample_fn, self.num_nodes, self.disjoint,
-                          None, neg_sampling)
+                          self._edge_sample_node_time(), neg_sampling)
         if self.subgraph_type == SubgraphType.bidirectional:
             out = out.to_bidirectional(keep_orig_edges=self.keep_orig_edges)
         return out
 
+    def _edge_sample_node_time(self):
+        # PyG's edge_sample takes node times to draw temporal negatives that
+        # are no later than their seed edge.
+        time = self.node_time
+        if isinstance(time, dict):
+            return {nt: t.to(self.device) for nt, t in time.items()}
+        return None if time is None else time.to(self.device)
+
+    def _rule_args(self, seed: Tensor, seed_time: Optional[Tensor]) -> dict:
+        # The op's temporal / weighted arguments for a batch of seeds (global
+        # ids): seed times default to the seeds' own node times.
+        if seed_time is not None and not self.is_temporal:
+            raise ValueError("seed times ('input_time') were given, but the "
+                             "sampler is not temporal (no 'time_attr')")
+        if self.rule is None:
+            return {}
+        if self.is_temporal and seed_time is None:
+            if self.rule.node_time is None:
+                raise ValueError("edge-level temporal sampling needs the seeds' "
+                                 "times ('input_time' / 'edge_label_time')")
+            seed_time = self.rule.node_time[seed]
+            if seed.numel() > 0 and bool(
+                    (seed_time == torch.iinfo(torch.long).min).any()):
+                raise ValueError(f"the seeds' node type has no "
+                                 f"{self.time_attr!r} attribute: pass their "
+                                 f"times as 'input_time'")
+        if seed_time is not None:
+            if seed_time.numel() != seed.numel():
+                raise ValueError(f"'input_time' must hold one time per seed "
+                                 f"({seed.numel()}), got {seed_time.numel()}")
+            seed_time = seed_time.to(device=self.device, dtype=torch.long)
+        return self.rule.op_args(seed_time)
+
     def _node_seeds(self, inputs: NodeSamplerInput, rng_seed: Optional[int]):
-        if inputs.time is not None:
-            raise NotImplementedError("temporal seeds are not supported")
         seed = self._on_device(inputs.node)
         if self.is_hetero:
             if inputs.input_type not in self.num_nodes:
@@ -280,7 +344,8 @@ class FusedNeighborSampler(BaseSampler):
         elif inputs.input_type is not None:
             raise ValueError(f"the graph is homogeneous, but an input node "
                              f"type ({inputs.input_type!r}) was given")
-        return seed, self._key(rng_seed)
+        seed_time = None if inputs.time is None else self._on_device(inputs.time)
+        return seed, self._key(rng_seed), seed_time
 
     def _key(self, rng_seed: Optional[int]) -> int:
         # The batch's RNG key: the given one, else one from the generator.
@@ -291,12 +356,14 @@ class FusedNeighborSampler(BaseSampler):
     def _on_device(self, seed: Tensor) -> Tensor:
         return seed.to(device=self.device, dtype=torch.long)
 
-    def _sample(self, seed: Tensor, rng_seed: int) -> NeighborSampleOutput:
+    def _sample(self, seed: Tensor, rng_seed: int,
+                seed_time: Optional[Tensor] = None) -> NeighborSampleOutput:
         g = self.graph
         return neighbor_sample(g.colptr, g.row, g.edge_id, seed,
                                self.num_neighbors, self.replace,
                                self.disjoint, rng_seed, self.fused,
-                               self.num_edge_types, **self._typing)
+                               self.num_edge_types, **self._typing,
+                               **self._rule_args(seed, seed_time))
 
     def _sampler_output(self, out: NeighborSampleOutput
                         ) -> Union[SamplerOutput, HeteroSamplerOutput]:

@@ -15,8 +15,8 @@ backends are installed; the loaders under test need neither backend:
   PyG's own sampler needs it for the feature under test (num_sampled_nodes/
   edges, triplet negatives with disjoint subtrees, ...); FusedNeighborSampler
   provides those itself. Tests that really need pyg-lib (they call
-  ``torch.ops.pyg`` directly), or temporal/weighted sampling, are skipped by
-  ``conftest.py`` with their reason.
+  ``torch.ops.pyg`` directly) are skipped by ``conftest.py`` with their
+  reason.
 * ``WITH_PYG_LIB`` is ``True``: PyG's tests skip (return early from) int32
   ``edge_index`` cases without pyg-lib, whose sampler is the one taking
   int32; FusedNeighborSampler takes int32 and int64.
@@ -40,6 +40,10 @@ class LinkNeighborLoader(FusedLinkNeighborLoader):
 
 
 WITH_PYG_LIB = True
+# PyG gates its weighted and edge-level temporal cases on pyg-lib versions
+# that have them; FusedNeighborSampler samples both itself.
+WITH_WEIGHTED_NEIGHBOR_SAMPLE = True
+WITH_EDGE_TIME_NEIGHBOR_SAMPLE = True
 
 
 def withPackage(*args: str):  # noqa: N802 (PyG's name)

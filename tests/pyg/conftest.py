@@ -12,10 +12,6 @@ from typing import Callable
 
 import pytest
 
-TEMPORAL = ("temporal sampling (time_attr / input_time / edge_label_time / "
-            "temporal_strategy) is out of scope here: the next issue")
-WEIGHTED = ("weighted sampling (weight_attr) is out of scope here: the next "
-            "issue")
 REMOTE = ("FeatureStore/GraphStore remote backends are not supported: "
           "FusedNeighborSampler takes Data/HeteroData")
 HETERO_INDUCED = ("subgraph_type='induced' on HeteroData is not supported "
@@ -47,25 +43,12 @@ OUT_OF_SCOPE = {
         (_param('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
     'test_hetero_neighbor_loader_on_karate': [
         (_param('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
-    'test_temporal_hetero_neighbor_loader_on_karate': [(_always, TEMPORAL)],
     'test_custom_neighbor_loader': [(_always, REMOTE)],
     'test_custom_hetero_neighbor_loader': [(_always, REMOTE)],
     'test_custom_hetero_neighbor_loader_duplicate': [(_always, REMOTE)],
-    'test_temporal_custom_neighbor_loader_on_karate': [
-        (_always, f'{TEMPORAL}; and {REMOTE}')],
-    'test_weighted_homo_neighbor_loader': [(_always, WEIGHTED)],
-    'test_weighted_hetero_neighbor_loader': [(_always, WEIGHTED)],
-    'test_edge_level_temporal_homo_neighbor_loader': [(_always, TEMPORAL)],
-    'test_edge_level_temporal_hetero_neighbor_loader': [(_always, TEMPORAL)],
-    'test_temporal_neighbor_loader_single_link': [(_always, TEMPORAL)],
+    'test_temporal_custom_neighbor_loader_on_karate': [(_always, REMOTE)],
     # test_link_neighbor_loader.py
-    'test_temporal_homo_link_neighbor_loader': [(_always, TEMPORAL)],
-    'test_temporal_hetero_link_neighbor_loader': [(_always, TEMPORAL)],
     'test_custom_hetero_link_neighbor_loader': [(_always, REMOTE)],
-    'test_homo_link_neighbor_loader_triplet': [
-        (_param('temporal', 'True'), TEMPORAL)],
-    'test_hetero_link_neighbor_loader_triplet': [
-        (_param('temporal', 'True'), TEMPORAL)],
 }
 
 if importlib.util.find_spec('pyg_lib') is None:

@@ -13,8 +13,7 @@
 #      PyG's own sampler backends, pyg-lib/torch-sparse, which the loader
 #      under test does not use).
 #   3. `# noqa` comments on those two import lines (for flake8).
-# Out-of-scope cases (temporal, weighted, remote stores, induced HeteroData,
-# direct pyg-lib op calls) are skipped by tests/pyg/conftest.py with their
+# Out-of-scope cases (remote stores) are skipped by tests/pyg/conftest.py with their
 # reasons.
 import pytest
 import torch

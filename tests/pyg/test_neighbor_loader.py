@@ -8,13 +8,14 @@
 # Edits to PyG's code (everything else is verbatim):
 #   1. `from torch_geometric.loader import NeighborLoader` is replaced by the
 #      adapter's import of NeighborLoader (= pyg_fusesample.FusedNeighborLoader).
-#   2. After the imports, withPackage, onlyNeighborSampler and WITH_PYG_LIB are
+#   2. After the imports, withPackage, onlyNeighborSampler, WITH_PYG_LIB,
+#      WITH_WEIGHTED_NEIGHBOR_SAMPLE and WITH_EDGE_TIME_NEIGHBOR_SAMPLE are
 #      taken from the adapter (tests/pyg/_adapter.py says why: they gate on
 #      PyG's own sampler backends, pyg-lib/torch-sparse, which the loader
 #      under test does not use).
 #   3. `# noqa` comments on those two import lines (for flake8).
-# Out-of-scope cases (temporal, weighted, remote stores, induced HeteroData,
-# direct pyg-lib op calls) are skipped by tests/pyg/conftest.py with their
+# Out-of-scope cases (remote stores, induced HeteroData, direct pyg-lib op
+# calls) are skipped by tests/pyg/conftest.py with their
 # reasons.
 import os.path as osp
 
@@ -51,7 +52,9 @@ from torch_geometric.utils import (
     to_torch_csr_tensor,
     to_undirected,
 )
-from ._adapter import WITH_PYG_LIB, onlyNeighborSampler, withPackage  # noqa: E402,F811 (edit 2)
+from ._adapter import (  # noqa: E402,F811 (edit 2)
+    WITH_EDGE_TIME_NEIGHBOR_SAMPLE, WITH_PYG_LIB,
+    WITH_WEIGHTED_NEIGHBOR_SAMPLE, onlyNeighborSampler, withPackage)
 
 DTYPES = [
     pytest.param(torch.int64, id='int64'),

@@ -16,10 +16,11 @@
 #include <vector>
 
 #include "../../common/checks.h"
-#include "../../common/floyd.h"
 #include "../../common/node_map.h"
 #include "../../common/rng.h"
 #include "../sample_count.h"
+#include "../segment_rule.h"
+#include "rule_positions.h"
 #include "../type_counts.h"
 
 namespace fusesample {
@@ -51,6 +52,15 @@ std::vector<int64_t> type_counts(const std::vector<int64_t>& node,
   return counts;
 }
 
+// A visited segment's times must be sorted (the loader sorts them once when
+// it builds the graph): its ends are compared, as pyg-lib does.
+void check_time_sorted(const int64_t* edge_time, const int64_t* colptr, int64_t seg) {
+  const int64_t start = colptr[seg], end = colptr[seg + 1];
+  TORCH_CHECK(end - start < 2 || edge_time[start] <= edge_time[end - 1], kOp,
+              ": 'edge_time' is not sorted within the in-edges of CSC segment ",
+              seg, " (", edge_time[start], " before ", edge_time[end - 1], ")");
+}
+
 template <typename index_t>
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
            at::Tensor, at::Tensor, at::Tensor>
@@ -58,7 +68,8 @@ sample(const at::Tensor& colptr, const at::Tensor& row,
        const c10::optional<at::Tensor>& edge_id, const at::Tensor& seed,
        const std::vector<int64_t>& num_neighbors, int64_t num_types,
        bool replace, bool disjoint, uint64_t rng_seed,
-       at::IntArrayRef node_type_offsets, at::IntArrayRef edge_type_offsets) {
+       at::IntArrayRef node_type_offsets, at::IntArrayRef edge_type_offsets,
+       const SegmentRule& rule) {
   const int64_t num_nodes = (colptr.numel() - 1) / num_types;
   const int64_t num_hops = static_cast<int64_t>(num_neighbors.size()) / num_types;
   const int64_t num_seeds = seed.numel();
@@ -94,7 +105,8 @@ sample(const at::Tensor& colptr, const at::Tensor& row,
     at::parallel_for(0, frontier, 4096, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t v = node[begin + i];
-        offsets[i + 1] = target_slots(colptr_p, v, num_types, k, replace);
+        const int64_t root = disjoint ? batch[begin + i] : 0;
+        offsets[i + 1] = target_slots(colptr_p, v, num_types, k, replace, rule, root);
       }
     });
     std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
@@ -107,24 +119,26 @@ sample(const at::Tensor& colptr, const at::Tensor& row,
     out_edge.resize(base + hop_edges);
 
     at::parallel_for(0, frontier, 256, [&](int64_t lo, int64_t hi) {
-      std::vector<int64_t> picks;
-      std::vector<uint8_t> seen;
+      DrawScratch scratch;
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t target_pos = begin + i;
         const int64_t v = node[target_pos];
+        const int64_t root = disjoint ? batch[target_pos] : 0;
         int64_t out = offsets[i];
         if (out == offsets[i + 1]) continue;
         for (int64_t t = 0; t < num_types; ++t) {  // segment after segment
           const int64_t seg = v * num_types + t;
-          const int64_t start = colptr_p[seg];
-          const int64_t d = colptr_p[seg + 1] - start;
+          if (rule.edge_time != nullptr) check_time_sorted(rule.edge_time, colptr_p, seg);
+          const SegmentRange r = rule_range(colptr_p, seg, k[t], rule, root);
+          const int64_t start = r.start, d = r.degree;
           auto emit = [&](int64_t slot, int64_t j) {
             hop_nbr[out + slot] = static_cast<int64_t>(row_p[start + j]);
             out_col[base + out + slot] = target_pos;
             out_edge[base + out + slot] = eid_p ? eid_p[start + j] : start + j;
           };
-          sample_positions(rng_seed, draw_key(hop, num_types, t), target_pos, d,
-                           k[t], replace, picks, seen, emit);
+          rule_positions(rng_seed, draw_key(hop, num_types, t), target_pos,
+                         rule.weight_cumsum ? rule.weight_cumsum + start : nullptr,
+                         d, k[t], replace, scratch, emit);
           out += sample_count(d, k[t], replace);
         }
       }
@@ -171,8 +185,12 @@ neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
                     bool /*fused: a CUDA launch mode*/, int64_t num_edge_types,
                     at::IntArrayRef node_type_offsets,
                     at::IntArrayRef edge_type_offsets,
-                    at::IntArrayRef edge_type_nodes) {
+                    at::IntArrayRef edge_type_nodes,
+                    const c10::optional<at::Tensor>& edge_time,
+                    const c10::optional<at::Tensor>& seed_time, bool temporal_last,
+                    const c10::optional<at::Tensor>& weight_cumsum) {
   check_csc(kOp, colptr, row, edge_id);
+  check_rule(kOp, row, seed, disjoint, edge_time, seed_time, weight_cumsum);
   check_node_ids(kOp, "seed", seed, colptr);
   check_fanouts(kOp, num_neighbors);
   check_edge_types(kOp, colptr, num_neighbors, num_edge_types);
@@ -195,11 +213,24 @@ neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
   c10::optional<at::Tensor> eid_c;
   if (edge_id.has_value()) eid_c = edge_id->contiguous();
   const std::vector<int64_t> fanouts(num_neighbors.begin(), num_neighbors.end());
+  c10::optional<at::Tensor> time_c, seed_time_c, cumsum_c;
+  SegmentRule rule;
+  if (edge_time.has_value()) {
+    time_c = edge_time->contiguous();
+    seed_time_c = seed_time->contiguous();
+    rule.edge_time = time_c->data_ptr<int64_t>();
+    rule.seed_time = seed_time_c->data_ptr<int64_t>();
+    rule.last = temporal_last;
+  }
+  if (weight_cumsum.has_value()) {
+    cumsum_c = weight_cumsum->contiguous();
+    rule.weight_cumsum = cumsum_c->data_ptr<double>();
+  }
   return AT_DISPATCH_INDEX_TYPES(row.scalar_type(), "neighbor_sample_cpu", [&] {
     return sample<index_t>(colptr_c, row_c, eid_c, seed_c, fanouts,
                            num_edge_types, replace, disjoint,
                            static_cast<uint64_t>(rng_seed), node_type_offsets,
-                           edge_type_offsets);
+                           edge_type_offsets, rule);
   });
 }
 
@@ -212,10 +243,15 @@ neighbor_sample_async_cpu(const at::Tensor& colptr, const at::Tensor& row,
                           bool replace, bool disjoint, int64_t rng_seed,
                           int64_t num_edge_types, at::IntArrayRef node_type_offsets,
                           at::IntArrayRef edge_type_offsets,
-                          at::IntArrayRef edge_type_nodes) {
+                          at::IntArrayRef edge_type_nodes,
+                          const c10::optional<at::Tensor>& edge_time,
+                          const c10::optional<at::Tensor>& seed_time,
+                          bool temporal_last,
+                          const c10::optional<at::Tensor>& weight_cumsum) {
   auto [node, out_row, out_col, out_edge, batch, nsn, nse, counts] = neighbor_sample_cpu(
       colptr, row, edge_id, seed, num_neighbors, replace, disjoint, rng_seed, true,
-      num_edge_types, node_type_offsets, edge_type_offsets, edge_type_nodes);
+      num_edge_types, node_type_offsets, edge_type_offsets, edge_type_nodes,
+      edge_time, seed_time, temporal_last, weight_cumsum);
   auto sizes = at::tensor(std::vector<int64_t>{node.numel(), out_row.numel()}, at::kLong);
   auto meta = at::cat({sizes, nsn, nse, at::zeros({1}, at::kLong), counts});
   return std::make_tuple(node, out_row, out_col, out_edge, batch, meta);

@@ -89,6 +89,7 @@ struct State {
   // type offsets [NT+1], [T+1], copied to the device in one transfer.
   at::Tensor node, batch, out_row, out_col, out_edge, pos, offsets,
       next_offsets, totals, tables, meta, tile_buf;
+  at::Tensor wkey;  // weighted draws without replacement: keys beside pos
   int64_t tiles = 0;
   int64_t num_node_types = 0, num_edge_types = 0, num_fanouts = 0;
   Buffers view(int num_hops) {
@@ -106,7 +107,8 @@ struct State {
                    type_offsets, type_offsets + num_node_types + 1,
                    num_node_types, num_edge_types, meta_p + 4 + 2 * num_hops,
                    node.numel(), out_row.numel(), pos.numel() - 1,
-                   next_offsets.numel() - 1};
+                   next_offsets.numel() - 1,
+                   wkey.defined() ? wkey.data_ptr<double>() : nullptr};
   }
   // Per-hop path: room for a scan of n items; fresh status words are zero.
   void grow_tiles(int64_t n) {
@@ -152,6 +154,7 @@ void sample_per_hop(const Graph<index_t>& g, const Params& p, const at::Tensor& 
   for (int hop = 0; hop < num_hops; ++hop) {
     // This hop's slots, and at most as many new nodes.
     grow(s.pos, h.edges + 1, 0);
+    if (s.wkey.defined()) grow(s.wkey, h.edges + 1, 0);
     grow(s.next_offsets, h.edges + 1, 0);
     for (at::Tensor* out : {&s.out_row, &s.out_col, &s.out_edge})
       grow(*out, h.base + h.edges, h.base);
@@ -260,7 +263,8 @@ Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
                        const c10::optional<at::Tensor>& edge_id,
                        const at::Tensor& seed, const std::vector<int64_t>& fanouts,
                        int64_t num_types, const Typing& typing, bool replace,
-                       bool disjoint, uint64_t rng_seed, bool fused) {
+                       bool disjoint, uint64_t rng_seed, bool fused,
+                       const SegmentRule& rule) {
   const auto opts = colptr.options();
   const int64_t num_nodes = (colptr.numel() - 1) / num_types;
   const int64_t num_seeds = seed.numel();
@@ -269,7 +273,7 @@ Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
 
   const Graph<index_t> g{colptr.data_ptr<int64_t>(), row.data_ptr<index_t>(),
                          edge_id.has_value() ? edge_id->data_ptr<int64_t>() : nullptr,
-                         num_nodes, num_types};
+                         num_nodes, num_types, rule};
   const Params p{num_seeds, rng_seed, replace, disjoint};
 
   // Upper bounds from the fan-outs (unbounded if any hop takes all: the
@@ -295,6 +299,8 @@ Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
   s.out_col = at::empty_like(s.out_row);
   s.out_edge = at::empty_like(s.out_row);
   s.tiles = one_launch ? State::tiles_of(std::max(num_seeds, cap.hop_edge)) : 0;
+  if (rule.weight_cumsum && !replace)
+    s.wkey = at::empty({cap.hop_edge + 1}, opts.dtype(at::kDouble));
   std::vector<int64_t> tables(fanouts);
   tables.insert(tables.end(), typing.node_offsets.begin(), typing.node_offsets.end());
   tables.insert(tables.end(), typing.edge_offsets.begin(), typing.edge_offsets.end());
@@ -365,6 +371,19 @@ struct Inputs {
   std::vector<int64_t> fanouts;  // [hops * num_types], hop-major
   int64_t num_types;
   Typing typing;
+  // Temporal / weighted sampling (segment_rule.h): contiguous, or none.
+  c10::optional<at::Tensor> edge_time, seed_time, weight_cumsum;
+  bool temporal_last = false;
+  SegmentRule rule() const {
+    SegmentRule r;
+    if (edge_time.has_value()) {
+      r.edge_time = edge_time->data_ptr<int64_t>();
+      r.seed_time = seed_time->data_ptr<int64_t>();
+      r.last = temporal_last;
+    }
+    if (weight_cumsum.has_value()) r.weight_cumsum = weight_cumsum->data_ptr<double>();
+    return r;
+  }
   int64_t num_hops() const { return static_cast<int64_t>(fanouts.size()) / num_types; }
   int64_t num_type_counts() const {
     return type_count_size(typing.num_node_types(), num_types, num_hops());
@@ -376,8 +395,12 @@ Inputs checked_inputs(const at::Tensor& colptr, const at::Tensor& row,
                       const at::Tensor& seed, at::IntArrayRef num_neighbors,
                       int64_t num_types, at::IntArrayRef node_type_offsets,
                       at::IntArrayRef edge_type_offsets,
-                      at::IntArrayRef edge_type_nodes) {
+                      at::IntArrayRef edge_type_nodes, bool disjoint,
+                      const c10::optional<at::Tensor>& edge_time,
+                      const c10::optional<at::Tensor>& seed_time, bool temporal_last,
+                      const c10::optional<at::Tensor>& weight_cumsum) {
   check_csc(kOp, colptr, row, edge_id);
+  check_rule(kOp, row, seed, disjoint, edge_time, seed_time, weight_cumsum);
   check_node_ids(kOp, "seed", seed, colptr);
   check_fanouts(kOp, num_neighbors);
   check_edge_types(kOp, colptr, num_neighbors, num_types);
@@ -394,6 +417,12 @@ Inputs checked_inputs(const at::Tensor& colptr, const at::Tensor& row,
               in.num_type_counts(), " type counts (node types x (hops + 1) + edge ",
               "types x hops) exceed the supported ", kMaxTypeCounts);
   if (edge_id.has_value()) in.edge_id = edge_id->contiguous();
+  if (edge_time.has_value()) {
+    in.edge_time = edge_time->contiguous();
+    in.seed_time = seed_time->contiguous();
+    in.temporal_last = temporal_last;
+  }
+  if (weight_cumsum.has_value()) in.weight_cumsum = weight_cumsum->contiguous();
   return in;
 }
 
@@ -411,7 +440,7 @@ Launched launch(const Inputs& in, bool replace, bool disjoint, int64_t rng_seed,
   return AT_DISPATCH_INDEX_TYPES(in.row.scalar_type(), "neighbor_sample_cuda", [&] {
     return launch_sample<index_t>(in.colptr, in.row, in.edge_id, in.seed, in.fanouts,
                                   in.num_types, in.typing, replace, disjoint,
-                                  static_cast<uint64_t>(rng_seed), fused);
+                                  static_cast<uint64_t>(rng_seed), fused, in.rule());
   });
 }
 
@@ -430,11 +459,16 @@ SampleTuple neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row
                                  bool fused, int64_t num_edge_types,
                                  at::IntArrayRef node_type_offsets,
                                  at::IntArrayRef edge_type_offsets,
-                                 at::IntArrayRef edge_type_nodes) {
+                                 at::IntArrayRef edge_type_nodes,
+                                 const c10::optional<at::Tensor>& edge_time,
+                                 const c10::optional<at::Tensor>& seed_time,
+                                 bool temporal_last,
+                                 const c10::optional<at::Tensor>& weight_cumsum) {
   c10::cuda::CUDAGuard guard(colptr.device());
   const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors,
                                    num_edge_types, node_type_offsets,
-                                   edge_type_offsets, edge_type_nodes);
+                                   edge_type_offsets, edge_type_nodes, disjoint,
+                                   edge_time, seed_time, temporal_last, weight_cumsum);
   const int64_t num_hops = in.num_hops();
   Launched b = launch(in, replace, disjoint, rng_seed, fused);
   // The one synchronisation of the batch (the last of the per-hop path).
@@ -462,11 +496,16 @@ AsyncTuple neighbor_sample_async_cuda(const at::Tensor& colptr, const at::Tensor
                                       int64_t num_edge_types,
                                       at::IntArrayRef node_type_offsets,
                                       at::IntArrayRef edge_type_offsets,
-                                      at::IntArrayRef edge_type_nodes) {
+                                      at::IntArrayRef edge_type_nodes,
+                                      const c10::optional<at::Tensor>& edge_time,
+                                      const c10::optional<at::Tensor>& seed_time,
+                                      bool temporal_last,
+                                      const c10::optional<at::Tensor>& weight_cumsum) {
   c10::cuda::CUDAGuard guard(colptr.device());
   const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors,
                                    num_edge_types, node_type_offsets,
-                                   edge_type_offsets, edge_type_nodes);
+                                   edge_type_offsets, edge_type_nodes, disjoint,
+                                   edge_time, seed_time, temporal_last, weight_cumsum);
   Launched b = launch(in, replace, disjoint, rng_seed, /*fused=*/true);
   const State& s = b.s;
   return std::make_tuple(s.node, s.out_row, s.out_col, s.out_edge,

@@ -27,7 +27,9 @@
 // Load balance (NextDoor's point, by other means): slot-parallel phases give
 // every output slot one thread whatever its target's degree, and sampling
 // without replacement costs O(k) per target (Floyd), never a scan of a hub's
-// neighbour list.
+// neighbour list. Temporal and weighted sampling (segment_rule.h) narrow a
+// segment by binary search; weighted draws without replacement cost one
+// warp-parallel pass over the segment per target (weighted_topk.cuh).
 #pragma once
 
 #include <cooperative_groups.h>
@@ -37,6 +39,7 @@
 #include <cstdint>
 
 #include "../../common/floyd.cuh"
+#include "weighted_topk.cuh"
 #include "../../common/rng.h"
 #include "../../common/warps.cuh"
 #include "../sample_count.h"
@@ -69,6 +72,7 @@ struct Graph {
   const int64_t* edge_id;   // nullptr: the CSC slot is the edge id
   int64_t num_nodes;
   int64_t num_types;
+  SegmentRule rule;         // temporal / weighted sampling (segment_rule.h)
 };
 
 // What a scan adds up: (new nodes, slots) for the dedup scan, (slots, -) for
@@ -125,6 +129,7 @@ struct Buffers {
   // caller's edge_type_nodes; a sample that would outgrow them stops with
   // kOverCapacity instead of writing past them.
   int64_t node_cap, edge_cap, hop_edge_cap, frontier_cap;
+  double* wkey;           // [hop edges] weighted draws' keys, beside pos
 };
 
 // Whether hop h's slots fit; else the batch fails (every thread of the grid
@@ -289,12 +294,19 @@ __device__ __forceinline__ void record_hop(const Buffers& b, const Hop& h,
   b.meta[1] = h.base + h.edges;
 }
 
-// Slots of target v at fan-outs k (0 for an id outside the graph).
+// Slots of target v, of root seed `root`, at fan-outs k (0 for an id
+// outside the graph).
 template <typename index_t>
 __device__ __forceinline__ int64_t slots(const Graph<index_t>& g, int64_t v,
-                                         const int64_t* k, bool replace) {
+                                         const int64_t* k, bool replace,
+                                         int64_t root) {
   return (v >= 0 && v < g.num_nodes)
-             ? target_slots(g.colptr, v, g.num_types, k, replace) : 0;
+             ? target_slots(g.colptr, v, g.num_types, k, replace, g.rule, root) : 0;
+}
+
+// A target's root seed (its subtree's, when disjoint; 0 otherwise).
+__device__ __forceinline__ int64_t root_of(const Buffers& b, int64_t target) {
+  return b.batch ? b.batch[target] : 0;
 }
 
 // ---------------------------------------------------------------- seeds --
@@ -325,7 +337,7 @@ __device__ void phase_seeds(const Graph<index_t>& g, const Params& p,
   scan_pairs(
       p.num_seeds, b.tiles, seed_epoch(),
       [&](int64_t i) {
-        return Pair{slots(g, seed[i], k0, p.replace), 0};
+        return Pair{slots(g, seed[i], k0, p.replace, i), 0};
       },
       [&](int64_t i, Pair excl, Pair) { b.offsets[i] = excl.a; },
       [&](Pair total) {
@@ -377,14 +389,18 @@ __device__ void phase_fill(const Graph<index_t>& g, const Params& p,
     const int64_t i = owner(b.offsets, frontier, slot);
     const int64_t target = h.begin + i;
     const SegmentSlot sg = segment_of(g.colptr, b.node[target], g.num_types, h.k,
-                                      p.replace, slot - b.offsets[i]);
+                                      p.replace, g.rule, root_of(b, target),
+                                      slot - b.offsets[i]);
     const int64_t k = h.k[sg.type];
+    const int64_t key = draw_key(h.index, g.num_types, sg.type);
     int64_t j;
     if (k < 0 || (!p.replace && k >= sg.degree)) {
       j = sg.slot;
+    } else if (p.replace && g.rule.weight_cumsum) {
+      j = weighted_draw(p.rng_seed, key, target, sg.slot,
+                        g.rule.weight_cumsum + sg.start, sg.degree);
     } else if (p.replace) {
-      j = keyed_draw(p.rng_seed, draw_key(h.index, g.num_types, sg.type), target,
-                     sg.slot, sg.degree);
+      j = keyed_draw(p.rng_seed, key, target, sg.slot, sg.degree);
     } else {
       continue;  // sampled without replacement: phase_floyd's slot
     }
@@ -406,14 +422,20 @@ __device__ void phase_floyd(const Graph<index_t>& g, const Params& p,
     const int64_t v = b.node[target];
     if (v < 0 || v >= g.num_nodes) continue;  // a bad seed: no slots
     int64_t first_slot = b.offsets[i];
+    const int64_t root = root_of(b, target);
     for (int64_t type = 0; type < g.num_types; ++type) {
-      const int64_t seg = v * g.num_types + type;
-      const int64_t start = g.colptr[seg], d = g.colptr[seg + 1] - start;
       const int64_t k = h.k[type];
+      const SegmentRange range =
+          rule_range(g.colptr, v * g.num_types + type, k, g.rule, root);
+      const int64_t start = range.start, d = range.degree;
       if (k >= 0 && d > k) {
         int64_t* picks = b.pos + first_slot;
-        warp_floyd(p.rng_seed, draw_key(h.index, g.num_types, type), target, d,
-                   k, picks);
+        const int64_t key = draw_key(h.index, g.num_types, type);
+        if (g.rule.weight_cumsum)
+          warp_weighted_topk(p.rng_seed, key, target, g.rule.weight_cumsum + start,
+                             d, k, picks, b.wkey + first_slot);
+        else
+          warp_floyd(p.rng_seed, key, target, d, k, picks);
         // The picks are final: the warp resolves them, a lane per slot.
         for (int64_t s = lane; s < k; s += 32)
           resolve_insert(g, p, h, b, t, first_slot + s, target, start, picks[s]);
@@ -468,7 +490,9 @@ __device__ void phase_dedup(const Graph<index_t>& g, const Params& p,
         if (t.first[table_find(t, slot_key(g, p, h, b, slot))] != h.base + slot)
           return Pair{0, 0};
         const int64_t u = b.out_row[h.base + slot];
-        return Pair{1, has_next ? slots(g, u, next_k, p.replace) : 0};
+        return Pair{1, has_next ? slots(g, u, next_k, p.replace,
+                                        root_of(b, b.out_col[h.base + slot]))
+                                : 0};
       },
       [&](int64_t slot, Pair excl, Pair v) {
         if (!v.a) return;

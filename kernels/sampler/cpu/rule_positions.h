@@ -1,0 +1,45 @@
+// One segment's draws on the CPU under a SegmentRule (../segment_rule.h):
+// weighted segments draw by weight, every other segment (uniform, temporal:
+// the rule only narrowed its range) as the uniform sampler does.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "../../common/floyd.h"
+#include "../segment_rule.h"
+
+namespace fusesample {
+
+// Scratch reused across a thread's targets.
+struct DrawScratch {
+  std::vector<int64_t> picks;
+  std::vector<uint8_t> seen;
+  std::vector<std::pair<double, int64_t>> keys;
+};
+
+// `emit(slot, j)` for the draws of the drawable range [0, d) of a segment
+// whose prefix sums start at `cum` (nullptr: unweighted), at fan-out k.
+template <typename Emit>
+void rule_positions(uint64_t rng_seed, int64_t a, int64_t b, const double* cum,
+                    int64_t d, int64_t k, bool replace, DrawScratch& scratch,
+                    Emit emit) {
+  if (cum == nullptr || k < 0 || (!replace && k >= d)) {
+    sample_positions(rng_seed, a, b, d, k, replace, scratch.picks, scratch.seen, emit);
+  } else if (replace) {
+    if (d > 0)
+      for (int64_t s = 0; s < k; ++s) emit(s, weighted_draw(rng_seed, a, b, s, cum, d));
+  } else {  // the k smallest exponential keys, in key order
+    auto& keys = scratch.keys;
+    keys.resize(d);
+    for (int64_t j = 0; j < d; ++j) keys[j] = {weighted_key(rng_seed, a, b, j, cum), j};
+    std::partial_sort(keys.begin(), keys.begin() + k, keys.end(),
+                      [](const auto& x, const auto& y) {
+                        return key_before(x.first, x.second, y.first, y.second);
+                      });
+    for (int64_t s = 0; s < k; ++s) emit(s, keys[s].second);
+  }
+}
+
+}  // namespace fusesample

@@ -1,0 +1,90 @@
+"""The CSC that temporal and weighted sampling read, built once per graph.
+
+``fusesample::neighbor_sample`` narrows each segment (a node's in-edges, of
+one edge type in a typed CSC) by a rule (``kernels/sampler/segment_rule.h``):
+
+* temporal: the segment's in-edges sorted by time, so the in-edges no later
+  than a seed's time are a prefix, found by binary search;
+* weighted: the segment's zero-weight in-edges last, and the per-segment
+  inclusive prefix sums of the weights (float64), so draws are binary
+  searches and the drawable in-edges a prefix.
+
+Both are a stable reordering of the slots within each segment of a
+:class:`~pyg_fusesample.sampler.graph_store.CSCGraph` (``colptr`` unchanged,
+``row`` and ``edge_id`` permuted alike), so the op's output edge ids still
+name the original edges. The reordering is done on the CPU: the prefix sums
+must be the same bits for the CPU and CUDA kernels to draw alike.
+"""
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from .graph_store import CSCGraph
+
+
+@dataclass(frozen=True)
+class RuleCSC:
+    r"""A :class:`CSCGraph` reordered within segments, with what the op's
+    rule reads: ``edge_time`` ([E] int64 per slot, sorted within each
+    segment) or ``weight_cumsum`` ([E] float64 per slot)."""
+    graph: CSCGraph
+    edge_time: Optional[Tensor] = None
+    weight_cumsum: Optional[Tensor] = None
+
+    def to(self, device) -> 'RuleCSC':
+        move = lambda t: None if t is None else t.to(device)  # noqa: E731
+        return RuleCSC(self.graph.to(device), move(self.edge_time),
+                       move(self.weight_cumsum))
+
+
+def _segment_of_slots(colptr: Tensor) -> Tensor:
+    # The segment index of every CSC slot.
+    counts = colptr[1:] - colptr[:-1]
+    return torch.repeat_interleave(torch.arange(counts.numel()), counts)
+
+
+def _reorder(graph: CSCGraph, key: Tensor) -> tuple:
+    # A stable order of the slots by (segment, key): sort by key, then
+    # stably by segment. Returns the permuted graph and the permutation.
+    colptr = graph.colptr.cpu()
+    by_key = torch.sort(key, stable=True).indices
+    segment = _segment_of_slots(colptr)[by_key]
+    perm = by_key[torch.sort(segment, stable=True).indices]
+    edge_id = graph.edge_id.cpu()[perm] if graph.edge_id is not None else perm
+    reordered = CSCGraph(colptr, graph.row.cpu()[perm], edge_id, graph.num_nodes)
+    return reordered, perm
+
+
+def slot_values(graph: CSCGraph, per_edge: Tensor) -> Tensor:
+    r"""An edge-level attribute in CSC slot order (``per_edge`` indexed by
+    the edge ids the graph stores)."""
+    edge_id = graph.edge_id
+    per_edge = per_edge.cpu()
+    return per_edge if edge_id is None else per_edge[edge_id.cpu()]
+
+
+def temporal_csc(graph: CSCGraph, slot_time: Tensor) -> RuleCSC:
+    r"""Sorts every segment's in-edges by :obj:`slot_time` (one int64 time
+    per CSC slot, e.g. the edge's time or its source node's time); ties keep
+    their order."""
+    slot_time = slot_time.cpu().to(torch.long)
+    reordered, perm = _reorder(graph, slot_time)
+    return RuleCSC(reordered, edge_time=slot_time[perm].contiguous()).to(
+        graph.device)
+
+
+def weighted_csc(graph: CSCGraph, slot_weight: Tensor) -> RuleCSC:
+    r"""Moves every segment's zero-weight in-edges last and adds the
+    per-segment prefix sums of :obj:`slot_weight` (one weight per CSC slot,
+    finite and non-negative), in float64."""
+    w = slot_weight.cpu().to(torch.float64)
+    reordered, perm = _reorder(graph, (w == 0).to(torch.uint8))
+    w = w[perm]
+    total = torch.cumsum(w, 0)
+    # Per-segment sums: the running total minus the total before the segment.
+    colptr = reordered.colptr
+    before = torch.cat([total.new_zeros(1), total])[colptr[:-1]]
+    cumsum = total - torch.repeat_interleave(before, colptr[1:] - colptr[:-1])
+    return RuleCSC(reordered, weight_cumsum=cumsum.contiguous()).to(graph.device)

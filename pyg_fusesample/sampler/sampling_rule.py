@@ -1,0 +1,210 @@
+"""PyG's ``time_attr`` and ``weight_attr`` turned into the op's rule.
+
+:func:`sampling_rule` reads the time or weight attribute of a
+:class:`~torch_geometric.data.Data` or
+:class:`~torch_geometric.data.HeteroData` as PyG's
+:class:`~torch_geometric.sampler.NeighborSampler` does, checks it, and
+builds the :class:`~pyg_fusesample.sampler.rule_graph.RuleCSC` the op reads
+(memoised on the graph it reorders).
+
+* Node-level time (``data[time_attr]`` of nodes): an in-edge is admissible if
+  its source node's time is no later than the seed's. Node types without the
+  attribute are never excluded (PyG's heterogeneous sampler samples their
+  edges uniformly). Seeds take ``input_time``, else their own node time.
+* Edge-level time (``data[time_attr]`` of edges): an in-edge is admissible if
+  its own time is no later than the seed's; every edge type needs the
+  attribute, and seeds need ``input_time``.
+* Weights: one finite non-negative weight per edge (every edge type).
+"""
+from dataclasses import dataclass
+from typing import Dict, Optional, Union
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data, HeteroData
+
+from .graph_store import CSCGraph
+from .rule_graph import RuleCSC, slot_values, temporal_csc, weighted_csc
+from .typed_graph import TypedCSC
+
+# The time of nodes whose type has no time attribute: never later than a seed.
+_NO_TIME = torch.iinfo(torch.long).min
+
+
+@dataclass
+class SamplingRule:
+    r"""What a sampler passes to the op besides the graph: the reordered
+    CSC and its per-slot times or weight prefix sums, the temporal strategy,
+    and for node-level time every node's time (global ids; to give seeds
+    their default time) and the node times as PyG's ``edge_sample`` takes
+    them (a tensor, or a dict per node type)."""
+    csc: RuleCSC
+    temporal_strategy: str = 'uniform'
+    node_time: Optional[Tensor] = None
+    pyg_node_time: Optional[Union[Tensor, Dict[str, Tensor]]] = None
+
+    @property
+    def is_temporal(self) -> bool:
+        return self.csc.edge_time is not None
+
+    def op_args(self, seed_time: Optional[Tensor]) -> dict:
+        r"""The op's keyword arguments for a batch with seed times
+        :obj:`seed_time` (on the graph's device)."""
+        if not self.is_temporal:
+            return dict(weight_cumsum=self.csc.weight_cumsum)
+        return dict(edge_time=self.csc.edge_time, seed_time=seed_time,
+                    temporal_strategy=self.temporal_strategy)
+
+
+def _check_weight(name: str, weight, num_edges: int, where: str) -> Tensor:
+    if not isinstance(weight, Tensor) or not weight.is_floating_point():
+        raise ValueError(f"'weight_attr' {name!r} of {where} must be a "
+                         f"floating-point tensor, got "
+                         f"{getattr(weight, 'dtype', type(weight).__name__)}")
+    if weight.dim() != 1 or weight.numel() != num_edges:
+        raise ValueError(f"'weight_attr' {name!r} of {where} must hold one "
+                         f"weight per edge ({num_edges}), got shape "
+                         f"{list(weight.shape)}")
+    if weight.numel() > 0:
+        bad = ~torch.isfinite(weight) | (weight < 0)
+        if bool(bad.any()):
+            value = weight[bad][0].item()
+            raise ValueError(f"'weight_attr' {name!r} of {where} must be finite "
+                             f"and non-negative, found {value}")
+    return weight
+
+
+def _check_time(name: str, time, size: int, where: str) -> Tensor:
+    if not isinstance(time, Tensor) or time.is_floating_point() or \
+            time.is_complex() or time.dtype == torch.bool:
+        raise ValueError(f"'time_attr' {name!r} of {where} must be an integer "
+                         f"tensor (PyG's temporal sampling takes int64 "
+                         f"times), got "
+                         f"{getattr(time, 'dtype', type(time).__name__)}")
+    if time.dim() != 1 or time.numel() != size:
+        raise ValueError(f"'time_attr' {name!r} of {where} must hold one time "
+                         f"per {'node' if 'node' in where else 'edge'} "
+                         f"({size}), got shape {list(time.shape)}")
+    return time.to(torch.long)
+
+
+def _memo(graph: CSCGraph, key: tuple, sources: tuple, build) -> RuleCSC:
+    # Memoised on the (itself memoised) graph: the rule graph goes with it,
+    # and is rebuilt when a source attribute is replaced or modified.
+    cache = graph.__dict__.get('_rule_cache')
+    if cache is None:
+        cache = {}
+        object.__setattr__(graph, '_rule_cache', cache)
+    versions = tuple(t._version for t in sources)
+    hit = cache.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], sources)) \
+            and hit[1] == versions:
+        return hit[2]
+    csc = build()
+    cache[key] = (sources, versions, csc)
+    return csc
+
+
+def _homogeneous(data: Data, graph: CSCGraph, time_attr, weight_attr,
+                 temporal_strategy) -> SamplingRule:
+    if weight_attr is not None:
+        if weight_attr not in data:
+            raise ValueError(f"'weight_attr' {weight_attr!r} is not an "
+                             f"attribute of the graph")
+        weight = _check_weight(weight_attr, data[weight_attr],
+                               graph.num_edges, 'the graph')
+        csc = _memo(graph, ('weight', weight_attr), (weight,),
+                    lambda: weighted_csc(graph, slot_values(graph, weight)))
+        return SamplingRule(csc)
+    if time_attr not in data:
+        raise ValueError(f"'time_attr' {time_attr!r} is not an attribute of "
+                         f"the graph")
+    value = data[time_attr]
+    if data.is_node_attr(time_attr):
+        node_time = _check_time(time_attr, value, data.num_nodes, 'the nodes')
+        csc = _memo(graph, ('node_time', time_attr), (value,),
+                    lambda: temporal_csc(graph, node_time.cpu()[
+                        graph.row.cpu().to(torch.long)]))
+        return SamplingRule(csc, temporal_strategy,
+                            node_time.to(graph.device), node_time)
+    if data.is_edge_attr(time_attr):
+        edge_time = _check_time(time_attr, value, graph.num_edges, 'the edges')
+        csc = _memo(graph, ('edge_time', time_attr), (value,),
+                    lambda: temporal_csc(graph, slot_values(graph, edge_time)))
+        return SamplingRule(csc, temporal_strategy)
+    raise ValueError(f"the time attribute {time_attr!r} is neither a node-level "
+                     f"nor an edge-level attribute")
+
+
+def _per_edge_type(data: HeteroData, typed: TypedCSC, attr: str, kind: str,
+                   check) -> Tensor:
+    # The attribute of every edge type, concatenated in the typed CSC's edge
+    # type order: indexed by global edge id.
+    missing = [et for et in typed.edge_types if attr not in data[et]]
+    if missing:
+        raise ValueError(f"{kind} {attr!r} is missing on edge type(s) "
+                         f"{missing}: every edge type needs it")
+    parts = [check(attr, data[et][attr], data[et].edge_index.size(1),
+                   f"edge type {et}") for et in typed.edge_types]
+    if not parts:
+        return torch.empty(0)
+    return torch.cat([p.cpu() for p in parts])
+
+
+def _heterogeneous(data: HeteroData, typed: TypedCSC, time_attr, weight_attr,
+                   temporal_strategy) -> SamplingRule:
+    graph = typed.graph
+    if weight_attr is not None:
+        weight = _per_edge_type(data, typed, weight_attr, "'weight_attr'",
+                                _check_weight)
+        sources = tuple(data[et][weight_attr] for et in typed.edge_types)
+        csc = _memo(graph, ('weight', weight_attr), sources,
+                    lambda: weighted_csc(graph, slot_values(graph, weight)))
+        return SamplingRule(csc)
+    node_level = [nt for nt in typed.node_types if time_attr in data[nt]]
+    edge_level = [et for et in typed.edge_types if time_attr in data[et]]
+    if node_level and edge_level:
+        raise ValueError(f"the time attribute {time_attr!r} holds both node-level "
+                         f"and edge-level information")
+    if edge_level:
+        edge_time = _per_edge_type(data, typed, time_attr, "'time_attr'",
+                                   _check_time)
+        sources = tuple(data[et][time_attr] for et in typed.edge_types)
+        csc = _memo(graph, ('edge_time', time_attr), sources,
+                    lambda: temporal_csc(graph, slot_values(graph, edge_time)))
+        return SamplingRule(csc, temporal_strategy)
+    if not node_level:
+        raise ValueError(f"the time attribute {time_attr!r} is neither a "
+                         f"node-level nor an edge-level attribute")
+    times = {nt: _check_time(time_attr, data[nt][time_attr], data[nt].num_nodes,
+                             f"node type {nt!r}") for nt in node_level}
+    node_time = torch.full((typed.node_offset[-1],), _NO_TIME, dtype=torch.long)
+    for i, nt in enumerate(typed.node_types):
+        if nt in times:
+            node_time[typed.node_offset[i]:typed.node_offset[i + 1]] = times[nt].cpu()
+    sources = tuple(data[nt][time_attr] for nt in node_level)
+    csc = _memo(graph, ('node_time', time_attr), sources,
+                lambda: temporal_csc(graph, node_time[graph.row.cpu().to(torch.long)]))
+    return SamplingRule(csc, temporal_strategy, node_time.to(graph.device), times)
+
+
+def sampling_rule(data: Union[Data, HeteroData], graph: CSCGraph,
+                  typed: Optional[TypedCSC], time_attr: Optional[str],
+                  weight_attr: Optional[str],
+                  temporal_strategy: str = 'uniform') -> Optional[SamplingRule]:
+    r"""The :class:`SamplingRule` of PyG's sampler arguments (``None`` for
+    uniform sampling). Raises :class:`ValueError` naming the argument for an
+    unknown, missing or malformed attribute, and
+    :class:`NotImplementedError` for weights and time together."""
+    if time_attr is None and weight_attr is None:
+        return None
+    if temporal_strategy not in ('uniform', 'last'):
+        raise ValueError(f"'temporal_strategy' must be 'uniform' or 'last', "
+                         f"got {temporal_strategy!r}")
+    if time_attr is not None and weight_attr is not None:
+        raise NotImplementedError("weighted temporal sampling ('weight_attr' "
+                                  "together with 'time_attr') is not supported")
+    if typed is not None:
+        return _heterogeneous(data, typed, time_attr, weight_attr,
+                              temporal_strategy)
+    return _homogeneous(data, graph, time_attr, weight_attr, temporal_strategy)
