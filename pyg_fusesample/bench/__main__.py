@@ -89,6 +89,50 @@ def _variants(args, parser, supported):
                      f'task; expected some of {list(supported)}')
 
 
+def _measure(args, parser, bench, name):
+    """The rows of every setting x round x variant of one Bench."""
+    from .runner import run_row, time_epoch
+    from .timing import warm_up_device
+    if getattr(bench, 'sampling', 'uniform') != 'uniform':
+        # (a variant this sampling rule rules out was reported by Bench)
+        variants = [v for v in args.variants if v in bench.VARIANTS]
+    else:
+        variants = _variants(args, parser, bench.VARIANTS)
+    warm_up_device(bench.device)
+    rows = []
+    for fanout, bs, amp in itertools.product(args.fanouts, args.batch_sizes,
+                                             args.amp):
+        if (args.cmd in ('loader', 'step') and args.settle_steps > 0
+                and bench.device.type == 'cuda'):
+            # On host-bound GPU rows (a small model, call56/call62) the first
+            # variant measured in a setting ran up to 1.7x slower, whatever
+            # it was; untimed steps with the setting's shapes come first.
+            run_row(bench, name, fanout, bs, amp == 'on',
+                    bench.SETTLE_VARIANT, 0, args.settle_steps, 0,
+                    train=args.cmd == 'step')
+        # Variants in turn, round after round: a drift of the machine
+        # (clocks, another tenant) then touches every variant alike, and the
+        # spread over rounds says how far one run can be trusted.
+        for rnd, variant in itertools.product(range(args.rounds),
+                                              variants):
+            for nw in (args.num_workers if variant == 'pyg' else [0]):
+                if args.cmd == 'epoch':
+                    row = time_epoch(bench, name, fanout, bs, variant)
+                else:
+                    row = run_row(bench, name, fanout, bs, amp == 'on',
+                                  variant, nw, args.steps, args.warmup,
+                                  train=args.cmd == 'step')
+                row['round'] = rnd
+                print(f"{name} [{row['fanout']}] b={bs} amp={row['amp']} "
+                      f"{row['variant']:>10} w={nw} round {rnd}: step "
+                      f"{row['step_ms']} ms, pipelined "
+                      f"{row.get('pipelined_step_ms') or '-'} ms, loader "
+                      f"{row['loader_ms']} ms, "
+                      f"{row['sampled_edges_per_s']} edges/s", flush=True)
+                rows.append(row)
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m pyg_fusesample.bench',
                                      description=__doc__)
@@ -106,6 +150,12 @@ def main(argv=None):
             help='measure every variant of a setting this many times, in '
                  'interleaved rounds (column round); each row is compared '
                  'with the floor of its own round')
+        sub.choices[cmd].add_argument(
+            '--sampling', choices=['uniform', 'weighted', 'temporal'],
+            nargs='+', default=['uniform'],
+            help="weighted: random edge weights (weight_attr); temporal: "
+                 "random node times (time_attr), seeds bounded by their own "
+                 "time (runner.SAMPLING_KWARGS)")
         sub.choices[cmd].add_argument(
             '--task', choices=['node', 'link'], default='node',
             help="node: node classification (a HeteroData's labelled type); "
@@ -147,7 +197,7 @@ def main(argv=None):
     from ..datasets import get_dataset
     from .csv_schema import append_rows
     from .link import LinkBench
-    from .runner import Bench, fill_model_ms, run_row, time_epoch
+    from .runner import Bench, fill_model_ms
     from .timing import warm_up_device
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -159,50 +209,26 @@ def main(argv=None):
     print(f'SYNTHETIC graph {name}: {data.num_nodes:,} nodes, '
           f'{data.num_edges:,} edges', flush=True)
     task = getattr(args, 'task', 'node')
-    bench = (LinkBench if task == 'link' else Bench)(
-        data, torch.device(args.device), args.seed)
-    if task == 'link':
-        name += '/link'
+    samplings = getattr(args, 'sampling', ['uniform'])
+    if task == 'link' and samplings != ['uniform']:
+        raise SystemExit('--sampling weighted/temporal is measured for node '
+                         'classification (--task node)')
     if args.cmd in ('sage', 'sage-curve'):
+        bench = Bench(data, torch.device(args.device), args.seed)
         if bench.hetero:
             raise SystemExit(f'{args.cmd} trains FusedGraphSAGE on a '
                              f'homogeneous graph; {name} is heterogeneous')
         warm_up_device(bench.device)
         from . import sage_runner
         return sage_runner.main(bench, name, args)
-    variants = _variants(args, sub.choices[args.cmd], bench.VARIANTS)
-    warm_up_device(bench.device)
     rows = []
-    for fanout, bs, amp in itertools.product(args.fanouts, args.batch_sizes,
-                                             args.amp):
-        if (args.cmd in ('loader', 'step') and args.settle_steps > 0
-                and bench.device.type == 'cuda'):
-            # On host-bound GPU rows (a small model, call56/call62) the first
-            # variant measured in a setting ran up to 1.7x slower, whatever
-            # it was; untimed steps with the setting's shapes come first.
-            run_row(bench, name, fanout, bs, amp == 'on',
-                    bench.SETTLE_VARIANT, 0, args.settle_steps, 0,
-                    train=args.cmd == 'step')
-        # Variants in turn, round after round: a drift of the machine
-        # (clocks, another tenant) then touches every variant alike, and the
-        # spread over rounds says how far one run can be trusted.
-        for rnd, variant in itertools.product(range(args.rounds),
-                                              variants):
-            for nw in (args.num_workers if variant == 'pyg' else [0]):
-                if args.cmd == 'epoch':
-                    row = time_epoch(bench, name, fanout, bs, variant)
-                else:
-                    row = run_row(bench, name, fanout, bs, amp == 'on',
-                                  variant, nw, args.steps, args.warmup,
-                                  train=args.cmd == 'step')
-                row['round'] = rnd
-                print(f"{name} [{row['fanout']}] b={bs} amp={row['amp']} "
-                      f"{row['variant']:>10} w={nw} round {rnd}: step "
-                      f"{row['step_ms']} ms, pipelined "
-                      f"{row.get('pipelined_step_ms') or '-'} ms, loader "
-                      f"{row['loader_ms']} ms, "
-                      f"{row['sampled_edges_per_s']} edges/s", flush=True)
-                rows.append(row)
+    for sampling in samplings:  # one graph, several sampling rules
+        bench = (LinkBench if task == 'link' else Bench)(
+            data, torch.device(args.device), args.seed,
+            **({'sampling': sampling} if sampling != 'uniform' else {}))
+        rows += _measure(args, sub.choices[args.cmd], bench,
+                         name + ('/link' if task == 'link' else '')
+                         + ('' if sampling == 'uniform' else f'/{sampling}'))
     fill_model_ms(rows)
     append_rows(args.out, rows)
     base = os.path.splitext(args.out)[0]

@@ -78,6 +78,46 @@ _PREFETCH = {'fused-prefetch': True, 'fused-sync': False,
              'fused-thread': 'thread'}
 
 
+# --sampling: the attributes the graph gets and the loaders' arguments.
+# weighted: a random weight in (0, 1] per edge; temporal: a random time in
+# [0, 10^4) per node, each seed bounded by its own time.
+SAMPLING_KWARGS = {'uniform': {}, 'weighted': {'weight_attr': 'edge_weight'},
+                   'temporal': {'time_attr': 'time'}}
+
+
+def with_sampling_attrs(data, sampling: str, seed: int = 0):
+    """A shallow copy of ``data`` with the attribute ``sampling`` samples by
+    (every node / edge type of a HeteroData), or ``data`` itself."""
+    if sampling not in SAMPLING_KWARGS:
+        raise ValueError(f"unknown sampling {sampling!r}, expected one of "
+                         f"{list(SAMPLING_KWARGS)}")
+    if sampling == 'uniform':
+        return data
+    data = copy.copy(data)
+    g = torch.Generator().manual_seed(seed + 17)
+    if sampling == 'weighted':
+        for store in data.edge_stores:
+            store.edge_weight = 1.0 - torch.rand(store.edge_index.size(1),
+                                                 generator=g)
+    else:
+        for store in data.node_stores:
+            store.time = torch.randint(0, 10_000, (store.num_nodes,),
+                                       generator=g)
+    return data
+
+
+def _pyg_cannot(sampling: str, hetero: bool) -> str:
+    # Why PyG's NeighborLoader cannot sample this way here ('' if it can):
+    # homogeneous temporal and all weighted sampling need pyg-lib.
+    import torch_geometric.typing as pyg_typing
+    if sampling == 'weighted' and not pyg_typing.WITH_WEIGHTED_NEIGHBOR_SAMPLE:
+        return "PyG's weighted sampling needs pyg-lib, not installed here"
+    if sampling == 'temporal' and not hetero and not pyg_typing.WITH_PYG_LIB:
+        return ("PyG's homogeneous temporal sampling needs pyg-lib, not "
+                "installed here (torch_sparse samples HeteroData only)")
+    return ''
+
+
 def _cycle(make):
     while True:
         yield from make()
@@ -149,7 +189,12 @@ class Bench:
     PYG_LOADER = NeighborLoader
     FUSED_LOADER = FusedNeighborLoader
 
-    def __init__(self, data, device: torch.device, seed: int = 0):
+    def __init__(self, data, device: torch.device, seed: int = 0,
+                 sampling: str = 'uniform'):
+        data = with_sampling_attrs(data, sampling, seed)
+        self.sampling = sampling
+        # Both loaders sample by the same attribute (SAMPLING_ATTRS).
+        self.sampling_kwargs = SAMPLING_KWARGS[sampling]
         self.data_cpu = data
         self.device = device
         # Data.to() moves tensors in place; a shallow copy keeps `data` (the
@@ -167,6 +212,10 @@ class Bench:
             # (TorchGPUSampler samples one edge type)
             self.VARIANTS = tuple(v for v in self.VARIANTS
                                   if v != 'torch-gpu')
+        reason = _pyg_cannot(sampling, self.hetero)
+        if reason:
+            print(f"(variant 'pyg' skipped: {reason})")
+            self.VARIANTS = tuple(v for v in self.VARIANTS if v != 'pyg')
         # NeighborLoader re-sorts the whole graph on construction (seconds on
         # a 100M-edge graph); rows that differ only in AMP share one.
         self._pyg_loaders = {}
@@ -194,7 +243,8 @@ class Bench:
         return self.PYG_LOADER(self.data_cpu, num_neighbors=fanout,
                                batch_size=batch_size, shuffle=True,
                                num_workers=num_workers,
-                               **self._seeds(self.data_cpu))
+                               **self._seeds(self.data_cpu),
+                               **self.sampling_kwargs)
 
     def _fused_loader(self, fanout, batch_size, fused, prefetch):
         # (prefetch None: the loader's default, and no argument at all for
@@ -203,7 +253,7 @@ class Bench:
         return self.FUSED_LOADER(
             self.data_dev, num_neighbors=fanout, batch_size=batch_size,
             shuffle=True, seed=self.seed, fused=fused, **extra,
-            **self._seeds(self.data_dev))
+            **self._seeds(self.data_dev), **self.sampling_kwargs)
 
     def batches(self, variant: str, fanout: List[int], batch_size: int,
                 num_workers: int, count: int = 0):
