@@ -56,11 +56,6 @@ def rule_range(colptr, seg, k, edge_time=None, limit=None, last=False,
         d = sum(1 for e in range(start, start + d) if edge_time[e] <= limit)
         if last and k >= 0 and d > k:
             start, d = start + d - k, k
-    elif cum is not None and d > 0:
-        total = cum[start + d - 1]
-        if not total > 0:
-            return start, 0
-        d = next(i for i in range(d) if cum[start + i] == total) + 1
     return start, d
 
 
@@ -79,25 +74,36 @@ def det_neg_log(m: int) -> float:
     return -(float(ex - 53) * 0.6931471805599453 + log_f)
 
 
+WEIGHTED_ATTEMPTS = 128
+
+
 def weighted_key(seed, a, b, j, cum, start):
     w = cum[start] if j == 0 else cum[start + j] - cum[start + j - 1]
-    m = (random_bits(seed, a, b, j) >> 11) + 1
+    m = (random_bits(seed, a, b, j | (1 << 62)) >> 11) + 1
     return det_neg_log(m) / w
+
+
+def weighted_draw(seed, a, b, s, cum, start, d):
+    r = float(random_bits(seed, a, b, s) >> 11) * 2.0**-53 * cum[start + d - 1]
+    return next((i for i in range(d) if cum[start + i] > r), d - 1)
 
 
 def weighted_positions(d, k, replace, seed, a, b, cum, start):
     if k < 0 or (not replace and k >= d):
         return list(range(d))
     if replace:
-        if d == 0:
-            return []
-        out = []
-        for s in range(k):
-            r = float(random_bits(seed, a, b, s) >> 11) * 2.0**-53 * cum[start + d - 1]
-            out.append(next((i for i in range(d) if cum[start + i] > r), d - 1))
-        return out
-    keys = sorted((weighted_key(seed, a, b, j, cum, start), j) for j in range(d))
-    return [j for _, j in keys[:k]]
+        return [weighted_draw(seed, a, b, s, cum, start, d)
+                for s in range(k)] if d > 0 else []
+    picks = []  # successive sampling: rejection of repeats, then keys
+    for s in range(WEIGHTED_ATTEMPTS):
+        if len(picks) == k:
+            break
+        j = weighted_draw(seed, a, b, s, cum, start, d)
+        if j not in picks:
+            picks.append(j)
+    keys = sorted((weighted_key(seed, a, b, j, cum, start), j)
+                  for j in range(d) if j not in picks)
+    return picks + [j for _, j in keys[:k - len(picks)]]
 
 
 def neighbor_sample(colptr, row, edge_id, seed, num_neighbors, replace=False,

@@ -736,9 +736,11 @@ def test_to_hetero_graphsage_and_heteroconv_train():
                          ('paper', 'cites', 'paper'): [2, 2]}), ValueError,
      'Number of hops must be the same'),
     (dict(num_neighbors=[2, -2]), ValueError, r"num_neighbors\[1\]"),
-    (dict(input_time=torch.zeros(80)), NotImplementedError, 'input_time'),
-    (dict(time_attr='time'), NotImplementedError, 'time_attr'),
-    (dict(weight_attr='edge_weight'), NotImplementedError, 'weight_attr'),
+    (dict(input_time=torch.zeros(80)), ValueError, "'time_attr' is not set"),
+    (dict(time_attr='time'), ValueError,
+     "'time' is neither a node-level nor an edge-level"),
+    (dict(weight_attr='edge_weight'), ValueError,
+     "'weight_attr' 'edge_weight' is missing on edge type"),
 ])
 def test_bad_arguments(rand_graph, kwargs, exc, match):
     kwargs = {**dict(num_neighbors=[2, 2], input_nodes='paper',

@@ -94,7 +94,7 @@ inline void check_edge_types(const char* op, const at::Tensor& colptr,
 
 // A typed sample's type tables (sampler/type_counts.h): all empty, or
 // node_type_offsets [NT+1] from 0 to num_nodes, edge_type_offsets [T+1] from
-// 0 to num_edges, both ascending, and edge_type_nodes [2T] node types.
+// 0 to at least num_edges, both ascending, and edge_type_nodes [2T] node types.
 inline void check_typing(const char* op, int64_t num_nodes, int64_t num_edges,
                          int64_t num_types, at::IntArrayRef node_type_offsets,
                          at::IntArrayRef edge_type_offsets,
@@ -102,8 +102,11 @@ inline void check_typing(const char* op, int64_t num_nodes, int64_t num_edges,
   if (node_type_offsets.empty() && edge_type_offsets.empty() &&
       edge_type_nodes.empty())
     return;
-  auto ascending = [](at::IntArrayRef v, int64_t last) {
-    if (v.empty() || v.front() != 0 || v.back() != last) return false;
+  // (edge ids may name more edges than the CSC holds: weighted sampling
+  // leaves zero-weight edges out, so the edge offsets end at >= num_edges)
+  auto ascending = [](at::IntArrayRef v, int64_t last, bool at_least = false) {
+    if (v.empty() || v.front() != 0) return false;
+    if (at_least ? v.back() < last : v.back() != last) return false;
     for (size_t i = 1; i < v.size(); ++i)
       if (v[i] < v[i - 1]) return false;
     return true;
@@ -113,10 +116,10 @@ inline void check_typing(const char* op, int64_t num_nodes, int64_t num_edges,
               ": 'node_type_offsets' must ascend from 0 to the number of nodes (",
               num_nodes, "), got ", node_type_offsets);
   TORCH_CHECK(static_cast<int64_t>(edge_type_offsets.size()) == num_types + 1 &&
-                  ascending(edge_type_offsets, num_edges),
+                  ascending(edge_type_offsets, num_edges, true),
               op, ": 'edge_type_offsets' must have num_edge_types + 1 = ",
-              num_types + 1, " entries ascending from 0 to the number of edges (",
-              num_edges, "), got ", edge_type_offsets);
+              num_types + 1, " entries ascending from 0 to at least the number "
+              "of edges (", num_edges, "), got ", edge_type_offsets);
   TORCH_CHECK(static_cast<int64_t>(edge_type_nodes.size()) == 2 * num_types, op,
               ": 'edge_type_nodes' must hold (source, target) node types of the ",
               num_types, " edge types, got ", edge_type_nodes.size(), " entries");

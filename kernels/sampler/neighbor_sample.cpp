@@ -36,10 +36,10 @@
 //            in-edges with edge_time <= its root seed's seed_time, uniformly,
 //            or with temporal_last its latest k of them (segment_rule.h).
 //   weighted (weight_cumsum [E] float64, per-segment inclusive prefix sums of
-//            non-negative weights, zero weights last in each segment): draws
+//            positive weights; a CSC without zero-weight in-edges): draws
 //            proportional to weight, with replacement by inverse CDF,
-//            without by successive sampling (exponential keys); zero-weight
-//            in-edges are never drawn (segment_rule.h). Not with edge_time.
+//            without by successive sampling (segment_rule.h). Not with
+//            edge_time.
 //   determinism: draws are keyed by (rng_seed, hop * T + t, target position,
 //            slot) (common/rng.h), so the output is a pure function of the inputs,
 //            independent of thread count, and the CPU and CUDA kernels agree.

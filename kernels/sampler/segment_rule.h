@@ -11,21 +11,30 @@
 // samples a segment; 'last' narrows it to its last k in-edges (all of them
 // when k = -1) and takes those: PyG's temporal strategies.
 //
-// Weighted (PyG's weight_attr). The graph is built with each segment's
-// zero-weight in-edges last, and `weight_cumsum` holding the inclusive prefix
-// sums of the weights within each segment (float64). A segment's drawable
-// in-edges are its positive-weight prefix (found by binary search), so
-// zero-weight edges are never drawn, not even by k = -1 or k >= deg.
+// Weighted (PyG's weight_attr). The graph is built without its zero-weight
+// in-edges (they are never drawn, not even by k = -1 or k >= deg, so the
+// CSC the op reads leaves them out), and `weight_cumsum` holds the
+// inclusive prefix sums of the positive weights within each segment
+// (float64). A segment's drawable in-edges are all of its in-edges.
 //   With replacement: each draw takes u * total and binary-searches the prefix
 //   sums (inverse CDF): O(log deg) per draw, never a scan.
 //   Without replacement (k < positive in-edges): successive sampling
-//   proportional to weight, as exponential keys (Efraimidis-Spirakis): every
-//   drawable in-edge e gets key_e = -log(U_e) / w_e and the k smallest keys
-//   win (ties: the earlier position). That is one pass over the segment per
-//   TARGET, O(deg) (on the GPU a warp, deg / 32 steps), not per draw; the
-//   alternative without a scan -- prefix-sum draws with rejection of repeats
-//   -- degrades without bound when a few heavy edges hold most of the weight.
-//   The picks come out in key order, i.e. successive-sampling draw order.
+//   proportional to weight (each pick drawn by weight among the in-edges
+//   not yet picked), in two steps that together are exact:
+//   1. draws with replacement (as above, attempts s = 0, 1, ...), a repeat
+//      rejected -- a draw by weight conditioned on not being a repeat is a
+//      draw by weight among the rest -- up to kWeightedAttempts attempts:
+//      O(log deg) each, and with weights that are not concentrated on a few
+//      in-edges nearly every attempt is a pick;
+//   2. if picks are still missing (a few heavy in-edges hold most of the
+//      weight, or k is close to deg), the rest of the successive sample
+//      among the in-edges not yet picked, as exponential keys
+//      (Efraimidis-Spirakis): key_e = -log(U_e) / w_e, the smallest win
+//      (ties: the earlier position). One pass over the segment, O(deg),
+//      only for such targets (on the GPU a warp, deg / 32 steps).
+//   Successive sampling is Markov in the set picked so far, so step 2
+//   continuing step 1 is the same distribution. Picks come out in draw
+//   order.
 // Determinism: U_e and the draws are keyed like the uniform draws (rng.h);
 // the logarithm is computed here with +, -, *, / only (det_log), each rounded
 // on its own (FS_ADD/FS_MUL/FS_DIV: no fused multiply-add on the GPU), so the
@@ -33,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "../common/rng.h"
 
@@ -82,17 +92,16 @@ FS_HOST_DEVICE SegmentRange rule_range(const int64_t* colptr, int64_t seg,
       start += d - k;
       d = k;
     }
-  } else if (r.weight_cumsum != nullptr && d > 0) {
-    const double total = r.weight_cumsum[start + d - 1];
-    if (!(total > 0)) return SegmentRange{start, 0};
-    int64_t lo = start, hi = start + d - 1;  // first position holding the total
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (r.weight_cumsum[mid] < total) lo = mid + 1; else hi = mid;
-    }
-    d = lo - start + 1;
   }
   return SegmentRange{start, d};
+}
+
+// 2^-e for 0 <= e < 1023, exactly.
+FS_HOST_DEVICE double fs_pow2_neg(int e) {
+  const uint64_t bits = static_cast<uint64_t>(1023 - e) << 52;
+  double x;
+  memcpy(&x, &bits, sizeof(x));
+  return x;
 }
 
 // -log(u) for u = m * 2^-53, m in [1, 2^53]: log(m) by a power-of-two split
@@ -100,8 +109,9 @@ FS_HOST_DEVICE SegmentRange rule_range(const int64_t* colptr, int64_t seg,
 // only. Accurate to a few ulp; what matters is that it is the same function
 // on both devices.
 FS_HOST_DEVICE double det_neg_log(uint64_t m) {
-  const int e = 63 - FS_CLZ64(m);                             // m = 2^e * f
-  double f = static_cast<double>(m) / static_cast<double>(1ULL << e);  // [1, 2), exact
+  const int e = 63 - FS_CLZ64(m);  // m = 2^e * f
+  // f in [1, 2): m times 2^-e, exact (a power of two built from its bits)
+  double f = static_cast<double>(m) * fs_pow2_neg(e);
   int ex = e;
   if (f > 1.4142135623730951) {  // keep f in [sqrt(1/2), sqrt(2)]
     f = f * 0.5;  // exact
@@ -136,14 +146,18 @@ FS_HOST_DEVICE int64_t weighted_draw(uint64_t rng_seed, int64_t a, int64_t b,
   return lo;
 }
 
+// Step 1's attempts per target (a multiple of the GPU's 32 lanes).
+constexpr int64_t kWeightedAttempts = 128;
+
 // The exponential key of drawable position j of a segment (prefix sums
-// `cum`): -log(U_j) / w_j, U_j keyed by (rng_seed, a, b, j). Larger weights
-// give smaller keys; the k smallest are a weighted sample without
-// replacement.
+// `cum`): -log(U_j) / w_j, U_j keyed by (rng_seed, a, b, j + 2^62) -- a
+// counter range the attempts of step 1 never use, so keys are independent
+// of them. Larger weights give smaller keys.
 FS_HOST_DEVICE double weighted_key(uint64_t rng_seed, int64_t a, int64_t b,
                                    int64_t j, const double* cum) {
   const double w = j == 0 ? cum[0] : FS_SUB(cum[j], cum[j - 1]);
-  const uint64_t m = (random_bits(rng_seed, a, b, j) >> 11) + 1;
+  const uint64_t m =
+      (random_bits(rng_seed, a, b, static_cast<uint64_t>(j) | (1ULL << 62)) >> 11) + 1;
   return FS_DIV(det_neg_log(m), w);
 }
 

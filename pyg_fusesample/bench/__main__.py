@@ -151,11 +151,11 @@ def main(argv=None):
                  'interleaved rounds (column round); each row is compared '
                  'with the floor of its own round')
         sub.choices[cmd].add_argument(
-            '--sampling', choices=['uniform', 'weighted', 'temporal'],
+            '--sampling', choices=['uniform', 'weighted', 'temporal', 'disjoint'],
             nargs='+', default=['uniform'],
             help="weighted: random edge weights (weight_attr); temporal: "
                  "random node times (time_attr), seeds bounded by their own "
-                 "time (runner.SAMPLING_KWARGS)")
+                 "time; disjoint: uniform, disjoint=True (runner.SAMPLING_KWARGS)")
         sub.choices[cmd].add_argument(
             '--task', choices=['node', 'link'], default='node',
             help="node: node classification (a HeteroData's labelled type); "

@@ -80,9 +80,12 @@ _PREFETCH = {'fused-prefetch': True, 'fused-sync': False,
 
 # --sampling: the attributes the graph gets and the loaders' arguments.
 # weighted: a random weight in (0, 1] per edge; temporal: a random time in
-# [0, 10^4) per node, each seed bounded by its own time.
+# [0, 10^4) per node, each seed bounded by its own time; disjoint: uniform
+# with disjoint=True, the subgraph shape temporal sampling forces (its
+# like-for-like uniform baseline).
 SAMPLING_KWARGS = {'uniform': {}, 'weighted': {'weight_attr': 'edge_weight'},
-                   'temporal': {'time_attr': 'time'}}
+                   'temporal': {'time_attr': 'time'},
+                   'disjoint': {'disjoint': True}}
 
 
 def with_sampling_attrs(data, sampling: str, seed: int = 0):
@@ -91,7 +94,7 @@ def with_sampling_attrs(data, sampling: str, seed: int = 0):
     if sampling not in SAMPLING_KWARGS:
         raise ValueError(f"unknown sampling {sampling!r}, expected one of "
                          f"{list(SAMPLING_KWARGS)}")
-    if sampling == 'uniform':
+    if sampling in ('uniform', 'disjoint'):
         return data
     data = copy.copy(data)
     g = torch.Generator().manual_seed(seed + 17)
@@ -112,6 +115,8 @@ def _pyg_cannot(sampling: str, hetero: bool) -> str:
     import torch_geometric.typing as pyg_typing
     if sampling == 'weighted' and not pyg_typing.WITH_WEIGHTED_NEIGHBOR_SAMPLE:
         return "PyG's weighted sampling needs pyg-lib, not installed here"
+    if sampling == 'disjoint' and not pyg_typing.WITH_PYG_LIB:
+        return "PyG's disjoint sampling needs pyg-lib, not installed here"
     if sampling == 'temporal' and not hetero and not pyg_typing.WITH_PYG_LIB:
         return ("PyG's homogeneous temporal sampling needs pyg-lib, not "
                 "installed here (torch_sparse samples HeteroData only)")

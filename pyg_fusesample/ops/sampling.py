@@ -81,10 +81,10 @@ def neighbor_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
             in-edges) or ``'last'`` (take the latest :math:`k` of them).
         weight_cumsum (Tensor, optional): weighted sampling: ``[E]`` float64
             inclusive prefix sums of the in-edge weights within each segment,
-            zero weights last in their segment (see
-            :func:`~pyg_fusesample.sampler.graph_store.weighted_csc`). Draws
-            are proportional to weight; without replacement by successive
-            sampling; zero-weight in-edges are never drawn.
+            all weights positive (a CSC without zero-weight in-edges, as
+            :func:`~pyg_fusesample.sampler.rule_graph.weighted_csc` builds
+            it). Draws are proportional to weight; without replacement by
+            successive sampling.
 
     Returns:
         :class:`NeighborSampleOutput` with global ``node`` ids (seeds first,

@@ -5,14 +5,13 @@ one edge type in a typed CSC) by a rule (``kernels/sampler/segment_rule.h``):
 
 * temporal: the segment's in-edges sorted by time, so the in-edges no later
   than a seed's time are a prefix, found by binary search;
-* weighted: the segment's zero-weight in-edges last, and the per-segment
-  inclusive prefix sums of the weights (float64), so draws are binary
-  searches and the drawable in-edges a prefix.
+* weighted: the zero-weight in-edges left out (they are never drawn), and
+  the per-segment inclusive prefix sums of the weights (float64), so draws
+  are binary searches.
 
-Both are a stable reordering of the slots within each segment of a
-:class:`~pyg_fusesample.sampler.graph_store.CSCGraph` (``colptr`` unchanged,
-``row`` and ``edge_id`` permuted alike), so the op's output edge ids still
-name the original edges. The reordering is done on the CPU: the prefix sums
+Both keep the slots' order within each segment, up to the temporal sort,
+and ``row`` and ``edge_id`` together, so the op's output edge ids still name
+the original edges. The reordering is done on the CPU: the prefix sums
 must be the same bits for the CPU and CUDA kernels to draw alike.
 """
 from dataclasses import dataclass
@@ -76,15 +75,22 @@ def temporal_csc(graph: CSCGraph, slot_time: Tensor) -> RuleCSC:
 
 
 def weighted_csc(graph: CSCGraph, slot_weight: Tensor) -> RuleCSC:
-    r"""Moves every segment's zero-weight in-edges last and adds the
-    per-segment prefix sums of :obj:`slot_weight` (one weight per CSC slot,
-    finite and non-negative), in float64."""
+    r"""Drops the zero-weight in-edges (never drawn, so never read) and adds
+    the per-segment prefix sums of :obj:`slot_weight` (one weight per CSC
+    slot, finite and non-negative), in float64."""
     w = slot_weight.cpu().to(torch.float64)
-    reordered, perm = _reorder(graph, (w == 0).to(torch.uint8))
-    w = w[perm]
-    total = torch.cumsum(w, 0)
+    colptr = graph.colptr.cpu()
+    keep = w > 0
+    # Kept slots before each slot position: the new segment boundaries.
+    kept_before = torch.cat([torch.zeros(1, dtype=torch.long),
+                             torch.cumsum(keep.long(), 0)])
+    colptr = kept_before[colptr]
+    ids = keep.nonzero().view(-1)
+    edge_id = graph.edge_id.cpu()[ids] if graph.edge_id is not None else ids
+    reordered = CSCGraph(colptr, graph.row.cpu()[ids], edge_id, graph.num_nodes)
+    w = w[ids]
     # Per-segment sums: the running total minus the total before the segment.
-    colptr = reordered.colptr
+    total = torch.cumsum(w, 0)
     before = torch.cat([total.new_zeros(1), total])[colptr[:-1]]
     cumsum = total - torch.repeat_interleave(before, colptr[1:] - colptr[:-1])
     return RuleCSC(reordered, weight_cumsum=cumsum.contiguous()).to(graph.device)

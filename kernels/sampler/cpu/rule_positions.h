@@ -30,15 +30,28 @@ void rule_positions(uint64_t rng_seed, int64_t a, int64_t b, const double* cum,
   } else if (replace) {
     if (d > 0)
       for (int64_t s = 0; s < k; ++s) emit(s, weighted_draw(rng_seed, a, b, s, cum, d));
-  } else {  // the k smallest exponential keys, in key order
-    auto& keys = scratch.keys;
-    keys.resize(d);
-    for (int64_t j = 0; j < d; ++j) keys[j] = {weighted_key(rng_seed, a, b, j, cum), j};
-    std::partial_sort(keys.begin(), keys.begin() + k, keys.end(),
+  } else {  // successive sampling (../segment_rule.h): rejection, then keys
+    auto& picks = scratch.picks;
+    picks.clear();
+    for (int64_t s = 0; s < kWeightedAttempts && static_cast<int64_t>(picks.size()) < k;
+         ++s) {
+      const int64_t j = weighted_draw(rng_seed, a, b, s, cum, d);
+      if (std::find(picks.begin(), picks.end(), j) == picks.end()) picks.push_back(j);
+    }
+    const int64_t drawn = static_cast<int64_t>(picks.size());
+    for (int64_t s = 0; s < drawn; ++s) emit(s, picks[s]);
+    if (drawn == k) return;
+    auto& keys = scratch.keys;  // the rest: the smallest keys of the others
+    keys.clear();
+    for (int64_t j = 0; j < d; ++j)
+      if (std::find(picks.begin(), picks.end(), j) == picks.end())
+        keys.emplace_back(weighted_key(rng_seed, a, b, j, cum), j);
+    const int64_t rest = k - drawn;
+    std::partial_sort(keys.begin(), keys.begin() + rest, keys.end(),
                       [](const auto& x, const auto& y) {
                         return key_before(x.first, x.second, y.first, y.second);
                       });
-    for (int64_t s = 0; s < k; ++s) emit(s, keys[s].second);
+    for (int64_t s = 0; s < rest; ++s) emit(drawn + s, keys[s].second);
   }
 }
 

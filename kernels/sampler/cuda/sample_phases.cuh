@@ -432,7 +432,7 @@ __device__ void phase_floyd(const Graph<index_t>& g, const Params& p,
         int64_t* picks = b.pos + first_slot;
         const int64_t key = draw_key(h.index, g.num_types, type);
         if (g.rule.weight_cumsum)
-          warp_weighted_topk(p.rng_seed, key, target, g.rule.weight_cumsum + start,
+          warp_weighted_sample(p.rng_seed, key, target, g.rule.weight_cumsum + start,
                              d, k, picks, b.wkey + first_slot);
         else
           warp_floyd(p.rng_seed, key, target, d, k, picks);
