@@ -111,15 +111,17 @@ def with_sampling_attrs(data, sampling: str, seed: int = 0):
 
 def _pyg_cannot(sampling: str, hetero: bool) -> str:
     # Why PyG's NeighborLoader cannot sample this way here ('' if it can):
-    # homogeneous temporal and all weighted sampling need pyg-lib.
+    # weighted, temporal and disjoint sampling need pyg-lib.
     import torch_geometric.typing as pyg_typing
     if sampling == 'weighted' and not pyg_typing.WITH_WEIGHTED_NEIGHBOR_SAMPLE:
         return "PyG's weighted sampling needs pyg-lib, not installed here"
     if sampling == 'disjoint' and not pyg_typing.WITH_PYG_LIB:
         return "PyG's disjoint sampling needs pyg-lib, not installed here"
-    if sampling == 'temporal' and not hetero and not pyg_typing.WITH_PYG_LIB:
-        return ("PyG's homogeneous temporal sampling needs pyg-lib, not "
-                "installed here (torch_sparse samples HeteroData only)")
+    if sampling == 'temporal' and not pyg_typing.WITH_PYG_LIB:
+        # (PyG's torch_sparse path has a heterogeneous temporal sampler, but
+        # temporal sampling is disjoint, which it refuses)
+        return ("PyG's temporal sampling needs pyg-lib (it is disjoint), "
+                "not installed here")
     return ''
 
 
