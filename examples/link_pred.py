@@ -26,10 +26,19 @@ line says so):
   'user'))`` as PyG's MovieLens examples do (the ratings and times are
   dropped: the task is whether a user rates an item).
 
+``--temporal`` (hetero only) predicts FUTURE edges with temporal sampling:
+the rating times are kept on the edges (``time_attr='time'``, edge-level),
+the edges are split by time (train: the earliest 80%, validation: the next
+10%, test: the last 10%; a split's message-passing graph holds only the
+edges before it), and each supervision edge's subgraph holds only edges
+earlier than it (``edge_label_time`` = its time - 1, so it never sees
+itself). PyG's ``LinkNeighborLoader`` needs pyg-lib for that.
+
 ::
 
     python examples/link_pred.py --graph hetero --loader fused
     python examples/link_pred.py --graph homo --scale 0.01 --loader fused
+    python examples/link_pred.py --graph hetero --temporal --loader fused
 """
 import argparse
 import os.path as osp
@@ -82,6 +91,9 @@ def make_parser() -> argparse.ArgumentParser:
                    help='share of the edges held out for validation')
     p.add_argument('--num-test', type=float, default=0.1,
                    help='share of the edges held out for testing')
+    p.add_argument('--temporal', action='store_true',
+                   help='hetero only: predict future edges (split by time) '
+                   'with temporal sampling (time_attr, edge_label_time)')
     add_run_args(p, 'bf16 autocast in training and evaluation (CUDA only)')
     return p
 
@@ -122,16 +134,55 @@ def load(args):
     from pyg_fusesample.datasets import user_item_like
     full = user_item_like(scale=args.scale, seed=args.seed)
     data = full.clone()
-    for edge_type in (EDGE, REV_EDGE):  # existence only: drop ratings/times
+    for edge_type in (EDGE, REV_EDGE):  # existence (and times) only
         store = data[edge_type]
         for key in list(store.keys()):
-            if key != 'edge_index':
+            if key != 'edge_index' and not (args.temporal and key == 'time'):
                 del store[key]
+    if args.temporal:
+        return full.name, data, temporal_split(data, args)
     split = T.RandomLinkSplit(
         num_val=args.num_val, num_test=args.num_test,
         add_negative_train_samples=False, neg_sampling_ratio=1.0,
         edge_types=[EDGE], rev_edge_types=[REV_EDGE])
     return full.name, data, split(data)
+
+
+def temporal_split(data, args):
+    """(train, val, test) of future-link prediction: each split's graph
+    holds the rating edges (and reverses) before its supervision edges,
+    which carry edge_label_time = their time - 1; validation and test add a
+    negative per positive (its user, a random item), at its time."""
+    time = data[EDGE].time
+    order = torch.argsort(time, stable=True)
+    n = order.numel()
+    n_val, n_test = int(args.num_val * n), int(args.num_test * n)
+    cut = [n - n_val - n_test, n - n_test, n]
+    g = torch.Generator().manual_seed(args.seed)
+    splits = []
+    for i, (lo, hi) in enumerate(zip([0] + cut[:2], cut)):
+        past, label_ids = order[:lo if i else hi], order[lo:hi]
+        d = data.clone()
+        for edge_type, flip in ((EDGE, False), (REV_EDGE, True)):
+            store = d[edge_type]
+            ei = data[EDGE].edge_index[:, past]
+            store.edge_index = ei.flip(0) if flip else ei
+            store.time = time[past]
+        index = data[EDGE].edge_index[:, label_ids]
+        label_time = time[label_ids] - 1
+        label = torch.ones(index.size(1))
+        if i > 0:  # evaluation: each positive's user with a random item
+            # (users who arrive late have little past: random users as
+            # negatives would score by activity, not by fit)
+            neg = torch.stack([index[0], torch.randint(
+                data['item'].num_nodes, (index.size(1),), generator=g)])
+            index = torch.cat([index, neg], 1)
+            label = torch.cat([label, torch.zeros(neg.size(1))])
+            label_time = torch.cat([label_time, label_time])
+        d[EDGE].edge_label_index, d[EDGE].edge_label = index, label
+        d[EDGE].edge_label_time = label_time
+        splits.append(d)
+    return splits
 
 
 def labelled(data, hetero: bool):
@@ -184,6 +235,9 @@ def main(argv=None) -> float:
     parser = make_parser()
     args = parser.parse_args(argv)
     hetero = args.graph == 'hetero'
+    if args.temporal and not hetero:
+        parser.error('--temporal predicts future user-item ratings: it '
+                     'needs --graph hetero')
     if args.scale is None:
         args.scale = DEFAULT_SCALE[args.graph]
     device = torch.device(args.device or
@@ -209,7 +263,9 @@ def main(argv=None) -> float:
     say(f'Data: SYNTHETIC {name} ({args.graph}): {what}; supervision '
         f'edges train/val/test {sizes[0]:,}/{sizes[1]:,}/{sizes[2]:,} (val '
         f'and test with as many negatives; training draws 1 negative per '
-        f'positive each batch)')
+        f'positive each batch)'
+        + ('; split by time, temporal sampling (future links)'
+           if args.temporal else ''))
 
     LinkNeighborLoader = link_neighbor_loader_class(args.loader)
     if args.loader == 'fused':  # ours samples where the graph lives
@@ -220,21 +276,27 @@ def main(argv=None) -> float:
     kwargs = dict(num_neighbors=args.num_neighbors,
                   batch_size=args.batch_size, num_workers=workers,
                   persistent_workers=workers > 0)
+    if args.temporal:
+        kwargs['time_attr'] = 'time'
 
     def seeds(d):
         index, label = labelled(d, hetero)
         return (EDGE, index) if hetero else index, label
 
+    def times(d):
+        return ({'edge_label_time': d[EDGE].edge_label_time}
+                if args.temporal else {})
+
     train_index, _ = seeds(train_data)
     train_loader = LinkNeighborLoader(
         train_data, edge_label_index=train_index, neg_sampling='binary',
-        shuffle=True, **kwargs)
+        shuffle=True, **times(train_data), **kwargs)
     eval_loaders = []
     for d in (val_data, test_data):
         index, label = seeds(d)
         eval_loaders.append(LinkNeighborLoader(
             d, edge_label_index=index, edge_label=label, shuffle=False,
-            **kwargs))
+            **times(d), **kwargs))
     val_loader, test_loader = eval_loaders
 
     model = Model(args, train_data, hetero).to(device)

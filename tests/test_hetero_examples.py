@@ -374,6 +374,40 @@ def test_link_pred(capsys, graph, loader):
     assert float(epoch[2]) > 0.55 and float(epoch[3]) > 0.55, out
 
 
+def test_link_pred_temporal(capsys):
+    """Future links with temporal sampling: the split by time, and the
+    fused loader's subgraphs bounded by each edge's time. (PyG's loader
+    needs pyg-lib for temporal sampling: its run raises where pyg-lib is
+    missing, as PyG's own does.)"""
+    code, out, err = run_inprocess(
+        LINK, ['--graph', 'hetero', '--scale', '0.1', *LINK_SHORT,
+               '--temporal', '--loader', 'fused'], capsys)
+    assert code == 0, err[-3000:]
+    check_link(out)
+    assert 'split by time, temporal sampling (future links)' in out
+    code, out, err = run_inprocess(
+        LINK, ['--graph', 'homo', '--temporal', *LINK_SHORT], capsys)
+    assert code != 0 and 'needs --graph hetero' in err
+
+
+def test_temporal_split_holds_only_the_past():
+    """Each split's graph holds only edges before its supervision edges,
+    whose times are one less than their own."""
+    module = load_example(LINK)
+    args = module.make_parser().parse_args(['--graph', 'hetero', '--temporal',
+                                            '--scale', '0.1'])
+    name, data, splits = module.load(args)
+    for d in splits:
+        pos = d[module.EDGE].edge_label == 1
+        label_time = d[module.EDGE].edge_label_time[pos]
+        assert d[module.EDGE].time.numel() == 0 or \
+            int(d[module.EDGE].time.max()) <= int(label_time.max()) + 1
+    train, val, test = splits
+    assert int(val[module.EDGE].time.max()) <= int(
+        val[module.EDGE].edge_label_time.min()) + 1
+    assert test[module.EDGE].num_edges > val[module.EDGE].num_edges
+
+
 def test_link_pred_dot_subprocess():
     """The script as a user starts it (dot-product decoder, 2 epochs)."""
     code, out, err = run_subprocess(
