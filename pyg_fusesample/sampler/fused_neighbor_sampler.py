@@ -67,8 +67,7 @@ def _typed_fanouts(num_neighbors, edge_types) -> List[int]:
 
 class FusedNeighborSampler(BaseSampler):
     r"""Multi-hop neighbour sampling (uniform, temporal or weighted) for
-    homogeneous and
-    heterogeneous graphs, with the arguments and output of
+    homogeneous and heterogeneous graphs, with the arguments and output of
     :class:`torch_geometric.sampler.NeighborSampler`.
 
     All hops (and, for a :class:`~torch_geometric.data.HeteroData`, all edge
