@@ -1,5 +1,6 @@
-// fusesample::neighbor_sample -- multi-hop uniform neighbour sampling with
-// global deduplication and relabelling, the op behind FusedNeighborLoader.
+// fusesample::neighbor_sample -- multi-hop neighbour sampling (uniform, temporal
+// or weighted) with global deduplication and relabelling, the op behind
+// FusedNeighborLoader.
 //
 // Contract (both devices):
 //   inputs   colptr [N+1] int64, row [E] int32/int64 (CSC: in-edges of each
