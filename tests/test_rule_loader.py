@@ -169,6 +169,15 @@ def test_bad_times_name_the_argument():
         FusedNeighborLoader(h, [2], time_attr='edge_time', input_nodes='a',
                             batch_size=4)
     h = hetero()
+    del h['a'].time  # node-level time on 'b' only: 'a' seeds need input_time
+    with pytest.raises(ValueError, match=r"node type\(s\) \['a'\] have no 'time'"):
+        next(iter(FusedNeighborLoader(h, [2], time_attr='time',
+                                      input_nodes='a', batch_size=4)))
+    batch = next(iter(FusedNeighborLoader(
+        h, [2], time_attr='time', input_nodes='a', batch_size=4,
+        input_time=torch.full((150,), 50))))
+    assert (batch['b'].time <= 50).all()
+    h = hetero()
     h['a', 'to', 'a'].time = torch.zeros(h['a', 'to', 'a'].num_edges,
                                          dtype=torch.long)
     with pytest.raises(ValueError, match='both node-level and edge-level'):

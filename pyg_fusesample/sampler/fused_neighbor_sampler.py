@@ -205,7 +205,7 @@ class FusedNeighborSampler(BaseSampler):
 
     @property
     def is_temporal(self) -> bool:
-        return getattr(self, 'rule', None) is not None and self.rule.is_temporal
+        return self.rule is not None and self.rule.is_temporal
 
     @property
     def node_time(self):
@@ -251,7 +251,7 @@ class FusedNeighborSampler(BaseSampler):
                                         self.num_neighbors, self.replace,
                                         self.disjoint, rng_seed,
                                         self.num_edge_types, **self._typing,
-                                        **self._rule_args(seed, seed_time))
+                                        **self._rule_args(seed_time))
         return PendingSamplerOutput(self, pending,
                                     (inputs.input_id, inputs.time))
 
@@ -261,15 +261,15 @@ class FusedNeighborSampler(BaseSampler):
         rng_seed = self._key(rng_seed)
 
         def sample_fn(seed, seed_time=None):
+            types = ()
             if isinstance(seed, dict):  # heterogeneous: {node type: ids}
+                types = tuple(seed)
                 if isinstance(seed_time, dict):
-                    seed_time = torch.cat([self._on_device(seed_time[nt])
-                                           for nt in seed])
+                    seed_time = torch.cat([seed_time[nt] for nt in seed])
                 seed = typed_seeds(self.typed, {
                     nt: self._on_device(ids) for nt, ids in seed.items()})
             seed = self._on_device(seed)
-            if seed_time is not None:
-                seed_time = self._on_device(seed_time)
+            seed_time = self._seed_time(seed, seed_time, types)
             return self._sampler_output(self._sample(seed, rng_seed, seed_time))
 
         # The seed edges and their negatives on the sampling device (PyG's
@@ -307,30 +307,38 @@ class FusedNeighborSampler(BaseSampler):
             return {nt: t.to(self.device) for nt, t in time.items()}
         return None if time is None else time.to(self.device)
 
-    def _rule_args(self, seed: Tensor, seed_time: Optional[Tensor]) -> dict:
-        # The op's temporal / weighted arguments for a batch of seeds (global
-        # ids): seed times default to the seeds' own node times.
-        if seed_time is not None and not self.is_temporal:
-            raise ValueError("seed times ('input_time') were given, but the "
-                             "sampler is not temporal (no 'time_attr')")
-        if self.rule is None:
-            return {}
-        if self.is_temporal and seed_time is None:
-            if self.rule.node_time is None:
-                raise ValueError("edge-level temporal sampling needs the seeds' "
-                                 "times ('input_time' / 'edge_label_time')")
-            seed_time = self.rule.node_time[seed]
-            if seed.numel() > 0 and bool(
-                    (seed_time == torch.iinfo(torch.long).min).any()):
-                raise ValueError(f"the seeds' node type has no "
+    def _seed_time(self, seed: Tensor, seed_time: Optional[Tensor],
+                   seed_types=()) -> Optional[Tensor]:
+        # The seeds' times for the op (global ids `seed`, of node types
+        # `seed_types` when heterogeneous): the given ones, else, for
+        # node-level time, the seeds' own node times. Decided from the node
+        # types, on the host: no read of the device per batch.
+        if not self.is_temporal:
+            if seed_time is not None:
+                raise ValueError("seed times ('input_time') were given, but "
+                                 "the sampler is not temporal (no "
+                                 "'time_attr')")
+            return None
+        if seed_time is None:
+            node_time = self.rule.pyg_node_time
+            if node_time is None:
+                raise ValueError("edge-level temporal sampling needs the "
+                                 "seeds' times ('input_time' / "
+                                 "'edge_label_time')")
+            untimed = [nt for nt in seed_types if nt not in node_time]
+            if untimed:
+                raise ValueError(f"the seeds' node type(s) {untimed} have no "
                                  f"{self.time_attr!r} attribute: pass their "
                                  f"times as 'input_time'")
-        if seed_time is not None:
-            if seed_time.numel() != seed.numel():
-                raise ValueError(f"'input_time' must hold one time per seed "
-                                 f"({seed.numel()}), got {seed_time.numel()}")
-            seed_time = seed_time.to(device=self.device, dtype=torch.long)
-        return self.rule.op_args(seed_time)
+            return self.rule.node_time[seed]
+        if seed_time.numel() != seed.numel():
+            raise ValueError(f"'input_time' must hold one time per seed "
+                             f"({seed.numel()}), got {seed_time.numel()}")
+        return self._on_device(seed_time)
+
+    def _rule_args(self, seed_time: Optional[Tensor]) -> dict:
+        # The op's temporal / weighted arguments (seed times from _seed_time).
+        return {} if self.rule is None else self.rule.op_args(seed_time)
 
     def _node_seeds(self, inputs: NodeSamplerInput, rng_seed: Optional[int]):
         seed = self._on_device(inputs.node)
@@ -343,7 +351,8 @@ class FusedNeighborSampler(BaseSampler):
         elif inputs.input_type is not None:
             raise ValueError(f"the graph is homogeneous, but an input node "
                              f"type ({inputs.input_type!r}) was given")
-        seed_time = None if inputs.time is None else self._on_device(inputs.time)
+        seed_time = self._seed_time(
+            seed, inputs.time, (inputs.input_type,) if self.is_hetero else ())
         return seed, self._key(rng_seed), seed_time
 
     def _key(self, rng_seed: Optional[int]) -> int:
@@ -362,7 +371,7 @@ class FusedNeighborSampler(BaseSampler):
                                self.num_neighbors, self.replace,
                                self.disjoint, rng_seed, self.fused,
                                self.num_edge_types, **self._typing,
-                               **self._rule_args(seed, seed_time))
+                               **self._rule_args(seed_time))
 
     def _sampler_output(self, out: NeighborSampleOutput
                         ) -> Union[SamplerOutput, HeteroSamplerOutput]:
