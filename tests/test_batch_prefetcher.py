@@ -145,10 +145,13 @@ def csc(num_nodes=300, num_edges=3000):
 
 
 def prefetcher(colptr, row, perm, seeds, batch_size, keys, fanouts=(5, 3),
-               node_attrs=(), edge_attrs=(), depth=2, disjoint=False):
+               node_attrs=(), edge_attrs=(), depth=2, disjoint=False,
+               edge_time=None, seed_time=None, temporal_last=False,
+               weight_cumsum=None):
     return torch.classes.fusesample.BatchPrefetcher(
         colptr, row, perm, seeds, batch_size, list(keys), list(fanouts),
-        False, disjoint, True, list(node_attrs), list(edge_attrs), depth, True)
+        False, disjoint, True, list(node_attrs), list(edge_attrs), depth, True,
+        edge_time, seed_time, temporal_last, weight_cumsum)
 
 
 @pytest.mark.parametrize('depth', [1, 3])
@@ -176,6 +179,40 @@ def test_prefetcher_matches_the_ops(depth):
     assert p.next() == [] and p.next() == []
 
 
+@pytest.mark.parametrize('last', [False, True])
+def test_prefetcher_passes_the_rule_on(last):
+    """Temporal (and weighted) batches are the op's with the rule's tensors
+    and each window's seed times."""
+    colptr, row, perm = csc()
+    n = colptr.numel() - 1
+    g = torch.Generator().manual_seed(3)
+    edge_time = torch.randint(0, 50, (row.numel(), ), generator=g)
+    edge_time = torch.cat([edge_time[colptr[v]:colptr[v + 1]].sort().values
+                           for v in range(n)])
+    weight_cumsum = torch.cat([
+        torch.rand(int(colptr[v + 1] - colptr[v]), generator=g,
+                   dtype=torch.float64).add_(0.1).cumsum(0) for v in range(n)])
+    seeds = torch.randperm(n, generator=g)[:250]
+    seed_time = torch.randint(0, 50, (250, ), generator=g)
+    for rule in (dict(edge_time=edge_time, seed_time=seed_time,
+                      temporal_last=last),
+                 dict(weight_cumsum=weight_cumsum)):
+        p = prefetcher(colptr, row, perm, seeds, 100, [4, 5, 6],
+                       disjoint='seed_time' in rule, **rule)
+        for b, key in enumerate([4, 5, 6]):
+            window = slice(100 * b, 100 * b + 100)
+            kw = {k: v for k, v in rule.items() if k != 'temporal_last'}
+            if 'seed_time' in kw:
+                kw['seed_time'] = seed_time[window]
+                kw['temporal_strategy'] = 'last' if last else 'uniform'
+            out = neighbor_sample(colptr, row, perm, seeds[window], [5, 3],
+                                  disjoint='seed_time' in rule, rng_seed=key,
+                                  **kw)
+            node, edge_index, edge, *_ = p.next()
+            assert torch.equal(node, out.node) and torch.equal(edge, out.edge)
+        assert p.next() == []
+
+
 def test_prefetcher_raises_at_the_failing_batch():
     """A batch whose sampling fails raises at that batch, after the ones
     before it; then the epoch is over."""
@@ -199,6 +236,7 @@ def test_prefetcher_raises_at_the_failing_batch():
     (dict(edge_attrs=[torch.zeros(7)]), 'edge_attrs'),
     (dict(seeds=torch.zeros(250, dtype=torch.int32)), 'seeds'),
     (dict(fanouts=[5, -3]), 'num_neighbors'),
+    (dict(seed_time=torch.zeros(249, dtype=torch.long)), 'seed_time'),
 ])
 def test_prefetcher_bad_arguments(change, match):
     colptr, row, perm = csc()

@@ -113,6 +113,46 @@ def test_cuda_batches_equal_cpu_batches():
             assert torch.equal(n1, n2) and torch.equal(e1, e2)
 
 
+def prefetch_modes(device):
+    # Every way the loader can hand out batches on `device`; 'thread' runs
+    # the native BatchPrefetcher for these plain Data batches.
+    return [False, 'thread'] + ([True] if device == 'cuda' else [])
+
+
+@pytest.mark.parametrize('device', loader_devices())
+@pytest.mark.parametrize('kwargs', [
+    dict(weight_attr='edge_weight'),
+    dict(time_attr='time', temporal_strategy='last'),
+    dict(time_attr='edge_time', input_time=torch.arange(0, 100, 2)),
+])
+def test_every_prefetch_mode_gives_the_same_batches(device, kwargs):
+    data = graph().to(device)
+    kwargs = dict(kwargs)
+    if 'input_time' in kwargs:
+        kwargs['input_nodes'] = torch.arange(50)
+    batches = []
+    for prefetch in prefetch_modes(device):
+        loader = FusedNeighborLoader(data, [4, 3], batch_size=16, seed=7,
+                                     shuffle=True, prefetch=prefetch, **kwargs)
+        assert (loader.prefetch == 'thread') == (prefetch == 'thread')
+        batches.append(list(loader))
+    for other in batches[1:]:
+        assert len(other) == len(batches[0])
+        for a, b in zip(batches[0], other):
+            assert sorted(a.keys()) == sorted(b.keys())
+            for key in a.keys():
+                va, vb = a[key], b[key]
+                if isinstance(va, torch.Tensor):
+                    assert torch.equal(va, vb), key
+                else:
+                    assert va == vb, key
+    if 'input_time' in kwargs:
+        for batch in batches[-1]:
+            assert batch.seed_time.device.type == device
+            assert torch.equal(batch.seed_time.cpu(),
+                               kwargs['input_time'][batch.input_id])
+
+
 @pytest.mark.parametrize('device', loader_devices())
 def test_temporal_link_loader(device):
     data = graph().to(device)

@@ -14,7 +14,8 @@
 // Contract:
 //   BatchPrefetcher(colptr, row, edge_id?, seeds, batch_size, keys,
 //                   num_neighbors, replace, disjoint, fused, node_attrs,
-//                   edge_attrs, depth, lookahead)
+//                   edge_attrs, depth, lookahead, edge_time?, seed_time?,
+//                   temporal_last, weight_cumsum?)
 //     colptr/row/edge_id  the CSC graph of fusesample::neighbor_sample;
 //     seeds [S] int64     the epoch's seed nodes in batch order, on the
 //                         graph's device; batch b takes
@@ -23,9 +24,15 @@
 //                         S / batch_size batches: drop_last is the caller's);
 //     node_attrs          [N, ...] tensors on the graph's device, gathered by
 //                         the batch's node ids; edge_attrs [E, ...] by its
-//                         global edge ids;
+//                         global edge ids (edge_id's values, which must be
+//                         < E; E may exceed the CSC's edges);
 //     depth >= 1          batches kept ready ahead of the consumer;
-//     lookahead           enqueue fused GPU sampling one batch ahead (below).
+//     lookahead           enqueue fused GPU sampling one batch ahead (below);
+//     edge_time, temporal_last, weight_cumsum
+//                         the op's temporal / weighted rule, as given to
+//                         fusesample::neighbor_sample for every batch;
+//     seed_time [S]       the seeds' times (temporal), aligned with seeds and
+//                         sliced with them.
 //   next() -> Tensor[]: [node, edge_index [2, m], edge, batch ([0] unless
 //     disjoint), num_sampled_nodes, num_sampled_edges (both int64 on the
 //     CPU), *node_attrs[node], *edge_attrs[edge]] -- exactly what
@@ -86,13 +93,17 @@ using SampleAsyncFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
     const std::optional<at::Tensor>&, bool, const std::optional<at::Tensor>&);
 using GatherListFn = std::vector<at::Tensor>(at::TensorList, const at::Tensor&, bool);
 
+// at_least: the rows are indexed by ids the CSC maps its positions to
+// (edge_id), of which the graph may have more than the CSC samples from
+// (weighted sampling leaves zero-weight edges out).
 void check_attrs(const char* name, const std::vector<at::Tensor>& attrs,
-                 int64_t rows, const char* rows_name, const at::Tensor& colptr) {
+                 int64_t rows, const char* rows_name, const at::Tensor& colptr,
+                 bool at_least = false) {
   for (size_t i = 0; i < attrs.size(); ++i) {
     const at::Tensor& t = attrs[i];
-    TORCH_CHECK(t.dim() >= 1 && t.size(0) == rows, kClass, ": '", name, "[", i,
-                "]' must have ", rows, " rows (", rows_name, "), got shape ",
-                t.sizes());
+    TORCH_CHECK(t.dim() >= 1 && (t.size(0) == rows || (at_least && t.size(0) > rows)),
+                kClass, ": '", name, "[", i, "]' must have ", at_least ? "at least " : "",
+                rows, " rows (", rows_name, "), got shape ", t.sizes());
     check_same_device(kClass, name, t, "colptr", colptr);
   }
 }
@@ -103,13 +114,17 @@ class BatchPrefetcher : public torch::CustomClassHolder {
                   at::Tensor seeds, int64_t batch_size, std::vector<int64_t> keys,
                   std::vector<int64_t> num_neighbors, bool replace, bool disjoint,
                   bool fused, std::vector<at::Tensor> node_attrs,
-                  std::vector<at::Tensor> edge_attrs, int64_t depth, bool lookahead)
+                  std::vector<at::Tensor> edge_attrs, int64_t depth, bool lookahead,
+                  std::optional<at::Tensor> edge_time, std::optional<at::Tensor> seed_time,
+                  bool temporal_last, std::optional<at::Tensor> weight_cumsum)
       : colptr_(std::move(colptr)), row_(std::move(row)), edge_id_(std::move(edge_id)),
         seeds_(std::move(seeds)), batch_size_(batch_size), keys_(std::move(keys)),
         num_neighbors_(std::move(num_neighbors)), replace_(replace),
         disjoint_(disjoint), fused_(fused), lookahead_(lookahead && fused && colptr_.is_cuda()),
         node_attrs_(std::move(node_attrs)),
-        edge_attrs_(std::move(edge_attrs)), depth_(static_cast<size_t>(depth)) {
+        edge_attrs_(std::move(edge_attrs)), depth_(static_cast<size_t>(depth)),
+        edge_time_(std::move(edge_time)), seed_time_(std::move(seed_time)),
+        temporal_last_(temporal_last), weight_cumsum_(std::move(weight_cumsum)) {
     check_csc(kClass, colptr_, row_, edge_id_);
     check_node_ids(kClass, "seeds", seeds_, colptr_);
     check_fanouts(kClass, num_neighbors_);
@@ -122,8 +137,15 @@ class BatchPrefetcher : public torch::CustomClassHolder {
                 kClass, ": ", keys_.size(), " keys for ", num_seeds,
                 " seeds in batches of ", batch_size_, " (expected ceil or floor of ",
                 "seeds / batch_size)");
+    if (seed_time_) {
+      TORCH_CHECK(seed_time_->dim() == 1 && seed_time_->numel() == num_seeds, kClass,
+                  ": 'seed_time' must hold one time per seed (", num_seeds, "), got shape ",
+                  seed_time_->sizes());
+      check_same_device(kClass, "seed_time", *seed_time_, "colptr", colptr_);
+    }
     check_attrs("node_attrs", node_attrs_, colptr_.numel() - 1, "num_nodes", colptr_);
-    check_attrs("edge_attrs", edge_attrs_, row_.numel(), "num_edges", colptr_);
+    check_attrs("edge_attrs", edge_attrs_, row_.numel(), "num_edges", colptr_,
+                edge_id_.has_value());
     if (colptr_.is_cuda()) start_stream();
     thread_ = std::thread([this] { run(); });
   }
@@ -203,7 +225,8 @@ class BatchPrefetcher : public torch::CustomClassHolder {
     begun.record(current);
     begun.block(*stream_);
     for (const at::Tensor& t : {colptr_, row_, seeds_}) t.record_stream(*stream_);
-    if (edge_id_) edge_id_->record_stream(*stream_);
+    for (const auto* t : {&edge_id_, &edge_time_, &seed_time_, &weight_cumsum_})
+      if (*t) (*t)->record_stream(*stream_);
     for (const auto* attrs : {&node_attrs_, &edge_attrs_})
       for (const at::Tensor& t : *attrs) t.record_stream(*stream_);
   }
@@ -263,13 +286,15 @@ class BatchPrefetcher : public torch::CustomClassHolder {
     Sample s;
     try {
       const int64_t start = b * batch_size_;
-      const at::Tensor seeds =
-          seeds_.slice(0, start, std::min(start + batch_size_, seeds_.numel()));
+      const int64_t end = std::min(start + batch_size_, seeds_.numel());
+      const at::Tensor seeds = seeds_.slice(0, start, end);
+      std::optional<at::Tensor> seed_time;
+      if (seed_time_) seed_time = seed_time_->slice(0, start, end);
       if (lookahead_) {
         auto [node, row, col, edge, batch, meta] =
             sample_async.call(colptr_, row_, edge_id_, seeds, num_neighbors_, replace_,
                               disjoint_, keys_[b], /*num_edge_types=*/1, {}, {}, {},
-                              std::nullopt, std::nullopt, false, std::nullopt);
+                              edge_time_, seed_time, temporal_last_, weight_cumsum_);
         s.tensors = {node, row, col, edge, batch, meta};
         s.pending = true;
         if (stream_) {
@@ -280,7 +305,7 @@ class BatchPrefetcher : public torch::CustomClassHolder {
         auto [node, row, col, edge, batch, nsn, nse, counts] =
             sample_now.call(colptr_, row_, edge_id_, seeds, num_neighbors_, replace_,
                             disjoint_, keys_[b], fused_, /*num_edge_types=*/1, {}, {}, {},
-                            std::nullopt, std::nullopt, false, std::nullopt);
+                            edge_time_, seed_time, temporal_last_, weight_cumsum_);
         s.tensors = {node, row, col, edge, batch, nsn, nse};
       }
     } catch (...) {
@@ -348,6 +373,9 @@ class BatchPrefetcher : public torch::CustomClassHolder {
   const bool replace_, disjoint_, fused_, lookahead_;
   const std::vector<at::Tensor> node_attrs_, edge_attrs_;
   const size_t depth_;
+  const std::optional<at::Tensor> edge_time_, seed_time_;
+  const bool temporal_last_;
+  const std::optional<at::Tensor> weight_cumsum_;
   std::optional<c10::Stream> stream_;
 
   std::mutex mutex_;
@@ -364,7 +392,8 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       .def(torch::init<at::Tensor, at::Tensor, std::optional<at::Tensor>, at::Tensor,
                        int64_t, std::vector<int64_t>, std::vector<int64_t>, bool, bool,
                        bool, std::vector<at::Tensor>, std::vector<at::Tensor>,
-                       int64_t, bool>())
+                       int64_t, bool, std::optional<at::Tensor>,
+                       std::optional<at::Tensor>, bool, std::optional<at::Tensor>>())
       .def("next", &BatchPrefetcher::next)
       .def("close", &BatchPrefetcher::close);
 }

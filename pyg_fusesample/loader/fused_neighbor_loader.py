@@ -134,14 +134,21 @@ class _NativeIterator:
         sampler, ns = loader.sampler, loader.node_sampler
         order, keys = sampler.plan()
         g = ns.graph
+        seeds = loader._epoch_seeds(order)
+        # Temporal / weighted: the rule's tensors, and the epoch's seed times
+        # (the given input times, else the seeds' node times) cut with the
+        # seeds; a batch's `seed_time` attribute is its cut of input_time.
+        input_time = loader._epoch_input_time(order)
+        rule = ns._rule_args(ns._seed_time(seeds, input_time))
         self.prefetcher = torch.classes.fusesample.BatchPrefetcher(
-            g.colptr, g.row, g.edge_id, loader._epoch_seeds(order),
+            g.colptr, g.row, g.edge_id, seeds,
             sampler.batch_size, keys, ns.num_neighbors, ns.replace,
             ns.disjoint, ns.fused, [plan.values[k] for k in plan.node_rows],
             [plan.values[k] for k in plan.edge_rows], self.depth,
-            self.lookahead)
+            self.lookahead, rule.get('edge_time'), rule.get('seed_time'),
+            rule.get('temporal_strategy') == 'last', rule.get('weight_cumsum'))
         self.rows = plan.node_rows + plan.edge_rows
-        self.positions = (p for p, _, _ in sampler.slices(order, keys))
+        self.windows = sampler.slices(order, keys, input_time)
         self.num_batches = len(keys)
         self.disjoint = ns.disjoint
         self.pin = (loader.pin_memory and torch.cuda.is_available()
@@ -159,10 +166,11 @@ class _NativeIterator:
             raise StopIteration
         node, edge_index, edge, batch, nsn, nse, *rows = tensors
         loader = self.loader
+        positions, _, seed_time = next(self.windows)
         out = loader._assemble(
             self.plan, node, edge, edge_index,
             batch if self.disjoint else None, nsn.tolist(), nse.tolist(),
-            loader._input_id(next(self.positions)), None,
+            loader._input_id(positions), seed_time,
             dict(zip(self.rows, rows)))
         if self.pin:
             out = out.pin_memory()
@@ -529,6 +537,18 @@ class FusedNeighborLoader(NodeLoader):
         return (self.input_data.node.index_select(0, order) if seeds is None
                 else seeds)
 
+    def _epoch_input_time(self, order: Tensor) -> Optional[Tensor]:
+        # The epoch's input times in `order`, on the sampling device (None
+        # without input_time).
+        time = self.input_data.time
+        if time is None:
+            return None
+        if self._seed_times is None:
+            return time.index_select(0, order)
+        index = order.pin_memory().to(self._seed_times.device,
+                                      non_blocking=True)
+        return self._seed_times.index_select(0, index)
+
     def _input_id(self, positions: Tensor) -> Tensor:
         # A batch's input_id: positions into the input nodes (as
         # NeighborLoader gives it), on the CPU.
@@ -595,10 +615,10 @@ class FusedNeighborLoader(NodeLoader):
 
     def _native_thread(self) -> bool:
         # prefetch='thread' runs on the native thread (_NativeIterator) for
-        # plain directional uniform batches, else on a Python thread.
+        # plain directional batches (uniform, weighted or temporal), else on
+        # a Python thread.
         return (self._plain_batches() and self.node_sampler.subgraph_type
-                == SubgraphType.directional
-                and getattr(self.node_sampler, 'rule', None) is None)
+                == SubgraphType.directional)
 
     def _plain_batches(self) -> bool:
         # Batches of a plain Data with no sampler-output transform: the case
