@@ -9,6 +9,7 @@ from torch_geometric.data import Data, HeteroData
 from pyg_fusesample import FusedLinkNeighborLoader, FusedNeighborLoader
 
 import reference as ref
+from test_loader import assert_batches_equal
 
 
 def graph(num_nodes=300, num_edges=6000, seed=0):
@@ -139,13 +140,7 @@ def test_every_prefetch_mode_gives_the_same_batches(device, kwargs):
     for other in batches[1:]:
         assert len(other) == len(batches[0])
         for a, b in zip(batches[0], other):
-            assert sorted(a.keys()) == sorted(b.keys())
-            for key in a.keys():
-                va, vb = a[key], b[key]
-                if isinstance(va, torch.Tensor):
-                    assert torch.equal(va, vb), key
-                else:
-                    assert va == vb, key
+            assert_batches_equal(a, b)
     if 'input_time' in kwargs:
         for batch in batches[-1]:
             assert batch.seed_time.device.type == device
