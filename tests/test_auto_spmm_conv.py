@@ -456,3 +456,71 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="'heads'"):
         AutoSpMMConv(IN, OUT, attention=True, heads=3)
     AutoSpMMConv(IN, OUT, heads=3)  # heads only matter with attention
+
+
+# torch.compile ###############################################################
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('aggr,weighted', [('gcn', False), ('gcn', True),
+                                           ('sum', True), ('mean', False)])
+def test_compiled_fullgraph_matches_eager(device, aggr, weighted, monkeypatch):
+    """fullgraph=True traces the layer (the graph's construction and the
+    kernel choice stay behind fusesample::layer_spmm); outputs and
+    gradients equal the eager layer's, and the graph is built once."""
+    ei, x = graph(), features()
+    ei, x = ei.to(device), x.to(device).requires_grad_()
+    w = edge_weight(ei).to(device) if weighted else None
+    conv = AutoSpMMConv(IN, OUT, aggr=aggr).to(device)
+    out = conv(x, ei, w)
+    out.square().sum().backward()
+    grads = [x.grad.clone()] + [p.grad.clone() for p in conv.parameters()]
+    x.grad = None
+    conv.zero_grad()
+    builds = []
+    build = conv._build
+    monkeypatch.setattr(conv, '_build',
+                        lambda *a: builds.append(1) or build(*a))
+    conv._graphs.clear()
+    compiled = torch.compile(conv, fullgraph=True)
+    for _ in range(3):
+        c_out = compiled(x, ei, w)
+    torch.testing.assert_close(c_out, out, **TOL)
+    c_out.square().sum().backward()
+    c_grads = [x.grad] + [p.grad for p in conv.parameters()]
+    for a, b in zip(c_grads, grads):
+        torch.testing.assert_close(a, b, **TOL)
+    assert len(builds) == 1
+
+
+def test_compiled_refuses_what_it_cannot_trace():
+    ei, x = graph(), features()
+    w = edge_weight(ei).requires_grad_()
+    with pytest.raises(Exception, match='does not differentiate'):
+        torch.compile(AutoSpMMConv(IN, OUT), fullgraph=True)(x, ei, w)
+    with pytest.raises(Exception, match='attention=False'):
+        torch.compile(AutoSpMMConv(IN, OUT, attention=True),
+                      fullgraph=True)(x, ei)
+
+
+def test_layer_spmm_opcheck():
+    from pyg_fusesample.nn.graph_spmm_op import layer_spmm
+    conv = AutoSpMMConv(IN, OUT, aggr='mean')
+    ei = graph()
+    x = torch.randn(N, OUT, dtype=torch.float64, requires_grad=True)
+    args = (x, ei, None, N, conv._handle, 'mean')
+    torch.library.opcheck(layer_spmm, args)
+    assert torch.autograd.gradcheck(lambda x: layer_spmm(x, *args[1:]), (x, ))
+
+
+def test_compiled_copy_has_its_own_handle():
+    import copy
+    import gc
+    ei, x = graph(), features()
+    conv = AutoSpMMConv(IN, OUT)
+    clone = copy.deepcopy(conv)
+    assert clone._handle != conv._handle
+    want = conv(x, ei)
+    del conv
+    gc.collect()
+    torch.testing.assert_close(torch.compile(clone, fullgraph=True)(x, ei),
+                               want, **TOL)

@@ -14,6 +14,7 @@ from torch_geometric.typing import SparseTensor
 from ..autotune import run_spmm
 from ..ops.spmm import csr_attention
 from ..sparse import CSRGraph
+from .graph_spmm_op import layer_spmm, register_layer
 
 AGGRS = ('gcn', 'sum', 'mean')
 
@@ -101,7 +102,13 @@ class AutoSpMMConv(MessagePassing):
         else:
             self.register_parameter('bias', None)
         self._graphs = {}
+        self._handle = register_layer(self)  # for torch.compile's op
         self.reset_parameters()
+
+    def __setstate__(self, state):
+        # A copy (deepcopy, pickle) is another layer: its own handle.
+        super().__setstate__(state)
+        self._handle = register_layer(self)
 
     def reset_parameters(self):
         super().reset_parameters()
@@ -159,6 +166,8 @@ class AutoSpMMConv(MessagePassing):
 
     def forward(self, x: Tensor, edge_index,
                 edge_weight: Optional[Tensor] = None) -> Tensor:
+        if torch.compiler.is_compiling():
+            return self._compiled_forward(x, edge_index, edge_weight)
         graph = self.csr(edge_index, x.size(0), edge_weight, x.dtype)
         h = self.lin(x)
         if self.attention:
@@ -169,6 +178,30 @@ class AutoSpMMConv(MessagePassing):
         else:
             reduce = 'mean' if self.mode == 'mean' else 'sum'
             out = run_spmm(graph, h.contiguous(), reduce)
+        if self.bias is not None:
+            out = out + self.bias
+        return out
+
+    def _compiled_forward(self, x: Tensor, edge_index,
+                          edge_weight: Optional[Tensor]) -> Tensor:
+        # Under torch.compile the graph's construction (self-loops,
+        # normalisation, CSR: data-dependent sizes) and the kernel choice
+        # stay behind one opaque op (graph_spmm_op), memoised per
+        # edge_index as in eager mode; the traced part is [N, F] -> [N, F].
+        if self.attention or not isinstance(edge_index, Tensor) or \
+                edge_index.layout != torch.strided:
+            raise NotImplementedError(
+                'AutoSpMMConv under torch.compile takes an edge_index tensor '
+                'and attention=False (attention, SparseTensor and sparse '
+                'adj_t inputs run eagerly)')
+        if edge_weight is not None and edge_weight.requires_grad:
+            raise NotImplementedError(
+                'AutoSpMMConv under torch.compile does not differentiate '
+                'edge_weight (eager mode does)')
+        h = self.lin(x)
+        reduce = 'mean' if self.mode == 'mean' else 'sum'
+        out = layer_spmm(h, edge_index, edge_weight, x.size(0), self._handle,
+                         reduce)
         if self.bias is not None:
             out = out + self.bias
         return out

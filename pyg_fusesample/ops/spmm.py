@@ -42,6 +42,25 @@ def _row_scale(graph: CSRGraph, dtype) -> Tensor:
     return graph.degree().clamp_min(1).to(dtype).reciprocal()
 
 
+def _transposed_spmm(graph: CSRGraph, value: Optional[Tensor],
+                     grad: Tensor) -> Tensor:
+    # A^T @ grad over the graph's cached transpose (values permuted to it).
+    t = graph.transpose()
+    value_t = value[t._cache['perm']] if value is not None else None
+    return _raw_spmm(t, value_t, grad.contiguous(), 'sum', 'warp', -1)
+
+
+def spmm_grad_x(graph: CSRGraph, grad_out: Tensor, reduce: str = 'sum',
+                value: Optional[Tensor] = None) -> Tensor:
+    r"""The gradient of :func:`spmm` with respect to ``x``:
+    ``A^T @ grad_out`` (rows of ``grad_out`` first divided by their degree
+    for ``'mean'``), with the graph's values unless :obj:`value` is given."""
+    value = graph.value if value is None else value
+    if reduce == 'mean':
+        grad_out = grad_out * _row_scale(graph, grad_out.dtype).unsqueeze(-1)
+    return _transposed_spmm(graph, value, grad_out)
+
+
 class _SpMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, value, graph, reduce, variant, hub_threshold, lanes,
@@ -60,10 +79,7 @@ class _SpMM(torch.autograd.Function):
             grad_out = grad_out * _row_scale(graph, grad_out.dtype).unsqueeze(-1)
         grad_x = grad_value = None
         if ctx.needs_input_grad[0]:
-            t = graph.transpose()
-            value_t = value[t._cache['perm']] if value is not None else None
-            grad_x = _raw_spmm(t, value_t, grad_out.contiguous(), 'sum',
-                               'warp', -1)
+            grad_x = _transposed_spmm(graph, value, grad_out)
         if value is not None and ctx.needs_input_grad[1]:
             a = grad_out.reshape(grad_out.size(0), heads, -1)
             b = x.reshape(x.size(0), heads, -1)
