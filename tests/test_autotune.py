@@ -40,9 +40,12 @@ def skewed_graph(seed=0, rows=2000, hubs=10, hub_degree=400, cols=500):
 
 def fake_ms(ms, c):
     """A fake time: by label when given, else by variant (a hub-split
-    kernel's index-order twin 1.5x its time unless named)."""
+    kernel's index-order twin 1.5x its time unless named); PyG's scatter
+    path, a reference, takes 5 ms unless named."""
     if c.label in ms:
         return ms[c.label]
+    if c.variant == 'scatter':
+        return 5.0
     return ms[c.variant] * (1.5 if c.params.get('index_order') else 1)
 
 
@@ -60,7 +63,8 @@ class FakeTimer:
 
 @pytest.fixture
 def timer(monkeypatch):
-    t = FakeTimer({'cusparse': 1.0, 'cpu': 0.5, 'warp': 0.9, 'subwarp': 2.0,
+    t = FakeTimer({'cusparse': 1.0, 'scatter': 5.0, 'cpu': 0.5, 'warp': 0.9,
+                   'subwarp': 2.0,
                    'hub': 0.4, 'hub-subwarp': 0.6})
     monkeypatch.setattr(scheduler, 'measure', t)
     return t
@@ -85,7 +89,7 @@ def test_probe_then_memo_hit_without_io_or_hashing(timer, monkeypatch, env):
     g = skewed_graph()
     d = autotune.choose(g, 16, torch.float32)
     assert (d.variant, d.source) == ('cpu', 'probe')
-    assert d.timings == {'cusparse': 1.0, 'cpu': 0.5}
+    assert d.timings == {'cusparse': 1.0, 'scatter': 5.0, 'cpu': 0.5}
     assert env.exists()
 
     def boom(*args, **kwargs):
@@ -253,20 +257,22 @@ def test_telemetry_lines(timer, cuda_rules, monkeypatch, tmp_path):
     d = autotune.choose(g, 32, torch.float32)
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     key, _ = cache.make_key(g, 32, torch.float32, 'spmm', 'sum')
-    # cusparse, warp, subwarp, hub at two thresholds, hub-subwarp at its own,
-    # then the best (hub)'s index-order twin
+    # cusparse, scatter, warp, subwarp, hub at two thresholds, hub-subwarp
+    # at its own, then the best (hub)'s index-order twin
     packed = len(candidates.packed_hub_thresholds(g.stats()))
     assert packed >= 1
-    n = 6 + packed
+    n = 7 + packed
     assert len(lines) == len(timer.calls) == n
     assert {r['key'] for r in lines} == {key}
     assert [r['candidate'] for r in lines] == [
-        'cusparse', 'warp', 'subwarp', 'hub', 'hub'] + ['hub-subwarp'] * packed + ['hub']
+        'cusparse', 'scatter', 'warp', 'subwarp', 'hub', 'hub'] + \
+        ['hub-subwarp'] * packed + ['hub']
     twin = lines[-1]
     assert twin['params'] == dict(d.params, index_order=1)
     assert twin['ms'] == 0.4 * 1.5 and not twin['chosen']
     by = {(r['candidate'], r['params'].get('hub_threshold')): r for r in lines[:-1]}
     assert by[('cusparse', None)]['guardrail'] == 'baseline'
+    assert by[('scatter', None)]['guardrail'] == 'baseline'
     assert by[('subwarp', None)]['guardrail'] == 'fail'
     assert by[('warp', None)]['guardrail'] == 'pass'
     chosen = [r for r in lines if r['chosen']]
@@ -350,9 +356,14 @@ def test_run_spmm_dispatches_and_times_real_calls(monkeypatch, env):
         calls.append('cusparse')
         time.sleep(0.030)
         return graph.to_torch_sparse() @ x
+    def spmm_scatter(graph, x, reduce):
+        calls.append('scatter')
+        time.sleep(0.030)
+        return graph.to_torch_sparse() @ x
     # The scheduler's own references to the ops (imported at module level).
     monkeypatch.setattr(scheduler, 'spmm', spmm)
     monkeypatch.setattr(scheduler, 'spmm_cusparse', spmm_cusparse)
+    monkeypatch.setattr(scheduler, 'spmm_scatter', spmm_scatter)
     g = skewed_graph()
     x = torch.rand(g.num_cols, 8)
     out = autotune.run_spmm(g, x)
@@ -507,10 +518,10 @@ def test_close_probe_is_confirmed_on_the_whole_graph(
     monkeypatch.setattr(scheduler, 'measure', t)
     d = autotune.choose(g, 16, torch.float32)
     assert (d.variant, d.source) == (expect, source)
-    assert [graph is g for _, graph in t.calls] == [False, False, True, True]
+    assert [graph is g for _, graph in t.calls] == [False] * 3 + [True] * 3
     assert d.timings['cpu@full'] == full_cpu
     lines = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [r['stage'] for r in lines] == ['probe'] * 2 + ['confirm'] * 2
+    assert [r['stage'] for r in lines] == ['probe'] * 3 + ['confirm'] * 3
     assert lines[-1]['probe_nnz'] == g.nnz
     assert {r['candidate'] for r in lines if r['chosen']} == {expect}
 
@@ -531,7 +542,7 @@ def test_clear_probe_or_small_graph_is_not_confirmed(probe_cpu, monkeypatch):
     t = SplitTimer(ms, ms, small)
     monkeypatch.setattr(scheduler, 'measure', t)
     autotune.choose(small, 16, torch.float32)
-    assert len(t.calls) == 2
+    assert len(t.calls) == 3  # cuSPARSE, scatter, the kernel
 
 
 def test_close_kernels_are_ranked_on_the_whole_graph(cuda_rules, monkeypatch):
@@ -548,10 +559,10 @@ def test_close_kernels_are_ranked_on_the_whole_graph(cuda_rules, monkeypatch):
     d = autotune.choose(g, 32, torch.float32)
     assert (d.variant, d.source) == ('hub-subwarp', 'confirm')
     confirmed = [c for c, graph in t.calls if graph is g]
-    assert confirmed[0].variant == 'cusparse'
-    assert 1 < len(confirmed) - 1 <= scheduler.MAX_RIVALS
-    assert confirmed[1].variant == 'hub'  # the probe's best first
-    assert {c.variant for c in confirmed[1:]} <= {'hub', 'hub-subwarp'}
+    assert [c.variant for c in confirmed[:2]] == ['cusparse', 'scatter']
+    assert 1 < len(confirmed) - 2 <= scheduler.MAX_RIVALS
+    assert confirmed[2].variant == 'hub'  # the probe's best first
+    assert {c.variant for c in confirmed[2:]} <= {'hub', 'hub-subwarp'}
     # no rival close enough and a clear win over cuSPARSE: no confirmation
     autotune.forget(g)
     monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', '')
@@ -617,3 +628,70 @@ def test_index_order_twin_label_and_choice(cuda_rules, monkeypatch):
     monkeypatch.setattr(scheduler, 'measure', t)
     assert autotune.choose(g, 32, torch.float32).variant == 'warp'
     assert not any(c.params.get('index_order') for c, _ in t.calls)
+
+
+# References: PyG's scatter path, and float32 with casts for 16-bit inputs ###
+
+def test_scatter_reference_matches_the_kernels():
+    """ops.spmm_scatter (PyG's default path) computes the same product,
+    sum and mean, weighted, with gradients."""
+    from pyg_fusesample.ops.spmm import spmm, spmm_scatter
+    g = skewed_graph()
+    w = torch.rand(g.nnz, dtype=torch.float64)
+    gw = CSRGraph(g.rowptr, g.col, w, g.num_cols)
+    x = torch.randn(g.num_cols, 4, dtype=torch.float64, requires_grad=True)
+    for reduce in ('sum', 'mean'):
+        a = spmm_scatter(gw, x, reduce)
+        b = spmm(gw, x, reduce, variant='cpu')
+        torch.testing.assert_close(a, b)
+        ga, = torch.autograd.grad(a.sum(), x)
+        gb, = torch.autograd.grad(b.sum(), x)
+        torch.testing.assert_close(ga, gb)
+
+
+@pytest.mark.parametrize('scatter_ms,expect', [(0.2, 'scatter'), (5.0, 'cpu')])
+def test_scatter_is_a_reference(scatter_ms, expect, monkeypatch):
+    """No kernel is chosen unless it beats the fastest reference, PyG's
+    scatter path included; when it is fastest, it is the decision."""
+    t = FakeTimer({'cusparse': 1.0, 'scatter': scatter_ms, 'cpu': 0.5})
+    monkeypatch.setattr(scheduler, 'measure', t)
+    d = autotune.choose(skewed_graph(), 16, torch.float32)
+    assert d.variant == expect
+    assert d.source == ('guardrail' if expect == 'scatter' else 'probe')
+
+
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16])
+def test_16_bit_decision_never_slower_than_float32_with_casts(dtype,
+                                                              monkeypatch):
+    """A 16-bit decision first makes the float32 one, and has that kernel
+    behind casts among its references: chosen when every 16-bit kernel is
+    slower; the product it dispatches is the float32 one, cast back."""
+    class ByDtype(FakeTimer):
+        def __call__(self, c, graph, x, reduce, budget_ms):
+            self.calls.append((c, x.dtype))
+            if c.variant.startswith(candidates.CAST):
+                return 0.3
+            return fake_ms(self.ms, c) * (1 if x.dtype == torch.float32 else 2)
+    t = ByDtype({'cusparse': 1.0, 'cpu': 0.5})
+    monkeypatch.setattr(scheduler, 'measure', t)
+    g = skewed_graph()
+    d = autotune.choose(g, 16, dtype)
+    assert d.variant == candidates.CAST + 'cpu' and d.source == 'guardrail'
+    assert d.timings[candidates.CAST + 'cpu'] == 0.3
+    # the float32 decision was made first, and is memoised
+    assert autotune.choose(g, 16, torch.float32).source == 'memo'
+    x = torch.randn(g.num_cols, 16).to(dtype)
+    out = autotune.run_spmm(g, x)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out, (g.to_torch_sparse() @ x.float()).to(dtype))
+    # the decision file keeps it
+    autotune.forget(g)
+    assert autotune.choose(g, 16, dtype).variant == candidates.CAST + 'cpu'
+
+
+def test_known_variants():
+    assert candidates.known_variant('fp32:hub')
+    assert candidates.known_variant('scatter')
+    assert not candidates.known_variant('fp32:fp32:hub')
+    assert not candidates.known_variant('fp32:nope')
+    assert not candidates.known_variant(None)

@@ -33,7 +33,7 @@ import torch
 
 from .._version import __version__
 from ..environment import device_name, versions
-from .candidates import VARIANTS
+from .candidates import known_variant
 
 SCHEMA = 'pyg_fusesample.autotune'
 VERSION = 1
@@ -109,7 +109,7 @@ def make_key(graph, F: int, dtype: torch.dtype, op: str,
 
 
 def _valid(key: str, e) -> bool:
-    return (isinstance(e, dict) and e.get('variant') in VARIANTS
+    return (isinstance(e, dict) and known_variant(e.get('variant'))
             and isinstance(e.get('params'), dict)
             and all(isinstance(k, str) and type(v) is int
                     for k, v in e['params'].items())

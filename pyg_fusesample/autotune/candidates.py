@@ -15,9 +15,13 @@ import torch
 
 from ..ops.spmm import HUB_VARIANTS, SPMM_VARIANTS
 
-BASELINE = 'cusparse'  # torch.sparse.mm: the guardrail's reference
+BASELINE = 'cusparse'  # torch.sparse.mm: the guardrail's first reference
+SCATTER = 'scatter'    # PyG's default path: gather x[col], scale, add into rows
+CAST = 'fp32:'         # 'fp32:<variant>': a 16-bit input through the float32
+                       # decision's kernel, cast back (a reference for 16 bits)
 KERNELS = {'cpu': ('cpu',), 'cuda': SPMM_VARIANTS}
-VARIANTS = frozenset((BASELINE,) + KERNELS['cpu'] + KERNELS['cuda'])
+VARIANTS = frozenset((BASELINE, SCATTER) + KERNELS['cpu'] + KERNELS['cuda'])
+LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 WARP = 32
 SUBWARP_MAX_F = 64   # several rows per warp pay off only for narrow features
@@ -36,6 +40,33 @@ class Candidate:
         return self.variant + ''.join(
             '@index' if k == 'index_order' else f'@{v}'
             for k, v in self.params.items())
+
+
+def known_variant(variant) -> bool:
+    r"""A variant a decision may name: a kernel, a reference, or a kernel
+    behind the float32 cast."""
+    if isinstance(variant, str) and variant.startswith(CAST):
+        variant = variant[len(CAST):]
+        return variant in VARIANTS and not variant.startswith(CAST)
+    return variant in VARIANTS
+
+
+def references(fp32: Optional[Candidate] = None) -> List[Candidate]:
+    r"""What every kernel must beat (by the guardrail's margin), and what is
+    chosen when none does: ``torch.sparse.mm`` (cuSPARSE), PyG's own
+    scatter path and, for a 16-bit input, :obj:`fp32` -- the float32
+    decision for the same graph and width -- with casts around it, so a
+    16-bit decision is never slower than any of them."""
+    refs = [Candidate(BASELINE), Candidate(SCATTER)]
+    if fp32 is not None:
+        inner = fp32.variant[len(CAST):] if fp32.variant.startswith(CAST) \
+            else fp32.variant
+        refs.append(Candidate(CAST + inner, dict(fp32.params)))
+    return refs
+
+
+def is_reference(c: Candidate) -> bool:
+    return c.variant in (BASELINE, SCATTER) or c.variant.startswith(CAST)
 
 
 def hub_thresholds(stats: Dict[str, float]) -> List[int]:
@@ -163,7 +194,7 @@ def forced(name: str, stats: Dict[str, float], device_type: str) -> Candidate:
     the threshold; plain ``hub`` takes the full graph's first one; likewise
     ``hub-subwarp``)."""
     variant, _, arg = name.partition(':')
-    allowed = (BASELINE,) + KERNELS.get(device_type, ())
+    allowed = (BASELINE, SCATTER) + KERNELS.get(device_type, ())
     if variant not in allowed or (arg and variant not in HUB_VARIANTS):
         raise ValueError(
             f'FUSESAMPLE_AUTOTUNE_FORCE={name!r} names no kernel on '

@@ -21,10 +21,11 @@ from typing import Callable, Dict, List, Optional
 import torch
 from torch import Tensor
 
-from ..ops.spmm import spmm, spmm_cusparse
+from ..ops.spmm import spmm, spmm_cusparse, spmm_scatter
 from ..sparse import CSRGraph
 from . import cache, candidates, config
-from .candidates import BASELINE, HUB_VARIANTS, Candidate
+from .candidates import (BASELINE, CAST, HUB_VARIANTS, LOW_PRECISION, SCATTER,
+                         Candidate)
 
 OPS = ('spmm',)
 REDUCES = ('sum', 'mean')
@@ -94,6 +95,11 @@ def dispatch(variant: str, params: Dict[str, int], graph: CSRGraph, x: Tensor,
              reduce: str) -> Tensor:
     if variant == BASELINE:
         return spmm_cusparse(graph, x, reduce)
+    if variant == SCATTER:
+        return spmm_scatter(graph, x, reduce)
+    if variant.startswith(CAST):  # the float32 decision's kernel, cast back
+        return dispatch(variant[len(CAST):], params, graph, x.float(),
+                        reduce).to(x.dtype)
     return spmm(graph, x, reduce, variant=variant,
                     hub_threshold=params.get('hub_threshold', -1),
                     lanes=params.get('lanes', 0),
@@ -150,17 +156,22 @@ def _probe(graph, F, dtype, reduce, x, s):
     Without the caller's ``x`` the probe input is ``rand(num_cols, F)``:
     the subgraph keeps the full column space, so does its input."""
     dev = graph.device
+    fp32 = None
+    if dtype in LOW_PRECISION:  # its own decision (memoised, cached) first
+        d = choose(graph, F, torch.float32, 'spmm', reduce)
+        fp32 = Candidate(d.variant, dict(d.params))
+    refs = candidates.references(fp32)
     shortlist = candidates.shortlist(graph.stats(), F, dtype, dev.type)
     sub = probe_subgraph(graph, PROBE_NNZ.get(dev.type, PROBE_NNZ['cpu']))
     if x is None or x.dtype != dtype:
         x = torch.rand(graph.num_cols, F, dtype=dtype, device=dev)
     # (+1 for the index-order twin of a hub-split winner, see below)
     twins = any(c.variant in HUB_VARIANTS for c in shortlist)
-    budget = s.budget_ms / (len(shortlist) + 1 + twins)
+    budget = s.budget_ms / (len(shortlist) + len(refs) + twins)
     timings, errors = {}, {}
     ctx = torch.cuda.device(dev) if dev.type == 'cuda' else \
         contextlib.nullcontext()
-    probed = [Candidate(BASELINE)] + shortlist
+    probed = refs + shortlist
     with ctx, torch.no_grad():
         for c in probed:
             timings[c.label] = _timed(c, sub, x, reduce, budget, errors,
@@ -176,7 +187,8 @@ def _probe(graph, F, dtype, reduce, x, s):
             probed = probed + [twin]
             timings[twin.label] = _timed(twin, sub, x, reduce, budget, errors,
                                          twin.label)
-        base = timings[BASELINE]
+        ref = _fastest(refs, timings)  # the guardrail's reference
+        base = timings[ref.label] if ref is not None else None
         limit = s.alpha * base if base is not None else math.inf
         ran = [c for c in shortlist if timings[c.label] is not None]
         best = _fastest(ran, timings)
@@ -190,17 +202,16 @@ def _probe(graph, F, dtype, reduce, x, s):
         source = 'probe' if winner else 'guardrail'
         rivals = ([] if best is None else
                   _rivals(ran, timings, timings[best.label]))
-        close = (best is not None  # (no cuSPARSE time: limit is inf)
+        close = (best is not None  # (no reference time: limit is inf)
                  and CONFIRM_BAND[0] <= timings[best.label] / limit
                  <= CONFIRM_BAND[1])
         if sub is not graph and base is not None and (close or len(rivals) > 1):
-            winner, source = _confirm(graph, x, reduce, rivals, s, budget,
-                                      timings, errors, lines)
-    chosen = winner.label if winner else BASELINE
-    records = [dict(r, chosen=c.label == chosen) for c, r in lines]
-    decision = (Decision(winner.variant, dict(winner.params), source, timings)
-                if winner else Decision(BASELINE, {}, 'guardrail', timings))
-    return decision, records
+            winner, source, ref = _confirm(graph, x, reduce, rivals, refs, ref,
+                                           s, budget, timings, errors, lines)
+    chosen = winner or ref
+    records = [dict(r, chosen=c.label == chosen.label) for c, r in lines]
+    return Decision(chosen.variant, dict(chosen.params), source,
+                    timings), records
 
 
 def _rivals(ran: List[Candidate], timings, best_ms: float) -> List[Candidate]:
@@ -222,8 +233,13 @@ def _rivals(ran: List[Candidate], timings, best_ms: float) -> List[Candidate]:
 
 
 def _fastest(cands: List[Candidate], timings) -> Optional[Candidate]:
-    ran = [c for c in cands if timings[c.label] is not None]
-    return min(ran, key=lambda c: timings[c.label], default=None)
+    return _fastest_in(cands, timings)
+
+
+def _fastest_in(cands: List[Candidate], ms) -> Optional[Candidate]:
+    # The candidate with the smallest time in `ms` (by label; None: failed).
+    ran = [c for c in cands if ms.get(c.label) is not None]
+    return min(ran, key=lambda c: ms[c.label], default=None)
 
 
 def _line(c: Candidate, ms: Optional[float], stage: str, limit: float,
@@ -231,7 +247,7 @@ def _line(c: Candidate, ms: Optional[float], stage: str, limit: float,
     """One telemetry line (without 'chosen', set once the decision is
     made): the candidate, its time on ``timed_on`` and its guardrail verdict
     against ``limit`` (alpha x cuSPARSE on the same graph)."""
-    if c.variant == BASELINE:
+    if candidates.is_reference(c):
         verdict = 'baseline'
     else:
         verdict = 'error' if ms is None else 'pass' if ms <= limit else 'fail'
@@ -248,31 +264,33 @@ def _timed(c: Candidate, graph, x, reduce, budget, errors, label):
         return None
 
 
-def _confirm(graph, x, reduce, rivals: List[Candidate], s, budget: float,
+def _confirm(graph, x, reduce, rivals: List[Candidate],
+             refs: List[Candidate], probe_ref: Candidate, s, budget: float,
              timings, errors, lines):
-    """Times cuSPARSE and the probe's close kernels (best first) on the whole
-    graph and lets those times decide: ``(winner or None, source)``. Adds
-    ``label@full`` timings and telemetry lines (stage 'confirm')."""
-    pair = [Candidate(BASELINE)] + list(rivals)
+    """Times the references and the probe's close kernels (best first) on
+    the whole graph and lets those times decide: ``(winner or None, source,
+    the fastest reference)``. Adds ``label@full`` timings and telemetry
+    lines (stage 'confirm')."""
+    pair = list(refs) + list(rivals)
     full = {}
     for c in pair:
         label = c.label + '@full'
         full[c.label] = timings[label] = _timed(c, graph, x, reduce, budget,
                                                 errors, label)
-    base = full[BASELINE]
+    ref = _fastest_in(refs, full)
     best = rivals[0]
-    if base is None:  # cuSPARSE failed on the whole graph: the probe stands
-        won = timings[best.label] <= s.alpha * timings[BASELINE]
-        return (best, 'probe') if won else (None, 'guardrail')
-    limit = s.alpha * base
+    if ref is None:  # no reference ran on the whole graph: the probe stands
+        won = timings[best.label] <= s.alpha * timings[probe_ref.label]
+        return (best, 'probe', probe_ref) if won else \
+            (None, 'guardrail', probe_ref)
+    limit = s.alpha * full[ref.label]
     lines += [(c, _line(c, full[c.label], 'confirm', limit,
                         errors.get(c.label + '@full'), s, graph))
               for c in pair]
-    ran = [c for c in rivals if full[c.label] is not None]
-    top = min(ran, key=lambda c: full[c.label], default=None)
+    top = _fastest_in(rivals, full)
     if top is not None and full[top.label] <= limit:
-        return top, 'confirm'
-    return None, 'guardrail'
+        return top, 'confirm', ref
+    return None, 'guardrail', ref
 
 
 def measure(c: Candidate, graph: CSRGraph, x: Tensor, reduce: str,

@@ -23,8 +23,10 @@ class AutoSpMMConv(MessagePassing):
     r"""A graph convolution whose aggregation :math:`\mathbf{A}\mathbf{X}` runs
     on the SpMM kernel :mod:`pyg_fusesample.autotune` picks for this graph,
     feature width, dtype and device -- and only if it beats cuSPARSE
-    (``torch.sparse.mm``) on a probe; the decision is cached per graph (and
-    on disk), so repeated calls cost the kernel alone.
+    (``torch.sparse.mm``), PyG's own scatter path and, for 16-bit inputs,
+    the float32 kernel with casts on a probe (else the fastest of those
+    runs); the decision is cached per graph (and on disk), so repeated calls
+    cost the kernel alone.
 
     By default (``aggr='gcn'``) it computes what
     :class:`torch_geometric.nn.conv.GCNConv` computes,

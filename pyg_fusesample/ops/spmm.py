@@ -147,6 +147,29 @@ def spmm_cusparse(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
     return out
 
 
+def spmm_scatter(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
+                 value: Optional[Tensor] = None) -> Tensor:
+    r"""The same product as PyG's default message passing computes it: each
+    non-zero's ``x[col]`` row (times its value) added into its row by
+    ``index_add_`` -- a reference the scheduler measures kernels against.
+    Differentiable through torch's own ops. Single-head values only."""
+    value = graph.value if value is None else value
+    if value is not None and value.dim() != 1:
+        raise ValueError('spmm_scatter: multi-head values are not supported')
+    row = graph._cache.get('row')
+    if row is None:  # the row of every non-zero, once per graph
+        row = graph._cache['row'] = torch.repeat_interleave(
+            torch.arange(graph.num_rows, device=graph.device), graph.degree(),
+            output_size=graph.nnz)
+    msg = x.index_select(0, graph.col)
+    if value is not None:
+        msg = msg * value.to(x.dtype).unsqueeze(-1)
+    out = x.new_zeros(graph.num_rows, x.size(1)).index_add_(0, row, msg)
+    if reduce == 'mean':
+        out = out * _row_scale(graph, x.dtype).unsqueeze(-1)
+    return out
+
+
 class _Softmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, value, rowptr):
