@@ -343,9 +343,8 @@ def test_conv_torch_compile_aot_eager(training):
 
 
 def test_conv_torch_compile_aot_eager_edge_index():
-    """The same with a fresh edge_index, the most common input. Fails: the
-    CSC memo in sampler/graph_store.py (weakref.finalize) is traced by
-    dynamo, whose guards then fail on the frame that created them."""
+    """The same with a fresh edge_index, the most common input (its CSC
+    memo sits behind the fusesample::edge_index_csc op)."""
     torch._dynamo.reset()
     ei = graph(seed=11)  # a tensor the CSC memo has never seen
     conv = FusedSAGEConv(IN, OUT, num_neighbors=3,
@@ -354,6 +353,42 @@ def test_conv_torch_compile_aot_eager_edge_index():
     compiled, eager = _compile_step(conv, x, ei)
     for a, b in zip(compiled, eager):
         torch.testing.assert_close(a, b)
+
+
+def test_graph_sage_compiles_fullgraph_with_edge_index():
+    """torch.compile(FusedGraphSAGE, fullgraph=True) on an edge_index: no
+    graph break; the step (sampling from torch's default generator, the
+    forward, the loss's backward) equals the eager one."""
+    from pyg_fusesample.nn import FusedGraphSAGE
+    torch._dynamo.reset()
+    ei, x = graph(seed=12), features()
+    y = torch.randint(0, OUT, (N, ), generator=torch.Generator().manual_seed(0))
+    seeds = torch.arange(0, N, 3)
+    model = FusedGraphSAGE(IN, 16, OUT, 2, [4, 3])
+
+    def step(fn):
+        torch.manual_seed(3)
+        model.zero_grad()
+        out = fn(x, ei, seeds)
+        torch.nn.functional.cross_entropy(out, y[seeds]).backward()
+        return [out.detach()] + [p.grad.clone() for p in model.parameters()]
+
+    eager = step(model)
+    compiled = torch.compile(model, fullgraph=True)
+    for _ in range(2):
+        got = step(compiled)
+    for a, b in zip(got, eager):
+        torch.testing.assert_close(a, b)
+
+
+def test_edge_index_csc_opcheck():
+    from pyg_fusesample.nn.graph_input import edge_index_csc
+    ei = graph(seed=13)
+    torch.library.opcheck(edge_index_csc, (ei, N, N))
+    colptr, row = edge_index_csc(ei, N, N)
+    assert colptr.shape == (N + 1, ) and row.shape == (ei.size(1), )
+    order = torch.argsort(ei[1], stable=True)
+    assert torch.equal(row, ei[0][order])
 
 
 @pytest.mark.cuda

@@ -15,12 +15,41 @@ from torch_geometric.typing import SparseTensor
 from ..sampler.graph_store import build_csc
 
 
-# Memo look-ups (weak references, finalisers) are host bookkeeping that
-# torch.compile must not trace: the graph tensors come in as inputs.
-@torch.compiler.disable
 def as_csc(edge_index, num_src: int, num_dst: int) -> Tuple[Tensor, Tensor]:
     r"""``(colptr, row)`` of the graph: ``row[colptr[v]:colptr[v + 1]]`` are
     the sources (rows of ``x``) of target :math:`v`."""
+    if isinstance(edge_index, Tensor) and edge_index.layout == torch.strided:
+        return edge_index_csc(edge_index, max(num_src, num_dst), num_dst)
+    return _sparse_csc(edge_index, num_src, num_dst)
+
+
+@torch.library.custom_op('fusesample::edge_index_csc', mutates_args=())
+def edge_index_csc(edge_index: Tensor, num_nodes: int,
+                   num_dst: int) -> Tuple[Tensor, Tensor]:
+    r"""The memoised CSC ``(colptr [num_dst + 1], row [E])`` of an
+    ``edge_index`` over :obj:`num_nodes` nodes. An op, so that
+    ``torch.compile(..., fullgraph=True)`` traces a layer called with
+    ``edge_index``: the memo (weak references, finalisers) and the sort run
+    eagerly behind it, and its output shapes follow from the inputs'."""
+    graph = build_csc(edge_index, num_nodes)
+    colptr = graph.colptr
+    if colptr.numel() > num_dst + 1:
+        colptr = colptr[:num_dst + 1]
+    # Fresh tensors: an op's outputs must not be state the memo keeps.
+    return colptr.clone(), graph.row.clone()
+
+
+@edge_index_csc.register_fake
+def _(edge_index, num_nodes, num_dst):
+    long = dict(dtype=torch.long, device=edge_index.device)
+    return (torch.empty(num_dst + 1, **long),
+            torch.empty(edge_index.size(1), **long))
+
+
+# SparseTensor / sparse CSR inputs already hold the CSC; torch.compile does
+# not trace them (a graph break).
+@torch.compiler.disable
+def _sparse_csc(edge_index, num_src: int, num_dst: int) -> Tuple[Tensor, Tensor]:
     if isinstance(edge_index, SparseTensor):
         rowptr, col, _ = edge_index.csr()
         _check_sparse_size(tuple(edge_index.sparse_sizes()), num_src, num_dst)
@@ -33,11 +62,9 @@ def as_csc(edge_index, num_src: int, num_dst: int) -> Tuple[Tensor, Tensor]:
         raise ValueError("a torch.sparse COO 'edge_index' is not supported; "
                          "pass edge_index, a CSR adj_t (.to_sparse_csr()) or "
                          "a SparseTensor")
-    graph = build_csc(edge_index, max(num_src, num_dst))
-    colptr = graph.colptr
-    if colptr.numel() > num_dst + 1:
-        colptr = colptr[:num_dst + 1]
-    return colptr, graph.row
+    raise TypeError(f"the graph must be an edge_index tensor, a SparseTensor "
+                    f"or a torch.sparse CSR adj_t, got "
+                    f"{type(edge_index).__name__}")
 
 
 def _check_sparse_size(size, num_src: int, num_dst: int):
