@@ -19,8 +19,19 @@ def as_csc(edge_index, num_src: int, num_dst: int) -> Tuple[Tensor, Tensor]:
     r"""``(colptr, row)`` of the graph: ``row[colptr[v]:colptr[v + 1]]`` are
     the sources (rows of ``x``) of target :math:`v`."""
     if isinstance(edge_index, Tensor) and edge_index.layout == torch.strided:
-        return edge_index_csc(edge_index, max(num_src, num_dst), num_dst)
+        if torch.compiler.is_compiling():
+            return edge_index_csc(edge_index, max(num_src, num_dst), num_dst)
+        return _edge_index_csc(edge_index, max(num_src, num_dst), num_dst)
     return _sparse_csc(edge_index, num_src, num_dst)
+
+
+def _edge_index_csc(edge_index: Tensor, num_nodes: int,
+                    num_dst: int) -> Tuple[Tensor, Tensor]:
+    graph = build_csc(edge_index, num_nodes)
+    colptr = graph.colptr
+    if colptr.numel() > num_dst + 1:
+        colptr = colptr[:num_dst + 1]
+    return colptr, graph.row
 
 
 @torch.library.custom_op('fusesample::edge_index_csc', mutates_args=())
@@ -31,12 +42,10 @@ def edge_index_csc(edge_index: Tensor, num_nodes: int,
     ``torch.compile(..., fullgraph=True)`` traces a layer called with
     ``edge_index``: the memo (weak references, finalisers) and the sort run
     eagerly behind it, and its output shapes follow from the inputs'."""
-    graph = build_csc(edge_index, num_nodes)
-    colptr = graph.colptr
-    if colptr.numel() > num_dst + 1:
-        colptr = colptr[:num_dst + 1]
-    # Fresh tensors: an op's outputs must not be state the memo keeps.
-    return colptr.clone(), graph.row.clone()
+    # Copies (an op's outputs must not be state the memo keeps): only under
+    # torch.compile; eager calls take the memo's tensors themselves.
+    colptr, row = _edge_index_csc(edge_index, num_nodes, num_dst)
+    return colptr.clone(), row.clone()
 
 
 @edge_index_csc.register_fake
