@@ -21,6 +21,10 @@ all variants in one process run on one graph:
 * ``fused-sage-emb``: the same with learnable node embeddings
   (``torch.nn.Embedding`` initialised from the features, passed as ``x``), so
   the backward to ``x`` and the AdamW update of the table are in the step.
+* ``fused-sage-compiled``, ``fused-sage-compiled-graphs``: ``fused-sage``
+  with the model under ``torch.compile(fullgraph=True)``, default mode and
+  ``mode='reduce-overhead'`` (CUDA graphs by torch's cudagraph trees); the
+  optimizer step stays eager. Compilation happens in the warm-up steps.
 * ``fused-sage-graph``, ``fused-sage-emb-graph``: the same steps captured
   once in a CUDA graph and replayed (:class:`~pyg_fusesample.nn.CapturedStep`,
   AdamW ``capturable=True``); every replay draws new neighbours (the op reads
@@ -70,7 +74,11 @@ from .runner import (STEP_VARIANTS, Bench, _cycle, _setting, _sync,
 from .timing import median, timed_calls
 
 SAGE_VARIANTS = ('fused-sage', 'fused-sage-emb', 'fused-sage-graph',
-                 'fused-sage-emb-graph')
+                 'fused-sage-emb-graph', 'fused-sage-compiled',
+                 'fused-sage-compiled-graphs')
+# torch.compile modes of the -compiled variants (fullgraph=True)
+COMPILE_MODES = {'fused-sage-compiled': 'default',
+                 'fused-sage-compiled-graphs': 'reduce-overhead'}
 ALIASES = {'fused-loader': 'fused'}  # sage name -> runner.py variant
 CURVE_COLUMNS = ['device', 'torch', 'graph', 'fanout', 'batch_size', 'amp',
                  'variant', 'num_workers', 'epoch', 'seconds', 'loss',
@@ -101,7 +109,8 @@ class FusedSage:
     with frozen features or (``emb=True``) learnable node embeddings, eager
     or (``captured=True``) replayed from a CUDA graph."""
     def __init__(self, bench: Bench, fanout: List[int], emb: bool = False,
-                 hidden: int = 256, captured: bool = False):
+                 hidden: int = 256, captured: bool = False,
+                 compile_mode: str = ''):
         from ..nn import FusedGraphSAGE
         d = bench.data_dev
         torch.manual_seed(bench.seed)
@@ -124,10 +133,14 @@ class FusedSage:
                                      capturable=captured)
         self.edge_index, self.y = d.edge_index, d.y
         self.train_idx = d.train_mask.nonzero().view(-1)
+        self.forward = self.model
+        if compile_mode:
+            self.forward = torch.compile(self.model, fullgraph=True,
+                                         mode=compile_mode)
 
     def _body(self, seeds: torch.Tensor, autocast) -> torch.Tensor:
         with autocast:
-            out = self.model(self.x, self.edge_index, seeds)
+            out = self.forward(self.x, self.edge_index, seeds)
             loss = F.cross_entropy(out.float(), self.y[seeds])
         loss.backward()
         self.opt.step()
@@ -175,7 +188,8 @@ class FusedSage:
 
 def _fused_sage(bench: Bench, fanout: List[int], variant: str) -> FusedSage:
     return FusedSage(bench, fanout, emb='-emb' in variant,
-                     captured=variant.endswith('-graph'))
+                     captured=variant.endswith('-graph'),
+                     compile_mode=COMPILE_MODES.get(variant, ''))
 
 
 def sage_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
