@@ -47,7 +47,6 @@ def known_variant(variant) -> bool:
     behind the float32 cast."""
     if isinstance(variant, str) and variant.startswith(CAST):
         variant = variant[len(CAST):]
-        return variant in VARIANTS and not variant.startswith(CAST)
     return variant in VARIANTS
 
 
@@ -58,10 +57,8 @@ def references(fp32: Optional[Candidate] = None) -> List[Candidate]:
     decision for the same graph and width -- with casts around it, so a
     16-bit decision is never slower than any of them."""
     refs = [Candidate(BASELINE), Candidate(SCATTER)]
-    if fp32 is not None:
-        inner = fp32.variant[len(CAST):] if fp32.variant.startswith(CAST) \
-            else fp32.variant
-        refs.append(Candidate(CAST + inner, dict(fp32.params)))
+    if fp32 is not None:  # (a float32 decision never names a cast itself)
+        refs.append(Candidate(CAST + fp32.variant, dict(fp32.params)))
     return refs
 
 

@@ -232,11 +232,7 @@ def _rivals(ran: List[Candidate], timings, best_ms: float) -> List[Candidate]:
     return rivals
 
 
-def _fastest(cands: List[Candidate], timings) -> Optional[Candidate]:
-    return _fastest_in(cands, timings)
-
-
-def _fastest_in(cands: List[Candidate], ms) -> Optional[Candidate]:
+def _fastest(cands: List[Candidate], ms) -> Optional[Candidate]:
     # The candidate with the smallest time in `ms` (by label; None: failed).
     ran = [c for c in cands if ms.get(c.label) is not None]
     return min(ran, key=lambda c: ms[c.label], default=None)
@@ -277,7 +273,7 @@ def _confirm(graph, x, reduce, rivals: List[Candidate],
         label = c.label + '@full'
         full[c.label] = timings[label] = _timed(c, graph, x, reduce, budget,
                                                 errors, label)
-    ref = _fastest_in(refs, full)
+    ref = _fastest(refs, full)
     best = rivals[0]
     if ref is None:  # no reference ran on the whole graph: the probe stands
         won = timings[best.label] <= s.alpha * timings[probe_ref.label]
@@ -287,7 +283,7 @@ def _confirm(graph, x, reduce, rivals: List[Candidate],
     lines += [(c, _line(c, full[c.label], 'confirm', limit,
                         errors.get(c.label + '@full'), s, graph))
               for c in pair]
-    top = _fastest_in(rivals, full)
+    top = _fastest(rivals, full)
     if top is not None and full[top.label] <= limit:
         return top, 'confirm', ref
     return None, 'guardrail', ref

@@ -75,7 +75,7 @@ class _InProcessIterator:
         self.lookahead = lookahead
         sampler = loader.sampler
         order, keys = sampler.plan()
-        self.batches = sampler.slices(order, keys, loader._device_seeds(order, True))
+        self.batches = sampler.slices(order, keys, loader._device_seeds(order))
         self.num_batches = len(keys)
         self.pending = self._launch() if lookahead else None
 
@@ -134,11 +134,10 @@ class _NativeIterator:
         sampler, ns = loader.sampler, loader.node_sampler
         order, keys = sampler.plan()
         g = ns.graph
-        seeds = loader._epoch_seeds(order)
         # Temporal / weighted: the rule's tensors, and the epoch's seed times
         # (the given input times, else the seeds' node times) cut with the
         # seeds; a batch's `seed_time` attribute is its cut of input_time.
-        input_time = loader._epoch_input_time(order)
+        seeds, input_time = loader._epoch_inputs(order)
         rule = ns._rule_args(ns._seed_time(seeds, input_time))
         self.prefetcher = torch.classes.fusesample.BatchPrefetcher(
             g.colptr, g.row, g.edge_id, seeds,
@@ -517,37 +516,26 @@ class FusedNeighborLoader(NodeLoader):
             out = self.filter_fn(out)
         return out
 
-    def _device_seeds(self, order: Tensor, with_time: bool = False
-                      ) -> Optional[Tensor]:
-        # The epoch's seed nodes on the sampling GPU, in `order`: one
-        # non-blocking copy of the order per epoch (None on the CPU). With
-        # `with_time` and input times, [n, 2]: each seed's node and time.
+    def _device_seeds(self, order: Tensor) -> Optional[Tensor]:
+        # The epoch's seeds on the sampling GPU, in `order` (None on the
+        # CPU): the nodes, or with input times [n, 2], each seed's node and
+        # time.
         if self._seed_nodes is None:
             return None
-        index = order.pin_memory().to(self._seed_nodes.device,
-                                      non_blocking=True)
-        seeds = self._seed_nodes.index_select(0, index)
-        if with_time and self._seed_times is not None:
-            seeds = torch.stack([seeds, self._seed_times.index_select(0, index)], 1)
-        return seeds
+        seeds, times = self._epoch_inputs(order)
+        return seeds if times is None else torch.stack([seeds, times], 1)
 
-    def _epoch_seeds(self, order: Tensor) -> Tensor:
-        # The epoch's seed nodes in `order`, on the sampling device.
-        seeds = self._device_seeds(order)
-        return (self.input_data.node.index_select(0, order) if seeds is None
-                else seeds)
-
-    def _epoch_input_time(self, order: Tensor) -> Optional[Tensor]:
-        # The epoch's input times in `order`, on the sampling device (None
-        # without input_time).
-        time = self.input_data.time
-        if time is None:
-            return None
-        if self._seed_times is None:
-            return time.index_select(0, order)
-        index = order.pin_memory().to(self._seed_times.device,
-                                      non_blocking=True)
-        return self._seed_times.index_select(0, index)
+    def _epoch_inputs(self, order: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
+        # The epoch's seed nodes and input times (None without input_time)
+        # in `order`, on the sampling device: on a GPU from the copies kept
+        # there, with one non-blocking copy of the order per epoch.
+        nodes, times = self.input_data.node, self.input_data.time
+        if self._seed_nodes is not None:
+            order = order.pin_memory().to(self._seed_nodes.device,
+                                          non_blocking=True)
+            nodes, times = self._seed_nodes, self._seed_times
+        return (nodes.index_select(0, order),
+                None if times is None else times.index_select(0, order))
 
     def _input_id(self, positions: Tensor) -> Tensor:
         # A batch's input_id: positions into the input nodes (as

@@ -168,28 +168,30 @@ class AutoSpMMConv(MessagePassing):
 
     def forward(self, x: Tensor, edge_index,
                 edge_weight: Optional[Tensor] = None) -> Tensor:
+        reduce = 'mean' if self.mode == 'mean' else 'sum'
         if torch.compiler.is_compiling():
-            return self._compiled_forward(x, edge_index, edge_weight)
-        graph = self.csr(edge_index, x.size(0), edge_weight, x.dtype)
-        h = self.lin(x)
-        if self.attention:
-            shape = (x.size(0), self.heads, self.out_channels // self.heads)
-            out = csr_attention(graph, self.lin_query(x).view(shape),
-                                self.lin_key(x).view(shape), h.view(shape))
-            out = out.reshape(x.size(0), self.out_channels)
+            # The graph's construction (self-loops, normalisation, CSR:
+            # data-dependent sizes) and the kernel choice stay behind one
+            # opaque op (graph_spmm_op), memoised per edge_index as in eager
+            # mode; the traced part is [N, F] -> [N, F].
+            self._check_compilable(edge_index, edge_weight)
+            out = layer_spmm(self.lin(x), edge_index, edge_weight, x.size(0),
+                             self._handle, reduce)
         else:
-            reduce = 'mean' if self.mode == 'mean' else 'sum'
-            out = run_spmm(graph, h.contiguous(), reduce)
+            graph = self.csr(edge_index, x.size(0), edge_weight, x.dtype)
+            h = self.lin(x)
+            if self.attention:
+                shape = (x.size(0), self.heads, self.out_channels // self.heads)
+                out = csr_attention(graph, self.lin_query(x).view(shape),
+                                    self.lin_key(x).view(shape), h.view(shape))
+                out = out.reshape(x.size(0), self.out_channels)
+            else:
+                out = run_spmm(graph, h.contiguous(), reduce)
         if self.bias is not None:
             out = out + self.bias
         return out
 
-    def _compiled_forward(self, x: Tensor, edge_index,
-                          edge_weight: Optional[Tensor]) -> Tensor:
-        # Under torch.compile the graph's construction (self-loops,
-        # normalisation, CSR: data-dependent sizes) and the kernel choice
-        # stay behind one opaque op (graph_spmm_op), memoised per
-        # edge_index as in eager mode; the traced part is [N, F] -> [N, F].
+    def _check_compilable(self, edge_index, edge_weight: Optional[Tensor]):
         if self.attention or not isinstance(edge_index, Tensor) or \
                 edge_index.layout != torch.strided:
             raise NotImplementedError(
@@ -200,13 +202,6 @@ class AutoSpMMConv(MessagePassing):
             raise NotImplementedError(
                 'AutoSpMMConv under torch.compile does not differentiate '
                 'edge_weight (eager mode does)')
-        h = self.lin(x)
-        reduce = 'mean' if self.mode == 'mean' else 'sum'
-        out = layer_spmm(h, edge_index, edge_weight, x.size(0), self._handle,
-                         reduce)
-        if self.bias is not None:
-            out = out + self.bias
-        return out
 
     def __repr__(self) -> str:
         extra = f', heads={self.heads}, attention=True' if self.attention else ''

@@ -56,15 +56,21 @@ class SamplingRule:
                     temporal_strategy=self.temporal_strategy)
 
 
+def _check_one_per(arg: str, name: str, t: Tensor, size: int, value: str,
+                   per: str, where: str):
+    # One `value` per node / edge: a 1-D tensor of `size` entries.
+    if t.dim() != 1 or t.numel() != size:
+        raise ValueError(f"'{arg}' {name!r} of {where} must hold one {value} "
+                         f"per {per} ({size}), got shape {list(t.shape)}")
+
+
 def _check_weight(name: str, weight, num_edges: int, where: str) -> Tensor:
     if not isinstance(weight, Tensor) or not weight.is_floating_point():
         raise ValueError(f"'weight_attr' {name!r} of {where} must be a "
                          f"floating-point tensor, got "
                          f"{getattr(weight, 'dtype', type(weight).__name__)}")
-    if weight.dim() != 1 or weight.numel() != num_edges:
-        raise ValueError(f"'weight_attr' {name!r} of {where} must hold one "
-                         f"weight per edge ({num_edges}), got shape "
-                         f"{list(weight.shape)}")
+    _check_one_per('weight_attr', name, weight, num_edges, 'weight', 'edge',
+                   where)
     if weight.numel() > 0:
         bad = ~torch.isfinite(weight) | (weight < 0)
         if bool(bad.any()):
@@ -74,17 +80,15 @@ def _check_weight(name: str, weight, num_edges: int, where: str) -> Tensor:
     return weight
 
 
-def _check_time(name: str, time, size: int, where: str) -> Tensor:
+def _check_time(name: str, time, size: int, where: str,
+                per: str = 'edge') -> Tensor:
     if not isinstance(time, Tensor) or time.is_floating_point() or \
             time.is_complex() or time.dtype == torch.bool:
         raise ValueError(f"'time_attr' {name!r} of {where} must be an integer "
                          f"tensor (PyG's temporal sampling takes int64 "
                          f"times), got "
                          f"{getattr(time, 'dtype', type(time).__name__)}")
-    if time.dim() != 1 or time.numel() != size:
-        raise ValueError(f"'time_attr' {name!r} of {where} must hold one time "
-                         f"per {'node' if 'node' in where else 'edge'} "
-                         f"({size}), got shape {list(time.shape)}")
+    _check_one_per('time_attr', name, time, size, 'time', per, where)
     return time.to(torch.long)
 
 
@@ -121,7 +125,8 @@ def _homogeneous(data: Data, graph: CSCGraph, time_attr, weight_attr,
                          f"the graph")
     value = data[time_attr]
     if data.is_node_attr(time_attr):
-        node_time = _check_time(time_attr, value, data.num_nodes, 'the nodes')
+        node_time = _check_time(time_attr, value, data.num_nodes, 'the nodes',
+                                'node')
         csc = _memo(graph, ('node_time', time_attr), (value,),
                     lambda: temporal_csc(graph, node_time.cpu()[
                         graph.row.cpu().to(torch.long)]))
@@ -177,7 +182,7 @@ def _heterogeneous(data: HeteroData, typed: TypedCSC, time_attr, weight_attr,
         raise ValueError(f"the time attribute {time_attr!r} is neither a "
                          f"node-level nor an edge-level attribute")
     times = {nt: _check_time(time_attr, data[nt][time_attr], data[nt].num_nodes,
-                             f"node type {nt!r}") for nt in node_level}
+                             f"node type {nt!r}", 'node') for nt in node_level}
     node_time = torch.full((typed.node_offset[-1],), _NO_TIME, dtype=torch.long)
     for i, nt in enumerate(typed.node_types):
         if nt in times:
