@@ -1,5 +1,6 @@
 """FusedGraphSAGE: the original GraphSAGE minibatch algorithm (a sampled
 tree per seed) with every level's sampling fused into its aggregation."""
+import warnings
 from typing import Callable, List, Optional, Union
 
 import torch
@@ -8,6 +9,7 @@ from torch import Tensor
 from torch_geometric.nn.resolver import activation_resolver
 
 from ..ops.aggregate import sample_aggregate
+from ..ops.sage_tree import sage_tree
 from .fused_sage_conv import FusedSAGEConv, _check_target, rng_key
 from .gather_linear import GatherLinear
 from .graph_input import as_csc
@@ -100,6 +102,7 @@ class FusedGraphSAGE(torch.nn.Module):
         self.act = activation_resolver(act)
         self.replace = replace
         self.generator = generator
+        self._warned_python_step = False
         sizes = [in_channels] + [hidden_channels] * (num_layers - 1) + [out_channels]
         self.convs = torch.nn.ModuleList([
             FusedSAGEConv(sizes[i], sizes[i + 1], num_neighbors=k, aggr=aggr,
@@ -143,14 +146,50 @@ class FusedGraphSAGE(torch.nn.Module):
             return out if seed_nodes is None else out[seed_nodes]
         if seed_nodes is None:
             seed_nodes = torch.arange(x.size(0), device=x.device)
+        # Under autocast the step computes in its dtype: the aggregations
+        # are cast before they are concatenated, so no full-precision copy
+        # of them stays alive.
+        dtype = (torch.get_autocast_dtype(x.device.type)
+                 if torch.is_autocast_enabled(x.device.type) else x.dtype)
+        if torch.compiler.is_compiling() or not self._native_step():
+            return self._traced_forward(x, edge_index, seed_nodes, dtype)
+        colptr, row = as_csc(edge_index, x.size(0), x.size(0))
+        return sage_tree(x, colptr, row, seed_nodes, self._params(),
+                         self.num_neighbors, dtype, self.aggr, self.replace,
+                         rng_key(self.generator), self.dropout,
+                         bias=self.convs[0].lin_l.bias is not None)
+
+    def _native_step(self) -> bool:
+        # The C++ step (ops.sage_tree) fuses ReLU and dropout into the tree
+        # layers and takes every conv's [W_l, W_r(, b)].
+        if not isinstance(self.act, torch.nn.ReLU):
+            if not self._warned_python_step:
+                self._warned_python_step = True
+                warnings.warn(
+                    f"FusedGraphSAGE: act={self.act} is not ReLU, so the "
+                    f"eager training step runs through Python autograd "
+                    f"instead of the native op (several times the host "
+                    f"time per step; act='relu' or torch.compile avoid it)")
+            return False
+        return True
+
+    def _params(self) -> List[Tensor]:
+        params = []
+        for conv in self.convs:
+            params += [conv.lin_l.weight, conv.lin_r.weight]
+            if conv.lin_l.bias is not None:
+                params.append(conv.lin_l.bias)
+        return params
+
+    def _traced_forward(self, x: Tensor, edge_index, seed_nodes: Tensor,
+                        dtype: torch.dtype) -> Tensor:
+        r"""The training forward over torch ops and Python autograd Functions
+        (what torch.compile traces; the same values as
+        :func:`~pyg_fusesample.ops.sage_tree`)."""
         levels, aggs = self.sample_tree(x, edge_index, seed_nodes)
         # Layer 1 over levels 0..L-1: [aggr | root] rows times [W_1 | W_2],
         # without keeping the root rows (GatherLinear); padded slots read
-        # row 0 and get weight 0 from their parents. Under autocast the
-        # aggregations are cast before they are concatenated, so no
-        # full-precision copy of them stays alive.
-        dtype = (torch.get_autocast_dtype(x.device.type)
-                 if torch.is_autocast_enabled(x.device.type) else x.dtype)
+        # row 0 and get weight 0 from their parents.
         agg = torch.cat([a.to(dtype) for a in aggs])
         del aggs
         conv = self.convs[0]
@@ -168,7 +207,9 @@ class FusedGraphSAGE(torch.nn.Module):
             h, _ = TreeLayerInput.apply(h, valid[:m], self.num_neighbors[:m],
                                         self.aggr, fused_act, self.dropout)
             conv = self.convs[j]
-            h = F.linear(h, _stacked_weight(conv), conv.lin_l.bias)
+            h = F.linear(h.to(dtype), _stacked_weight(conv).to(dtype),
+                         conv.lin_l.bias.to(dtype)
+                         if conv.lin_l.bias is not None else None)
         return h
 
     @torch.no_grad()
