@@ -165,6 +165,10 @@ def main(argv=None):
                            'training steps (bench/sage_runner.py)'),
             ['pyg', 'fused-loader', 'fused-sage', 'fused-sage-emb'],
             'benchmarks/results/sage.csv')
+    sub.choices['sage'].add_argument(
+        '--rounds', type=_positive, default=1,
+        help='measure every variant of a setting this many times, in '
+             'interleaved rounds (column round)')
     cp = sub.add_parser('sage-curve', help='accuracy vs wall-clock, PyG '
                         'GraphSAGE vs FusedGraphSAGE (no --steps/--warmup)')
     _common(cp, ['pyg', 'fused-sage'], 'benchmarks/results/sage_curve.csv')

@@ -249,22 +249,29 @@ def _settings(args):
 
 
 def run_sage(bench: Bench, graph: str, args) -> List[Dict]:
-    """The ``sage`` sub-command: rows appended to ``args.out`` + report."""
+    """The ``sage`` sub-command: rows appended to ``args.out`` + report.
+    With ``--rounds`` the variants of a setting run in turn, round after
+    round (column ``round``), so a drift of the machine touches them alike."""
     rows, loader_rows = [], []
-    for fanout, bs, amp, variant, base, nw in _settings(args):
-        if variant in SAGE_VARIANTS:
-            row = sage_row(bench, graph, fanout, bs, amp, variant,
-                           args.steps, args.warmup)
-        else:
-            row = run_row(bench, graph, fanout, bs, amp, base, nw,
-                          args.steps, args.warmup)
-            row['variant'] = variant
-            loader_rows.append(row)
-        print(f"{graph} [{row['fanout']}] b={bs} amp={row['amp']} "
-              f"{variant:>14} w={nw}: step {row['step_ms']} ms, "
-              f"loader {row['loader_ms'] or '-'} ms, "
-              f"{row['sampled_edges_per_s']} edges/s", flush=True)
-        rows.append(row)
+    settings = list(_settings(args))
+    for _, group in itertools.groupby(settings, key=lambda s: s[:3]):
+        group = list(group)
+        for rnd, (fanout, bs, amp, variant, base, nw) in itertools.product(
+                range(getattr(args, 'rounds', 1)), group):
+            if variant in SAGE_VARIANTS:
+                row = sage_row(bench, graph, fanout, bs, amp, variant,
+                               args.steps, args.warmup)
+            else:
+                row = run_row(bench, graph, fanout, bs, amp, base, nw,
+                              args.steps, args.warmup)
+                row['variant'] = variant
+                loader_rows.append(row)
+            row['round'] = rnd
+            print(f"{graph} [{row['fanout']}] b={bs} amp={row['amp']} "
+                  f"{variant:>14} w={nw} round {rnd}: step {row['step_ms']} ms, "
+                  f"loader {row['loader_ms'] or '-'} ms, "
+                  f"{row['sampled_edges_per_s']} edges/s", flush=True)
+            rows.append(row)
     fill_model_ms(loader_rows)  # the model-only floor is PyG GraphSAGE's
     append_rows(args.out, rows)
     base = os.path.splitext(args.out)[0]

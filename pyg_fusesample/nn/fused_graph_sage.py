@@ -65,7 +65,14 @@ class FusedGraphSAGE(torch.nn.Module):
             :obj:`False`)
         generator (torch.Generator, optional): a CPU generator for the RNG
             keys (default: the device's generator, drawn inside the op --
-            CUDA-graph safe; see :class:`FusedSAGEConv`).
+            CUDA-graph safe; see :class:`FusedSAGEConv`). A generator's key
+            is drawn on the host, so the eager step is not replayed.
+        replay (bool, optional): on CUDA the eager training step
+            (:func:`~pyg_fusesample.ops.sage_tree`) records its kernels in
+            CUDA graphs on the second batch of a size and replays them after;
+            outputs and gradients are fresh tensors, so the step behaves as
+            an eager one. ``False`` launches every kernel from the host.
+            (default: :obj:`True`)
 
     Shapes:
         - **input:** node features :math:`(|\mathcal{V}|, F_{in})`, edge
@@ -78,7 +85,8 @@ class FusedGraphSAGE(torch.nn.Module):
                  num_neighbors: List[int], aggr: str = 'mean',
                  dropout: float = 0.0, act: Union[str, Callable] = 'relu',
                  replace: bool = False,
-                 generator: Optional[torch.Generator] = None):
+                 generator: Optional[torch.Generator] = None,
+                 replay: bool = True):
         super().__init__()
         num_neighbors = [int(k) for k in num_neighbors]
         if num_layers < 1:
@@ -102,6 +110,7 @@ class FusedGraphSAGE(torch.nn.Module):
         self.act = activation_resolver(act)
         self.replace = replace
         self.generator = generator
+        self.replay = replay
         self._warned_python_step = False
         sizes = [in_channels] + [hidden_channels] * (num_layers - 1) + [out_channels]
         self.convs = torch.nn.ModuleList([
@@ -157,7 +166,8 @@ class FusedGraphSAGE(torch.nn.Module):
         return sage_tree(x, colptr, row, seed_nodes, self._params(),
                          self.num_neighbors, dtype, self.aggr, self.replace,
                          rng_key(self.generator), self.dropout,
-                         bias=self.convs[0].lin_l.bias is not None)
+                         bias=self.convs[0].lin_l.bias is not None,
+                         replay=self.replay)
 
     def _native_step(self) -> bool:
         # The C++ step (ops.sage_tree) fuses ReLU and dropout into the tree

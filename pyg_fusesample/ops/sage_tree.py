@@ -3,10 +3,12 @@
 
 The eager step of :class:`~pyg_fusesample.nn.FusedGraphSAGE` calls it: the
 same kernels as the model's Python path, issued from C++ with one autograd
-node instead of a dozen Python autograd Functions and torch calls, which made
-that step host-bound. This module adds the fake kernel and the Python entry
-point.
+node instead of a dozen Python autograd Functions and torch calls, and on
+CUDA replayed from CUDA graphs it records itself (that step was host-bound:
+~50 launches for ~0.4 ms of GPU work). This module adds the fake kernel and
+the Python entry point.
 """
+import warnings
 from typing import List, Sequence
 
 import torch
@@ -19,7 +21,7 @@ def sage_tree(x: Tensor, colptr: Tensor, row: Tensor, seeds: Tensor,
               params: Sequence[Tensor], num_neighbors: List[int],
               dtype: torch.dtype, aggr: str = 'mean', replace: bool = False,
               rng_seed: int = -1, dropout: float = 0.0, bias: bool = True,
-              inplace_backward: bool = True) -> Tensor:
+              inplace_backward: bool = True, replay: bool = True) -> Tensor:
     r"""The training forward of an :math:`L`-layer GraphSAGE over a sampled
     computation tree: the seeds' last-layer pre-activations ``[B, H]``.
 
@@ -41,16 +43,47 @@ def sage_tree(x: Tensor, colptr: Tensor, row: Tensor, seeds: Tensor,
         inplace_backward (bool): the backward turns the saved activations
             into gradients in place; ``False`` keeps them (for
             ``retain_graph=True``, e.g. gradcheck).
+        replay (bool): on CUDA, record the op's kernels in CUDA graphs on
+            the second call with the same shapes and tensors, and replay them
+            after (outputs and gradients are fresh tensors; calls that cannot
+            be replayed run eagerly, with a warning where that is a slow
+            path). ``False`` issues every kernel eagerly.
     """
-    return torch.ops.fusesample.sage_tree(
+    if replay and x.is_cuda and torch.is_grad_enabled():
+        _warn_if_not_replayable(x, rng_seed)
+    out, how = torch.ops.fusesample.sage_tree(
         x, colptr, row, seeds, list(params), [int(k) for k in num_neighbors],
         dtype, aggr, bool(replace), int(rng_seed), float(dropout), bool(bias),
-        bool(inplace_backward))
+        bool(inplace_backward), bool(replay))
+    if how == _BUSY:
+        warnings.warn(
+            "sage_tree: a forward with the same shapes is still waiting for "
+            "its backward, so this one ran its ~50 kernels eagerly (a "
+            "recorded CUDA graph holds one step's saved tensors)")
+    return out
+
+
+_BUSY = 2  # the op's second output: 0 eager, 1 replayed, 2 eager (busy)
+
+
+def _warn_if_not_replayable(x: Tensor, rng_seed: int):
+    # Both are slow paths: every kernel is launched from the host.
+    if rng_seed != -1:
+        warnings.warn(
+            "sage_tree: an explicit rng_seed (FusedGraphSAGE built with a CPU "
+            "generator) is drawn on the host, so the step cannot replay its "
+            "CUDA graph and launches its ~50 kernels eagerly; leave "
+            "generator=None (torch.manual_seed still makes runs repeatable)")
+    elif x.requires_grad:
+        warnings.warn(
+            "sage_tree: x requires grad (learnable embeddings): its gradient "
+            "is not recorded in the step's CUDA graph, so the step launches "
+            "its ~50 kernels eagerly")
 
 
 @torch.library.register_fake('fusesample::sage_tree')
 def _sage_tree_fake(x, colptr, row, seeds, params, num_neighbors, dtype,
                     aggr='mean', replace=False, rng_seed=-1, dropout=0.0,
-                    bias=True, inplace_backward=True):
+                    bias=True, inplace_backward=True, replay=True):
     out_channels = params[-3 if bias else -2].shape[0]
-    return x.new_empty((seeds.shape[0], out_channels), dtype=dtype)
+    return x.new_empty((seeds.shape[0], out_channels), dtype=dtype), 0
