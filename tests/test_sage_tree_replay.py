@@ -130,3 +130,30 @@ def test_generator_warns_once_and_runs_eagerly():
         for _ in range(3):
             model(x, ei, seeds).sum().backward()
     assert any('explicit rng_seed' in str(m.message) for m in w)
+
+
+def test_recordings_of_a_deleted_model_are_dropped():
+    import gc
+    ei, x = ring(), torch.randn(N, IN, device='cuda')
+    seeds = torch.arange(512, device='cuda') % N  # big enough to see
+
+    def train_a_model():
+        torch.manual_seed(0)
+        model = FusedGraphSAGE(IN, 1024, OUT, 2, [3, 3]).cuda()
+        for _ in range(3):  # recorded on the second call
+            model(x, ei, seeds).sum().backward()
+        return model
+
+    first = train_a_model()  # (the side stream's workspaces come first)
+    gc.collect()
+    after_first = torch.cuda.memory_allocated()
+    second = train_a_model()
+    after_second = torch.cuda.memory_allocated()
+    one = after_second - after_first  # a model, its grads and a recording
+    del second
+    gc.collect()
+    third = train_a_model()  # its lookup drops the second one's recording
+    after_third = torch.cuda.memory_allocated()
+    assert one > 10 * 2**20
+    assert after_third - after_second < 0.5 * one
+    del first, third

@@ -123,7 +123,9 @@ class SageTreeFunction : public torch::autograd::Function<SageTreeFunction> {
     }
     std::vector<at::Tensor> g;
     if (saved->replayed) {
-      g = replay_backward(*saved->replayed, grads[0], need, o);
+      std::vector<at::Tensor> inputs;
+      for (const auto& v : saved->versions) inputs.push_back(v.first);
+      g = replay_backward(*saved->replayed, grads[0], need, o, inputs);
       saved->replayed.reset();  // hands the graph's buffers back
       saved->consumed = true;
     } else {

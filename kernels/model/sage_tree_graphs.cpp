@@ -58,6 +58,18 @@ class StepGraphs {
   at::Tensor grad_in;               // the backward's static input
   std::vector<at::Tensor> grads;    // its static outputs (views of `flat`)
   at::Tensor flat;
+  // The memory of x, the graph and the parameters, weakly: a recording must
+  // not keep a deleted model's tensors alive (it is dropped once one of them
+  // is gone; the graph itself only holds their addresses, and a call
+  // replays only with live tensors at those addresses).
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> inputs;
+
+  bool inputs_alive() const {
+    for (const auto& w : inputs) {
+      if (w.expired()) return false;
+    }
+    return true;
+  }
 };
 
 namespace {
@@ -113,6 +125,8 @@ std::shared_ptr<StepGraphs> lookup(std::vector<int64_t> key) {
       return c.front();
     }
   }
+  // Recordings of tensors that are gone will never replay again.
+  c.remove_if([](const auto& g) { return !g->busy && !g->inputs_alive(); });
   c.push_front(std::make_shared<StepGraphs>(std::move(key)));
   if (c.size() > kMaxRecordings) {
     for (auto it = std::prev(c.end()); it != c.begin(); --it) {
@@ -125,6 +139,19 @@ std::shared_ptr<StepGraphs> lookup(std::vector<int64_t> key) {
   return c.front();
 }
 
+// One side stream per device for every recording: cuBLAS keeps a workspace
+// per stream (32 MB on Hopper), made by the warm-up and kept for good.
+c10::cuda::CUDAStream side_stream(c10::DeviceIndex device) {
+  static std::mutex m;
+  static std::vector<c10::optional<c10::cuda::CUDAStream>> streams;
+  std::lock_guard<std::mutex> lock(m);
+  if (streams.size() <= static_cast<size_t>(device)) streams.resize(device + 1);
+  if (!streams[device]) {
+    streams[device] = at::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+  }
+  return *streams[device];
+}
+
 // `to` waits for the work queued on `from` so far.
 void wait(const c10::cuda::CUDAStream& to, const c10::cuda::CUDAStream& from) {
   at::cuda::CUDAEvent ready;
@@ -132,13 +159,31 @@ void wait(const c10::cuda::CUDAStream& to, const c10::cuda::CUDAStream& from) {
   ready.block(to);
 }
 
+// The saved state's references to the caller's tensors: x, the graph, and
+// the first layer's weights where they are the parameters themselves (no
+// cast was needed; a cast copy is the recording's own and stays).
+void release_inputs(State& s, at::TensorList params) {
+  s.x = s.colptr = s.row = at::Tensor();
+  for (int i = 0; i < 2; ++i) {
+    if (s.weight[i].is_same(params[i])) s.weight[i] = at::Tensor();
+  }
+}
+
+// What the backward reads of them (x's gradient, which needs the graph,
+// is never recorded). `inputs` are [x, params...].
+void restore_inputs(State& s, at::TensorList inputs) {
+  s.x = inputs[0];
+  for (int i = 0; i < 2; ++i) {
+    if (!s.weight[i].defined()) s.weight[i] = inputs[1 + i];
+  }
+}
+
 void record_forward(StepGraphs& g, const at::Tensor& x, const at::Tensor& colptr,
                     const at::Tensor& row, const at::Tensor& seeds,
                     at::TensorList params, const Options& o,
                     const std::vector<bool>& need) {
   const auto current = at::cuda::getCurrentCUDAStream(x.device().index());
-  g.side = at::cuda::getStreamFromPool(/*isHighPriority=*/false,
-                                       x.device().index());
+  g.side = side_stream(x.device().index());
   g.seeds = seeds.clone();
   wait(*g.side, current);
   {
@@ -156,6 +201,13 @@ void record_forward(StepGraphs& g, const at::Tensor& x, const at::Tensor& colptr
     g.forward = std::move(graph);
   }
   wait(current, *g.side);
+  // Hold x and the parameters weakly (see StepGraphs::inputs); the backward
+  // recording and the eager fallback get them back from the caller.
+  for (const auto& t : {x, colptr, row}) {
+    g.inputs.push_back(t.storage().getWeakStorageImpl());
+  }
+  for (const auto& p : params) g.inputs.push_back(p.storage().getWeakStorageImpl());
+  release_inputs(g.state, params);
 }
 
 void record_backward(StepGraphs& g, const std::vector<bool>& need,
@@ -237,14 +289,19 @@ at::Tensor replay_forward(const at::Tensor& x, const at::Tensor& colptr,
 
 std::vector<at::Tensor> replay_backward(StepGraphs& g, const at::Tensor& grad,
                                         const std::vector<bool>& need,
-                                        const Options& o) {
+                                        const Options& o, at::TensorList inputs) {
   if (g.backward && g.need != need) {
     // e.g. torch.autograd.grad for some of the parameters only
-    return run_backward(g.state, grad, need, o, /*copy=*/false);
+    restore_inputs(g.state, inputs);
+    auto grads = run_backward(g.state, grad, need, o, /*copy=*/false);
+    release_inputs(g.state, inputs.slice(1));
+    return grads;
   }
   if (!g.backward) {
     g.grad_in = grad.clone();
+    restore_inputs(g.state, inputs);  // the recording reads them
     record_backward(g, need, o);
+    release_inputs(g.state, inputs.slice(1));
   } else {
     g.grad_in.copy_(grad, /*non_blocking=*/true);
   }
@@ -279,7 +336,8 @@ at::Tensor replay_forward(const at::Tensor&, const at::Tensor&, const at::Tensor
 }
 
 std::vector<at::Tensor> replay_backward(StepGraphs&, const at::Tensor&,
-                                        const std::vector<bool>&, const Options&) {
+                                        const std::vector<bool>&, const Options&,
+                                        at::TensorList) {
   TORCH_INTERNAL_ASSERT(false, "sage_tree: no CUDA graphs in a CPU-only build");
   return {};
 }

@@ -33,9 +33,11 @@ at::Tensor replay_forward(const at::Tensor& x, const at::Tensor& colptr,
 
 // Gradients for [x, params...] of the forward whose lease this is (fresh
 // tensors); the graph's saved state is consumed.
+// `inputs` are [x, params...] of that forward (a recording holds them
+// weakly).
 std::vector<at::Tensor> replay_backward(StepGraphs& graphs, const at::Tensor& grad,
                                         const std::vector<bool>& need,
-                                        const Options& o);
+                                        const Options& o, at::TensorList inputs);
 
 }  // namespace sage_tree
 }  // namespace fusesample

@@ -135,6 +135,12 @@ class FusedSage:
         self.train_idx = d.train_mask.nonzero().view(-1)
         self.forward = self.model
         if compile_mode:
+            # PyTorch's recipe for large inputs that never change: CUDA
+            # graphs (reduce-overhead) would otherwise copy the features and
+            # the edge list into static buffers on every replay, and the
+            # model's CSC memo would miss on the copies.
+            for t in (self.x, self.edge_index):
+                torch._dynamo.mark_static_address(t)
             self.forward = torch.compile(self.model, fullgraph=True,
                                          mode=compile_mode)
 
