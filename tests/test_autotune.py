@@ -695,3 +695,41 @@ def test_known_variants():
     assert not candidates.known_variant('fp32:fp32:hub')
     assert not candidates.known_variant('fp32:nope')
     assert not candidates.known_variant(None)
+
+
+@pytest.mark.parametrize('device', ['cpu', pytest.param('cuda', marks=pytest.mark.cuda)])
+@pytest.mark.parametrize('forced', ['cusparse', 'scatter', None])
+@pytest.mark.parametrize('reduce', ['sum', 'mean'])
+def test_run_spmm_backward_is_the_transposes_own_choice(device, forced, reduce,
+                                                        monkeypatch):
+    """run_spmm's gradient in x is A^T @ grad through run_spmm on the
+    (valued) transpose, whatever kernel the forward used: a cuSPARSE
+    decision's backward is not torch.sparse's (which rebuilds the CSR on
+    every call)."""
+    if forced:
+        monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_FORCE', forced)
+    g = skewed_graph(3, rows=300, hub_degree=60, cols=300)
+    value = torch.rand(g.nnz, generator=torch.Generator().manual_seed(0))
+    g = CSRGraph(g.rowptr.to(device), g.col.to(device), value.to(device),
+                 g.num_cols)
+    x = torch.randn(300, 8, device=device, dtype=torch.float64,
+                    requires_grad=True)
+    dense = torch.zeros(g.num_rows, g.num_cols, dtype=torch.float64,
+                        device=device)
+    rows = torch.repeat_interleave(torch.arange(g.num_rows, device=device),
+                                   g.degree())
+    dense.index_put_((rows, g.col.long()), value.to(device, torch.float64),
+                     accumulate=True)
+    if reduce == 'mean':
+        dense = dense / g.degree().clamp_min(1).unsqueeze(1).to(dense.dtype)
+    out = autotune.run_spmm(g, x, reduce)
+    assert type(out.grad_fn).__name__ == '_ScheduledSpMMBackward'
+    grad = torch.randn_like(out)
+    out.backward(grad)
+    torch.testing.assert_close(out, dense @ x.detach())
+    torch.testing.assert_close(x.grad, dense.t() @ grad)
+    # learnable edge values keep the kernel's own autograd (it has their
+    # gradient)
+    g2 = g.with_value(g.value.double().requires_grad_())
+    out2 = autotune.run_spmm(g2, x, reduce)
+    assert type(out2.grad_fn).__name__ != '_ScheduledSpMMBackward'

@@ -19,8 +19,7 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor
 
-from ..autotune import run_spmm
-from ..ops.spmm import spmm_grad_x
+from ..autotune import run_spmm, run_spmm_grad
 from ..sparse import CSRGraph
 
 # handle -> the layer's graph builder (weakly: a dropped layer is forgotten)
@@ -68,7 +67,7 @@ def layer_spmm_backward(grad: Tensor, edge_index: Tensor,
                         handle: int, reduce: str) -> Tensor:
     r"""``A^T @ grad`` (the gradient of :func:`layer_spmm` in ``x``)."""
     graph = _graph(handle, edge_index, edge_weight, num_nodes, grad.dtype)
-    return spmm_grad_x(graph, grad, reduce)
+    return run_spmm_grad(graph, grad, reduce)
 
 
 @layer_spmm_backward.register_fake

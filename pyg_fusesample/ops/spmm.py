@@ -38,8 +38,21 @@ def _raw_spmm(graph: CSRGraph, value: Optional[Tensor], x: Tensor, reduce: str,
                      hub_threshold, hub_rows, lanes, light_rows)
 
 
-def _row_scale(graph: CSRGraph, dtype) -> Tensor:
+def row_scale(graph: CSRGraph, dtype) -> Tensor:
+    r"""``1 / max(degree, 1)`` per row: what ``'mean'`` multiplies by."""
     return graph.degree().clamp_min(1).to(dtype).reciprocal()
+
+
+def transposed(graph: CSRGraph) -> CSRGraph:
+    r"""``A^T`` with this graph's values permuted to it (cached per graph
+    object: a :meth:`CSRGraph.with_value` copy has its own)."""
+    t = graph._cache.get('transpose_valued')
+    if t is None:
+        base = graph.transpose()
+        t = base if graph.value is None else base.with_value(
+            graph.value[base._cache['perm']])
+        graph._cache['transpose_valued'] = t
+    return t
 
 
 def _transposed_spmm(graph: CSRGraph, value: Optional[Tensor],
@@ -48,17 +61,6 @@ def _transposed_spmm(graph: CSRGraph, value: Optional[Tensor],
     t = graph.transpose()
     value_t = value[t._cache['perm']] if value is not None else None
     return _raw_spmm(t, value_t, grad.contiguous(), 'sum', 'warp', -1)
-
-
-def spmm_grad_x(graph: CSRGraph, grad_out: Tensor, reduce: str = 'sum',
-                value: Optional[Tensor] = None) -> Tensor:
-    r"""The gradient of :func:`spmm` with respect to ``x``:
-    ``A^T @ grad_out`` (rows of ``grad_out`` first divided by their degree
-    for ``'mean'``), with the graph's values unless :obj:`value` is given."""
-    value = graph.value if value is None else value
-    if reduce == 'mean':
-        grad_out = grad_out * _row_scale(graph, grad_out.dtype).unsqueeze(-1)
-    return _transposed_spmm(graph, value, grad_out)
 
 
 class _SpMM(torch.autograd.Function):
@@ -76,7 +78,7 @@ class _SpMM(torch.autograd.Function):
         graph = ctx.graph
         heads = 1 if value is None or value.dim() == 1 else value.size(1)
         if ctx.reduce == 'mean':
-            grad_out = grad_out * _row_scale(graph, grad_out.dtype).unsqueeze(-1)
+            grad_out = grad_out * row_scale(graph, grad_out.dtype).unsqueeze(-1)
         grad_x = grad_value = None
         if ctx.needs_input_grad[0]:
             grad_x = _transposed_spmm(graph, value, grad_out)
@@ -143,7 +145,7 @@ def spmm_cusparse(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
     adj = source.to_torch_sparse(x.dtype)
     out = torch.sparse.mm(adj, x)
     if reduce == 'mean':
-        out = out * _row_scale(graph, x.dtype).unsqueeze(-1)
+        out = out * row_scale(graph, x.dtype).unsqueeze(-1)
     return out
 
 
@@ -166,7 +168,7 @@ def spmm_scatter(graph: CSRGraph, x: Tensor, reduce: str = 'sum',
         msg = msg * value.to(x.dtype).unsqueeze(-1)
     out = x.new_zeros(graph.num_rows, x.size(1)).index_add_(0, row, msg)
     if reduce == 'mean':
-        out = out * _row_scale(graph, x.dtype).unsqueeze(-1)
+        out = out * row_scale(graph, x.dtype).unsqueeze(-1)
     return out
 
 
