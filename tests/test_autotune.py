@@ -54,10 +54,11 @@ class FakeTimer:
     (see fake_ms), records what was probed on which graph."""
 
     def __init__(self, ms):
-        self.ms, self.calls = ms, []
+        self.ms, self.calls, self.cutoffs = ms, [], []
 
-    def __call__(self, c, graph, x, reduce, budget_ms):
+    def __call__(self, c, graph, x, reduce, budget_ms, cutoff_ms=None):
         self.calls.append((c, graph))
+        self.cutoffs.append(cutoff_ms)
         return fake_ms(self.ms, c)
 
 
@@ -221,7 +222,7 @@ def test_guardrail_alpha_toggle_and_failing_kernel(timer, monkeypatch):
     assert autotune.choose(skewed_graph(0), 16,
                            torch.float32).variant == 'cusparse'
 
-    def fails(c, graph, x, reduce, budget_ms):
+    def fails(c, graph, x, reduce, budget_ms, cutoff_ms=None):
         if c.variant != 'cusparse':
             raise RuntimeError('no kernel image')
         return 1.0
@@ -495,7 +496,7 @@ class SplitTimer(FakeTimer):
         super().__init__(ms)
         self.full_ms, self.full_graph = full_ms, full_graph
 
-    def __call__(self, c, graph, x, reduce, budget_ms):
+    def __call__(self, c, graph, x, reduce, budget_ms, cutoff_ms=None):
         self.calls.append((c, graph))
         table = self.full_ms if graph is self.full_graph else self.ms
         return fake_ms(table, c)
@@ -667,7 +668,7 @@ def test_16_bit_decision_never_slower_than_float32_with_casts(dtype,
     behind casts among its references: chosen when every 16-bit kernel is
     slower; the product it dispatches is the float32 one, cast back."""
     class ByDtype(FakeTimer):
-        def __call__(self, c, graph, x, reduce, budget_ms):
+        def __call__(self, c, graph, x, reduce, budget_ms, cutoff_ms=None):
             self.calls.append((c, x.dtype))
             if c.variant.startswith(candidates.CAST):
                 return 0.3
@@ -733,3 +734,25 @@ def test_run_spmm_backward_is_the_transposes_own_choice(device, forced, reduce,
     g2 = g.with_value(g.value.double().requires_grad_())
     out2 = autotune.run_spmm(g2, x, reduce)
     assert type(out2.grad_fn).__name__ != '_ScheduledSpMMBackward'
+
+
+def test_time_ms_stops_a_candidate_that_cannot_win():
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.01)
+
+    ms = scheduler.time_ms(slow, torch.device('cpu'), 1000.0, cutoff_ms=1.0)
+    assert ms >= 10 and len(calls) == 1  # one call, no warm-up or repeats
+    calls.clear()
+    scheduler.time_ms(slow, torch.device('cpu'), 1000.0)
+    assert len(calls) > scheduler.WARMUP
+
+
+def test_probe_cutoffs_follow_the_best_time_so_far(timer, cuda_rules):
+    autotune.choose(skewed_graph(4), 16, torch.float32)
+    probe = timer.cutoffs[:len(timer.cutoffs)]
+    assert probe[0] == float('inf')  # the first reference: nothing to beat
+    best = 1.0  # cuSPARSE's fake time, the first one measured
+    assert probe[1] == scheduler.CUT_FACTOR * best + scheduler.CUT_SLACK_MS

@@ -44,6 +44,12 @@ CONFIRM_BAND = (0.8, 1.6)
 # at 32 lanes and at the automatic layout on its bfloat16 F=256 by 28%: 0.71
 # against 0.90 ms on the sample, 9.15 against 8.37 on the whole graph.
 RIVAL_BAND, MAX_RIVALS = 1.3, 3
+# A probe whose first call is over CUT_FACTOR x the best time so far plus
+# CUT_SLACK_MS (a kernel's first launch may load its module) cannot win or
+# be a rival: it is not timed again. On the hub-skewed graph (H200) the
+# row-per-warp kernels took 33-150 ms a call against 0.3-0.8 ms for the hub
+# kernels, and their warm-up and repeats were most of a 2 s decision.
+CUT_FACTOR, CUT_SLACK_MS = 4.0, 5.0
 _MEMO = 'autotune'
 
 
@@ -203,9 +209,13 @@ def _probe(graph, F, dtype, reduce, x, s):
         contextlib.nullcontext()
     probed = refs + shortlist
     with ctx, torch.no_grad():
-        for c in probed:
+        best_ms = math.inf
+        for c in probed:  # references first: they set the first cut-off
             timings[c.label] = _timed(c, sub, x, reduce, budget, errors,
-                                      c.label)
+                                      c.label,
+                                      cutoff=CUT_FACTOR * best_ms + CUT_SLACK_MS)
+            if timings[c.label] is not None:
+                best_ms = min(best_ms, timings[c.label])
         best = _fastest(shortlist, timings)
         # The hub-split kernels take their light rows by length; on some
         # inputs index order ran as fast or faster (call106: 16-bit rows of
@@ -282,9 +292,10 @@ def _line(c: Candidate, ms: Optional[float], stage: str, limit: float,
                 probe_rows=timed_on.num_rows, probe_nnz=timed_on.nnz)
 
 
-def _timed(c: Candidate, graph, x, reduce, budget, errors, label):
+def _timed(c: Candidate, graph, x, reduce, budget, errors, label,
+           cutoff: float = math.inf):
     try:
-        return measure(c, graph, x.detach(), reduce, budget)
+        return measure(c, graph, x.detach(), reduce, budget, cutoff)
     except Exception as e:  # a kernel that cannot run loses
         errors[label] = f'{type(e).__name__}: {e}'
         return None
@@ -320,17 +331,18 @@ def _confirm(graph, x, reduce, rivals: List[Candidate],
 
 
 def measure(c: Candidate, graph: CSRGraph, x: Tensor, reduce: str,
-            budget_ms: float) -> float:
+            budget_ms: float, cutoff_ms: float = math.inf) -> float:
     """Median ms of candidate ``c`` on ``graph`` (the tests replace this)."""
     return time_ms(lambda: dispatch(c.variant, c.params, graph, x, reduce),
-                   x.device, budget_ms)
+                   x.device, budget_ms, cutoff_ms)
 
 
 def time_ms(fn: Callable[[], object], device: torch.device,
-            budget_ms: float) -> float:
+            budget_ms: float, cutoff_ms: float = math.inf) -> float:
     """Median of as many timed calls (1..MAX_REPS) as fit ``budget_ms``
-    after WARMUP untimed ones (lazy init, caches). CUDA: events on the
-    current stream, one sync per call."""
+    after WARMUP untimed ones (lazy init, caches). A first call slower than
+    ``cutoff_ms`` is the answer (the caller only needs to know it lost).
+    CUDA: events on the current stream, one sync per call."""
     def once() -> float:
         if device.type != 'cuda':
             t = time.perf_counter()
@@ -342,7 +354,10 @@ def time_ms(fn: Callable[[], object], device: torch.device,
         end.record()
         end.synchronize()
         return start.elapsed_time(end)
-    est = min(once() for _ in range(WARMUP))
+    first = once()
+    if first > cutoff_ms:
+        return first
+    est = min([first] + [once() for _ in range(WARMUP - 1)])
     reps = max(1, min(MAX_REPS, int((budget_ms - WARMUP * est) /
                                     max(est, 1e-3))))
     return statistics.median(once() for _ in range(reps))
