@@ -44,11 +44,12 @@ CONFIRM_BAND = (0.8, 1.6)
 # at 32 lanes and at the automatic layout on its bfloat16 F=256 by 28%: 0.71
 # against 0.90 ms on the sample, 9.15 against 8.37 on the whole graph.
 RIVAL_BAND, MAX_RIVALS = 1.3, 3
-# A probe whose first call is over CUT_FACTOR x the best time so far plus
-# CUT_SLACK_MS (a kernel's first launch may load its module) cannot win or
-# be a rival: it is not timed again. On the hub-skewed graph (H200) the
-# row-per-warp kernels took 33-150 ms a call against 0.3-0.8 ms for the hub
-# kernels, and their warm-up and repeats were most of a 2 s decision.
+# A probe whose second call (the first pays one-time set-up: 40 ms once
+# for a hub kernel on the hub-skewed graph, H200) is over CUT_FACTOR x the
+# best time so far plus CUT_SLACK_MS cannot win or be a rival: it is not
+# timed again. On that graph the row-per-warp kernels took 33-150 ms a call
+# against 0.3-0.8 ms for the hub kernels, and their warm-up and repeats
+# were most of a 2 s decision.
 CUT_FACTOR, CUT_SLACK_MS = 4.0, 5.0
 _MEMO = 'autotune'
 
@@ -340,8 +341,9 @@ def measure(c: Candidate, graph: CSRGraph, x: Tensor, reduce: str,
 def time_ms(fn: Callable[[], object], device: torch.device,
             budget_ms: float, cutoff_ms: float = math.inf) -> float:
     """Median of as many timed calls (1..MAX_REPS) as fit ``budget_ms``
-    after WARMUP untimed ones (lazy init, caches). A first call slower than
-    ``cutoff_ms`` is the answer (the caller only needs to know it lost).
+    after WARMUP untimed ones (lazy init, caches). A warm-up call after the
+    first slower than ``cutoff_ms`` is the answer (the caller only needs to
+    know it lost).
     CUDA: events on the current stream, one sync per call."""
     def once() -> float:
         if device.type != 'cuda':
@@ -354,10 +356,12 @@ def time_ms(fn: Callable[[], object], device: torch.device,
         end.record()
         end.synchronize()
         return start.elapsed_time(end)
-    first = once()
-    if first > cutoff_ms:
-        return first
-    est = min([first] + [once() for _ in range(WARMUP - 1)])
+    warm = [once()]
+    for _ in range(WARMUP - 1):
+        warm.append(once())
+        if warm[-1] > cutoff_ms:
+            return warm[-1]
+    est = min(warm)
     reps = max(1, min(MAX_REPS, int((budget_ms - WARMUP * est) /
                                     max(est, 1e-3))))
     return statistics.median(once() for _ in range(reps))
