@@ -36,6 +36,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <atomic>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -49,7 +50,9 @@ class StepGraphs {
 
   std::vector<int64_t> key;
   int64_t seen = 0;
-  bool busy = false;                // a live forward owns the buffers
+  // A live forward owns the buffers. Set by the forward, cleared by its
+  // backward on the autograd engine's thread (or when the graph is freed).
+  std::atomic<bool> busy{false};
   std::unique_ptr<at::cuda::CUDAGraph> forward, backward;
   c10::optional<c10::cuda::CUDAStream> side;
   at::Tensor seeds, out;            // the forward's static input and output
