@@ -41,9 +41,13 @@ class FusedGraphSAGE(torch.nn.Module):
     (:class:`~pyg_fusesample.nn.gather_linear.GatherLinear`,
     :class:`~pyg_fusesample.nn.tree_layer_input.TreeLayerInput`): on a
     products-sized graph it needs 1/16 of the transient memory of
-    :class:`~pyg_fusesample.loader.FusedNeighborLoader` + GraphSAGE. The
-    training forward with the default ReLU cannot be differentiated twice
-    (``retain_graph=True`` raises). In eval mode the model runs exact layer-wise
+    :class:`~pyg_fusesample.loader.FusedNeighborLoader` + GraphSAGE. In
+    eager training with the default ReLU the forward and its backward are
+    one op, :func:`~pyg_fusesample.ops.sage_tree` (C++ ports of those two,
+    replayed from CUDA graphs on CUDA: see :obj:`replay`); under
+    :func:`torch.compile` or with another activation the Python path runs.
+    The training forward with the default ReLU cannot be differentiated
+    twice (``retain_graph=True`` raises). In eval mode the model runs exact layer-wise
     full-neighbour inference (:meth:`inference`).
 
     Weights live in :obj:`convs` (:class:`FusedSAGEConv` with SAGEConv's
