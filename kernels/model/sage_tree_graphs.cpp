@@ -32,6 +32,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -258,6 +259,12 @@ at::Tensor replay_forward(const at::Tensor& x, const at::Tensor& colptr,
                           std::shared_ptr<StepGraphs>* lease, Replay* how) {
   *how = Replay::kEager;
   if (!o.replay || !x.is_cuda() || !o.inplace_backward) return {};
+  // A traced call (torch.compile's fake or functional tensors, any Python
+  // dispatch mode) runs the ATen calls, so that the tracer records them.
+  if (x.key_set().has(c10::DispatchKey::Python) ||
+      c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python)) {
+    return {};
+  }
   bool any_param = false;
   for (size_t i = 1; i < need.size(); ++i) any_param |= need[i];
   if (!any_param) return {};  // nothing to train: no backward to record
