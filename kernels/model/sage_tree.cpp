@@ -78,6 +78,7 @@ class SageTreeFunction : public torch::autograd::Function<SageTreeFunction> {
                                const at::Tensor& colptr, const at::Tensor& row,
                                const at::Tensor& seeds, at::TensorList params,
                                const Options& o) {
+    check_inputs(x, seeds, params, o);
     // sample_aggregate's autograd kernel is Python: go below it
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     auto saved = c10::make_intrusive<Saved>();
@@ -173,11 +174,10 @@ std::tuple<at::Tensor, int64_t> sage_tree_forward_only(const at::Tensor& x, cons
                                   at::ScalarType dtype, c10::string_view aggr,
                                   bool replace, int64_t rng_seed, double dropout,
                                   bool bias, bool inplace_backward, bool replay) {
-  at::Tensor out = run_forward(
-      x, colptr, row, seeds, params,
-      make_options(num_neighbors, aggr, replace, rng_seed, dropout, dtype, bias,
-                   inplace_backward, replay),
-      nullptr);
+  const Options o = make_options(num_neighbors, aggr, replace, rng_seed, dropout,
+                                 dtype, bias, inplace_backward, replay);
+  check_inputs(x, seeds, params, o);
+  at::Tensor out = run_forward(x, colptr, row, seeds, params, o, nullptr);
   return {out, static_cast<int64_t>(Replay::kEager)};
 }
 

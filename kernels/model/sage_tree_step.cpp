@@ -83,7 +83,6 @@ void check_inputs(const at::Tensor& x, const at::Tensor& seeds,
 at::Tensor run_forward(const at::Tensor& x, const at::Tensor& colptr,
                        const at::Tensor& row, const at::Tensor& seeds,
                        at::TensorList params, const Options& o, State* state) {
-  check_inputs(x, seeds, params, o);
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
   const size_t L = o.fanouts.size();
   const auto dtype = o.dtype;

@@ -51,8 +51,9 @@ struct State : torch::CustomClassHolder {
 void check_inputs(const at::Tensor& x, const at::Tensor& seeds,
                   at::TensorList params, const Options& o);
 
-// The forward; with `state` it keeps what the backward needs. Autocast must
-// be off and autograd below (the caller's guards).
+// The forward; with `state` it keeps what the backward needs. The inputs
+// are the caller's to check (check_inputs, once per op call); autograd must
+// be below (the caller's guard; autocast is turned off here).
 at::Tensor run_forward(const at::Tensor& x, const at::Tensor& colptr,
                        const at::Tensor& row, const at::Tensor& seeds,
                        at::TensorList params, const Options& o, State* state);
