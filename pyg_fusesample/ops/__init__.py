@@ -6,9 +6,10 @@ from .sampling import (NeighborSampleOutput, PendingNeighborSample,
                        neighbor_sample, neighbor_sample_async)
 from .sage_tree import sage_tree
 from .split import TypeSplit, split_by_type
+from .walk import random_walk
 
 __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
            'neighbor_sample_async', 'induced_subgraph',
            'csc_from_coo', 'gather_rows', 'gather_rows_list', 'SampleAggregateOutput',
            'TypeSplit', 'split_by_type',
-           'sample_aggregate', 'sage_tree']
+           'sample_aggregate', 'sage_tree', 'random_walk']

@@ -14,21 +14,12 @@ from torch_geometric.sampler.neighbor_sampler import edge_sample
 
 from ..ops import (NeighborSampleOutput, PendingNeighborSample,
                    induced_subgraph, neighbor_sample, neighbor_sample_async)
+from ..ops.rng_keys import draw_rng_seeds  # noqa: F401  (re-exported)
 from .graph_store import CSCGraph, build_csc
 from .hetero_output import check_seed_range, to_hetero_output, typed_seeds
 from .sampling_rule import SamplingRule, sampling_rule
 from .negative_sampling import KeyedNegativeSampling
 from .typed_graph import TypedCSC, build_typed_csc
-
-_RNG_HIGH = 2**62
-
-
-def draw_rng_seeds(count: int,
-                   generator: Optional[torch.Generator] = None) -> List[int]:
-    r"""Fresh 62-bit keys for the op's counter-based RNG, from
-    :obj:`generator` (or PyTorch's global RNG, so ``torch.manual_seed``
-    makes runs repeatable)."""
-    return torch.randint(_RNG_HIGH, (count, ), generator=generator).tolist()
 
 
 def _as_fanouts(num_neighbors) -> List[int]:

@@ -1,0 +1,67 @@
+// CPU kernel of fusesample::random_walk: walks in parallel, each one
+// walk_one() (walk_step.h), the same code the CUDA kernel runs.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "../random_walk_common.h"
+
+namespace fusesample {
+namespace walk {
+namespace {
+
+std::tuple<at::Tensor, at::Tensor> random_walk_cpu(
+    const at::Tensor& rowptr, const at::Tensor& col,
+    const c10::optional<at::Tensor>& edge_id,
+    const c10::optional<at::Tensor>& weight_cumsum, const at::Tensor& start,
+    int64_t walk_length, double p, double q, double restart_prob,
+    int64_t rng_seed) {
+  check_inputs(rowptr, col, edge_id, weight_cumsum, start, walk_length, p, q,
+               restart_prob);
+  const auto rowptr_c = rowptr.contiguous();
+  const auto col_c = col.contiguous();
+  const auto edge_id_c = edge_id.has_value()
+                             ? c10::optional<at::Tensor>(edge_id->contiguous())
+                             : c10::nullopt;
+  const auto cumsum_c =
+      weight_cumsum.has_value()
+          ? c10::optional<at::Tensor>(weight_cumsum->contiguous())
+          : c10::nullopt;
+  const auto start_c = start.contiguous();
+  const int64_t num_walks = start_c.numel();
+  const int64_t num_nodes = rowptr_c.numel() - 1;
+
+  const int64_t* s = start_c.data_ptr<int64_t>();
+  for (int64_t i = 0; i < num_walks; ++i)
+    TORCH_CHECK(s[i] >= 0 && s[i] < num_nodes, kOp, ": 'start' holds id ",
+                s[i], ", outside [0, ", num_nodes, ")");
+
+  auto node = at::empty({num_walks, walk_length + 1}, start.options());
+  auto edge = at::empty({num_walks, walk_length}, start.options());
+  const WalkParams w = make_params(walk_length, p, q, restart_prob, rng_seed);
+  int64_t* node_out = node.data_ptr<int64_t>();
+  int64_t* edge_out = edge.data_ptr<int64_t>();
+
+  AT_DISPATCH_INDEX_TYPES(col_c.scalar_type(), "random_walk_cpu", [&] {
+    const auto g = make_graph<index_t>(rowptr_c, col_c, edge_id_c, cumsum_c);
+    // A walk costs walk_length steps, so small grains already amortise the
+    // scheduling.
+    at::parallel_for(0, num_walks, 64, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        walk_one(g, w, i, s[i], node_out + i * (walk_length + 1),
+                 edge_out + i * walk_length);
+    });
+  });
+  return {node, edge};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(fusesample, CPU, m) {
+  m.impl("random_walk", &random_walk_cpu);
+}
+
+}  // namespace walk
+}  // namespace fusesample

@@ -1,0 +1,94 @@
+// CUDA kernel of fusesample::random_walk: one thread per walk, running
+// walk_one() (walk_step.h), the same code as the CPU kernel, so the two
+// agree bitwise.
+//
+// Why a thread per walk and not NextDoor's transit-parallel grouping: a
+// first-order step reads two row pointers and one neighbour, whatever the
+// degree, so a hub costs a walker no more than a leaf and there is no
+// imbalance to fix; the reads are random either way. A second-order step
+// adds a binary search of the previous node's row, O(log deg).
+//
+// A start id outside [0, N) gets a row of -1 (nodes and edges) rather than
+// a wild read; the Python wrapper checks the range first unless told not to
+// (that check costs a host synchronisation).
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "../../common/grid.h"
+#include "../random_walk_common.h"
+
+namespace fusesample {
+namespace walk {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename index_t>
+__global__ void random_walk_kernel(WalkGraph<index_t> g, WalkParams w,
+                                   const int64_t* __restrict__ start,
+                                   int64_t num_walks, int64_t num_nodes,
+                                   int64_t* __restrict__ node,
+                                   int64_t* __restrict__ edge) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+       i < num_walks; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t* node_i = node + i * (w.walk_length + 1);
+    int64_t* edge_i = edge + i * w.walk_length;
+    const int64_t s = start[i];
+    if (s < 0 || s >= num_nodes) {
+      for (int64_t k = 0; k <= w.walk_length; ++k) node_i[k] = -1;
+      for (int64_t k = 0; k < w.walk_length; ++k) edge_i[k] = -1;
+      continue;
+    }
+    walk_one(g, w, i, s, node_i, edge_i);
+  }
+}
+
+std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
+    const at::Tensor& rowptr, const at::Tensor& col,
+    const c10::optional<at::Tensor>& edge_id,
+    const c10::optional<at::Tensor>& weight_cumsum, const at::Tensor& start,
+    int64_t walk_length, double p, double q, double restart_prob,
+    int64_t rng_seed) {
+  check_inputs(rowptr, col, edge_id, weight_cumsum, start, walk_length, p, q,
+               restart_prob);
+  c10::cuda::CUDAGuard guard(rowptr.device());
+  const auto rowptr_c = rowptr.contiguous();
+  const auto col_c = col.contiguous();
+  const auto edge_id_c = edge_id.has_value()
+                             ? c10::optional<at::Tensor>(edge_id->contiguous())
+                             : c10::nullopt;
+  const auto cumsum_c =
+      weight_cumsum.has_value()
+          ? c10::optional<at::Tensor>(weight_cumsum->contiguous())
+          : c10::nullopt;
+  const auto start_c = start.contiguous();
+  const int64_t num_walks = start_c.numel();
+  auto node = at::empty({num_walks, walk_length + 1}, start.options());
+  auto edge = at::empty({num_walks, walk_length}, start.options());
+  if (num_walks == 0) return {node, edge};
+
+  const WalkParams w = make_params(walk_length, p, q, restart_prob, rng_seed);
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const int64_t blocks = grid_blocks(num_walks, kThreads, 8);
+  AT_DISPATCH_INDEX_TYPES(col_c.scalar_type(), "random_walk_cuda", [&] {
+    random_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
+        make_graph<index_t>(rowptr_c, col_c, edge_id_c, cumsum_c), w,
+        start_c.data_ptr<int64_t>(), num_walks, rowptr_c.numel() - 1,
+        node.data_ptr<int64_t>(), edge.data_ptr<int64_t>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return {node, edge};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(fusesample, CUDA, m) {
+  m.impl("random_walk", &random_walk_cuda);
+}
+
+}  // namespace walk
+}  // namespace fusesample

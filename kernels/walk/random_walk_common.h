@@ -1,0 +1,75 @@
+// Argument checks and parameters of fusesample::random_walk, shared by its
+// CPU and CUDA kernels.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "../common/checks.h"
+#include "walk_step.h"
+
+namespace fusesample {
+namespace walk {
+
+constexpr const char* kOp = "fusesample::random_walk";
+
+inline void check_inputs(const at::Tensor& rowptr, const at::Tensor& col,
+                         const c10::optional<at::Tensor>& edge_id,
+                         const c10::optional<at::Tensor>& weight_cumsum,
+                         const at::Tensor& start, int64_t walk_length,
+                         double p, double q, double restart_prob) {
+  check_compressed(kOp, "rowptr", rowptr, "col", col, "num_nodes");
+  if (edge_id.has_value()) {
+    check_1d(kOp, "edge_id", *edge_id);
+    check_dtype(kOp, "edge_id", *edge_id, at::kLong);
+    check_same_device(kOp, "edge_id", *edge_id, "rowptr", rowptr);
+    TORCH_CHECK(edge_id->numel() == col.numel(), kOp, ": 'edge_id' has ",
+                edge_id->numel(), " entries but 'col' has ", col.numel());
+  }
+  if (weight_cumsum.has_value()) {
+    check_1d(kOp, "weight_cumsum", *weight_cumsum);
+    check_dtype(kOp, "weight_cumsum", *weight_cumsum, at::kDouble);
+    check_same_device(kOp, "weight_cumsum", *weight_cumsum, "rowptr", rowptr);
+    TORCH_CHECK(weight_cumsum->numel() == col.numel(), kOp,
+                ": 'weight_cumsum' has ", weight_cumsum->numel(),
+                " entries but 'col' has ", col.numel());
+  }
+  check_node_ids(kOp, "start", start, rowptr);
+  TORCH_CHECK(walk_length >= 1, kOp, ": 'walk_length' must be >= 1, got ",
+              walk_length);
+  TORCH_CHECK(std::isfinite(p) && p > 0, kOp, ": 'p' must be > 0, got ", p);
+  TORCH_CHECK(std::isfinite(q) && q > 0, kOp, ": 'q' must be > 0, got ", q);
+  TORCH_CHECK(restart_prob >= 0 && restart_prob < 1, kOp,
+              ": 'restart_prob' must be in [0, 1), got ", restart_prob);
+}
+
+inline WalkParams make_params(int64_t walk_length, double p, double q,
+                              double restart_prob, int64_t rng_seed) {
+  WalkParams w;
+  w.rng_seed = static_cast<uint64_t>(rng_seed);
+  w.walk_length = walk_length;
+  w.inv_p = 1.0 / p;
+  w.inv_q = 1.0 / q;
+  w.max_alpha = std::max({w.inv_p, 1.0, w.inv_q});
+  w.second_order = p != 1.0 || q != 1.0;
+  w.restart_prob = restart_prob;
+  return w;
+}
+
+template <typename index_t>
+WalkGraph<index_t> make_graph(const at::Tensor& rowptr, const at::Tensor& col,
+                              const c10::optional<at::Tensor>& edge_id,
+                              const c10::optional<at::Tensor>& weight_cumsum) {
+  WalkGraph<index_t> g;
+  g.rowptr = rowptr.data_ptr<int64_t>();
+  g.col = col.data_ptr<index_t>();
+  g.edge_id = edge_id.has_value() ? edge_id->data_ptr<int64_t>() : nullptr;
+  g.weight_cumsum =
+      weight_cumsum.has_value() ? weight_cumsum->data_ptr<double>() : nullptr;
+  return g;
+}
+
+}  // namespace walk
+}  // namespace fusesample

@@ -1,0 +1,189 @@
+// One walk of fusesample::random_walk, shared verbatim by the CPU and CUDA
+// kernels: both run walk_one() per walk, so they draw the same numbers and
+// take the same branches, and their outputs are bitwise equal.
+//
+// A second-order (node2vec) step is rejection sampling, as in the node2vec
+// paper's alias-free variants: propose x from the first-order distribution
+// of the current node v (uniform or by weight: O(1) or O(log deg) reads),
+// then accept with probability alpha(prev, x) / max(alpha), where alpha is
+// 1/p if x is the previous node, 1 if x is an out-neighbour of it (a binary
+// search in its sorted row), 1/q otherwise. The expected number of trials is
+// max(alpha) / E[alpha] -- a handful for the usual p, q -- and never a scan
+// of either row. Extreme (p, q) on an unlucky pair of rows could make
+// trials rare, so after kMaxTrials rejections the step falls back to an
+// exact draw over v's row (O(deg * log deg(prev))). Mixing the two is still
+// exact: every trial is independent, so whichever one settles the step, its
+// outcome has the target distribution.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/rng.h"
+
+namespace fusesample {
+namespace walk {
+
+// The last field of a draw's key: the trial number for proposals, with the
+// top bits reserved for the other draws of a step.
+constexpr uint64_t kAcceptDraw = 1ULL << 62;   // | trial: accept trial t?
+constexpr uint64_t kExactDraw = ~0ULL - 1;     // the exact fallback
+constexpr uint64_t kRestartDraw = ~0ULL;       // jump back to the start?
+constexpr int kMaxTrials = 64;
+
+template <typename index_t>
+struct WalkGraph {
+  const int64_t* rowptr;
+  const index_t* col;           // sorted within rows when second order
+  const int64_t* edge_id;       // nullptr: report slot indices
+  const double* weight_cumsum;  // nullptr: uniform; else per-row inclusive
+};
+
+struct WalkParams {
+  uint64_t rng_seed;
+  int64_t walk_length;
+  double inv_p, inv_q, max_alpha;  // 1/p, 1/q, max(1/p, 1, 1/q)
+  bool second_order;               // p != 1 or q != 1
+  double restart_prob;
+};
+
+// 53 random bits as a double in [0, 1).
+FS_HOST_DEVICE double unit_uniform(uint64_t bits) {
+  return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
+}
+
+// a * b, never fused into a following add: nvcc contracts a * b + c into one
+// FMA (a different rounding), which would make the CUDA kernel's sums
+// differ from the CPU's in the last bit.
+FS_HOST_DEVICE double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+// The first slot of [begin, end) whose prefix sum exceeds target. The row's
+// last prefix sum is its total, above any target drawn from [0, total), so
+// the search can settle on end - 1 without reading past it.
+FS_HOST_DEVICE int64_t first_above(const double* cumsum, int64_t begin,
+                                   int64_t end, double target) {
+  int64_t lo = begin, hi = end - 1;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (cumsum[mid] > target) hi = mid; else lo = mid + 1;
+  }
+  return lo;
+}
+
+template <typename index_t>
+FS_HOST_DEVICE bool has_edge(const WalkGraph<index_t>& g, int64_t from,
+                             int64_t to) {
+  int64_t lo = g.rowptr[from], hi = g.rowptr[from + 1];
+  const int64_t end = hi;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (static_cast<int64_t>(g.col[mid]) < to) lo = mid + 1; else hi = mid;
+  }
+  return lo < end && static_cast<int64_t>(g.col[lo]) == to;
+}
+
+template <typename index_t>
+FS_HOST_DEVICE double edge_weight(const WalkGraph<index_t>& g, int64_t begin,
+                                  int64_t slot) {
+  if (g.weight_cumsum == nullptr) return 1.0;
+  return slot == begin ? g.weight_cumsum[slot]
+                       : g.weight_cumsum[slot] - g.weight_cumsum[slot - 1];
+}
+
+// A slot of [begin, end) drawn from the first-order distribution.
+template <typename index_t>
+FS_HOST_DEVICE int64_t propose(const WalkGraph<index_t>& g, int64_t begin,
+                               int64_t end, uint64_t bits) {
+  if (g.weight_cumsum == nullptr)
+    return begin + static_cast<int64_t>(
+                       uniform_below(bits, static_cast<uint64_t>(end - begin)));
+  return first_above(g.weight_cumsum, begin, end,
+                     unit_uniform(bits) * g.weight_cumsum[end - 1]);
+}
+
+template <typename index_t>
+FS_HOST_DEVICE double alpha(const WalkGraph<index_t>& g, const WalkParams& w,
+                            int64_t prev, int64_t x) {
+  if (x == prev) return w.inv_p;
+  return has_edge(g, prev, x) ? 1.0 : w.inv_q;
+}
+
+// The exact second-order draw: mass w_e * alpha(prev, col[e]) per slot.
+template <typename index_t>
+FS_HOST_DEVICE int64_t exact_second_order(const WalkGraph<index_t>& g,
+                                          const WalkParams& w, int64_t begin,
+                                          int64_t end, int64_t prev,
+                                          uint64_t bits) {
+  double mass = 0.0;
+  for (int64_t e = begin; e < end; ++e)
+    mass += mul_rn(edge_weight(g, begin, e), alpha(g, w, prev, g.col[e]));
+  const double target = mul_rn(unit_uniform(bits), mass);
+  double acc = 0.0;
+  int64_t last = begin;
+  for (int64_t e = begin; e < end; ++e) {
+    const double m = mul_rn(edge_weight(g, begin, e), alpha(g, w, prev, g.col[e]));
+    if (m <= 0.0) continue;
+    acc += m;
+    last = e;
+    if (acc > target) return e;
+  }
+  return last;  // rounding left target at the very top: the last live slot
+}
+
+// The slot walk `walk` takes at `step` from v (prev < 0: a first-order
+// step), or -1 when v is a sink.
+template <typename index_t>
+FS_HOST_DEVICE int64_t step_slot(const WalkGraph<index_t>& g,
+                                 const WalkParams& w, int64_t walk,
+                                 int64_t step, int64_t v, int64_t prev) {
+  const int64_t begin = g.rowptr[v], end = g.rowptr[v + 1];
+  if (begin == end) return -1;
+  if (g.weight_cumsum != nullptr && !(g.weight_cumsum[end - 1] > 0.0))
+    return -1;
+  const uint64_t s = w.rng_seed, i = static_cast<uint64_t>(walk),
+                 t = static_cast<uint64_t>(step);
+  if (!w.second_order || prev < 0) return propose(g, begin, end, random_bits(s, i, t, 0));
+  for (int trial = 0; trial < kMaxTrials; ++trial) {
+    const int64_t slot = propose(g, begin, end, random_bits(s, i, t, trial));
+    const double a = alpha(g, w, prev, g.col[slot]);
+    if (unit_uniform(random_bits(s, i, t, kAcceptDraw | trial)) * w.max_alpha < a)
+      return slot;
+  }
+  return exact_second_order(g, w, begin, end, prev, random_bits(s, i, t, kExactDraw));
+}
+
+// Walk `walk` from `start`: writes walk_length + 1 nodes and walk_length
+// edge ids.
+template <typename index_t>
+FS_HOST_DEVICE void walk_one(const WalkGraph<index_t>& g, const WalkParams& w,
+                             int64_t walk, int64_t start, int64_t* node,
+                             int64_t* edge) {
+  int64_t v = start, prev = -1;
+  node[0] = v;
+  for (int64_t step = 0; step < w.walk_length; ++step) {
+    int64_t slot = -1;
+    const bool restart =
+        w.restart_prob > 0.0 &&
+        unit_uniform(random_bits(w.rng_seed, static_cast<uint64_t>(walk),
+                                 static_cast<uint64_t>(step), kRestartDraw)) <
+            w.restart_prob;
+    if (restart) {
+      prev = -1;
+      v = start;
+    } else {
+      slot = step_slot(g, w, walk, step, v, prev);
+      prev = slot < 0 ? -1 : v;
+      if (slot >= 0) v = static_cast<int64_t>(g.col[slot]);
+    }
+    node[step + 1] = v;
+    edge[step] = slot < 0 ? -1 : (g.edge_id != nullptr ? g.edge_id[slot] : slot);
+  }
+}
+
+}  // namespace walk
+}  // namespace fusesample

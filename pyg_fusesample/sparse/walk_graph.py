@@ -1,0 +1,159 @@
+"""The out-edge CSR that random walks read, built once per graph.
+
+A walk step from ``v`` draws one of ``v``'s out-edges, so walks read a CSR
+over sources (PyG's Node2Vec builds the same ``rowptr``/``col``). Two
+things are added for the walk kernels:
+
+* every row is sorted by neighbour id, so node2vec's test "is ``x`` an
+  out-neighbour of the previous node?" is a binary search;
+* for weighted walks, the zero-weight edges are left out (never drawn) and
+  each row carries the inclusive prefix sums of its weights in float64, so a
+  weighted draw is a binary search. The sums are taken on the CPU: the CPU and
+  CUDA kernels must read the same bits to draw alike.
+
+``edge_id`` maps every CSR slot back to the edge's position in the input,
+so the op reports the caller's edge ids.
+"""
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class WalkGraph:
+    r"""A graph for :func:`pyg_fusesample.ops.random_walk`: the out-edges of
+    node ``v`` go to ``col[rowptr[v]:rowptr[v + 1]]`` (ascending), with ids
+    ``edge_id[...]`` and, when weighted, per-row inclusive prefix sums
+    ``weight_cumsum[...]`` of their weights."""
+    rowptr: Tensor
+    col: Tensor
+    edge_id: Tensor
+    weight_cumsum: Optional[Tensor]
+    num_nodes: int
+
+    @property
+    def num_edges(self) -> int:
+        return self.col.numel()
+
+    @property
+    def device(self) -> torch.device:
+        return self.rowptr.device
+
+    def to(self, device) -> 'WalkGraph':
+        device = torch.device(device)
+        if device == self.device:
+            return self
+        move = lambda t: None if t is None else t.to(device)  # noqa: E731
+        return WalkGraph(move(self.rowptr), move(self.col),
+                         move(self.edge_id), move(self.weight_cumsum),
+                         self.num_nodes)
+
+    @classmethod
+    def from_edge_index(cls, edge_index: Tensor,
+                        num_nodes: Optional[int] = None,
+                        edge_weight: Optional[Tensor] = None) -> 'WalkGraph':
+        r"""Builds the CSR of :obj:`edge_index` (walks go from
+        ``edge_index[0]`` to ``edge_index[1]``) on its device; edge ids are
+        column positions of :obj:`edge_index`.
+
+        Args:
+            edge_index (Tensor): ``[2, E]`` int64/int32.
+            num_nodes (int, optional): number of nodes (default: one more
+                than the largest id).
+            edge_weight (Tensor, optional): ``[E]`` finite, non-negative
+                weights; a step draws an out-edge with probability
+                proportional to its weight.
+        """
+        if not isinstance(edge_index, Tensor) or edge_index.dim() != 2 \
+                or edge_index.size(0) != 2:
+            raise ValueError("random_walk: 'edge_index' must be a Tensor of "
+                             "shape [2, num_edges]")
+        if edge_index.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"random_walk: 'edge_index' must be int64 (or "
+                             f"int32), got {edge_index.dtype}")
+        row, col = edge_index.long()
+        if num_nodes is None:
+            num_nodes = int(edge_index.max()) + 1 if row.numel() else 0
+        if row.numel() and (int(edge_index.min()) < 0
+                            or int(edge_index.max()) >= num_nodes):
+            raise ValueError(f"random_walk: 'edge_index' holds ids outside "
+                             f"[0, {num_nodes})")
+        # int64 keys: row * N + col overflows int32 past 46,340 nodes.
+        perm = torch.argsort(row * num_nodes + col, stable=True)
+        return cls._build(row[perm], col[perm], perm, num_nodes,
+                          None if edge_weight is None
+                          else _checked_weight(edge_weight, row.numel())[
+                              perm.to(edge_weight.device)])
+
+    @classmethod
+    def from_csr(cls, rowptr: Tensor, col: Tensor,
+                 edge_weight: Optional[Tensor] = None) -> 'WalkGraph':
+        r"""Wraps a CSR (``rowptr`` [N + 1], ``col`` [E]); rows are sorted
+        by neighbour id when they are not. Edge ids are CSR slot indices,
+        as in torch_cluster's ``random_walk``."""
+        if rowptr.dim() != 1 or rowptr.numel() < 1 or col.dim() != 1:
+            raise ValueError("random_walk: 'rowptr' must be 1-D with N + 1 "
+                             "entries and 'col' 1-D")
+        rowptr = rowptr.long()
+        num_nodes = rowptr.numel() - 1
+        if int(rowptr[-1]) != col.numel():
+            raise ValueError(f"random_walk: 'rowptr' ends at "
+                             f"{int(rowptr[-1])} but 'col' has {col.numel()} "
+                             f"entries")
+        row = torch.repeat_interleave(
+            torch.arange(num_nodes, device=rowptr.device), rowptr.diff())
+        col = col.long()
+        if col.numel() and (int(col.min()) < 0 or int(col.max()) >= num_nodes):
+            raise ValueError(f"random_walk: 'col' holds ids outside "
+                             f"[0, {num_nodes})")
+        perm = torch.argsort(row * num_nodes + col, stable=True)
+        return cls._build(row[perm], col[perm], perm, num_nodes,
+                          None if edge_weight is None
+                          else _checked_weight(edge_weight, col.numel())[
+                              perm.to(edge_weight.device)])
+
+    @classmethod
+    def _build(cls, row: Tensor, col: Tensor, edge_id: Tensor, num_nodes: int,
+               weight: Optional[Tensor]) -> 'WalkGraph':
+        # row/col/edge_id are sorted by (row, col); weight in that order.
+        device = row.device
+        cumsum = None
+        if weight is not None:
+            w = weight.detach().cpu().to(torch.float64)
+            keep = (w > 0).to(device)
+            row, col, edge_id = row[keep], col[keep], edge_id[keep]
+            w = w[keep.cpu()]
+            # Per-row inclusive sums: the running total minus the total
+            # before the row.
+            total = torch.cumsum(w, 0)
+            # (The totals before the rows never decrease, so a running
+            # maximum carries each row's to its later slots.)
+            host_row = row.cpu()
+            first = torch.ones(w.numel(), dtype=torch.bool)
+            first[1:] = host_row[1:] != host_row[:-1]
+            shifted = torch.cat([total.new_zeros(1), total[:-1]])
+            before = torch.where(first, shifted, torch.zeros_like(w))
+            before = torch.cummax(before, 0).values
+            cumsum = (total - before).to(device)
+        rowptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=device)
+        rowptr[1:] = torch.bincount(row, minlength=num_nodes).cumsum(0)
+        if num_nodes < 2**31:
+            col = col.to(torch.int32)  # half the bytes per step's read
+        return cls(rowptr, col.contiguous(), edge_id.contiguous(), cumsum,
+                   int(num_nodes))
+
+
+def _checked_weight(edge_weight: Tensor, num_edges: int) -> Tensor:
+    if not isinstance(edge_weight, Tensor) or edge_weight.dim() != 1 \
+            or edge_weight.numel() != num_edges:
+        raise ValueError(f"random_walk: 'edge_weight' must be a 1-D tensor "
+                         f"with one weight per edge ({num_edges})")
+    if not edge_weight.is_floating_point():
+        edge_weight = edge_weight.to(torch.float64)
+    if edge_weight.numel() and not bool(
+            (torch.isfinite(edge_weight) & (edge_weight >= 0)).all()):
+        raise ValueError("random_walk: 'edge_weight' must be finite and "
+                         "non-negative")
+    return edge_weight
