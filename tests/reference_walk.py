@@ -8,6 +8,7 @@ from reference import random_bits, uniform_below
 ACCEPT = 1 << 62
 EXACT = (1 << 64) - 2
 RESTART = (1 << 64) - 1
+FRONTIER = (1 << 64) - 3
 MAX_TRIALS = 64
 
 
@@ -76,6 +77,52 @@ def random_walk(rowptr: List[int], col: List[int], edge_id: Optional[List[int]],
             walk.append(v)
             eids.append(-1 if slot < 0 else
                         (edge_id[slot] if edge_id is not None else slot))
+        nodes.append(walk)
+        edges.append(eids)
+    return nodes, edges
+
+
+def multi_root_walk(rowptr, col, edge_id, cum, roots, walk_length, seed):
+    """Frontier sampling: node rows [R + walk_length], edge rows."""
+    def mass(v):
+        b, e = rowptr[v], rowptr[v + 1]
+        if b == e:
+            return 0.0
+        return float(e - b) if cum is None else cum[e - 1]
+
+    nodes, edges = [], []
+    for i, r in enumerate(roots):
+        frontier, walk, eids = list(r), list(r), []
+        for s in range(walk_length):
+            total = 0.0
+            for v in frontier:
+                total += mass(v)
+            if not total > 0:
+                walk.append(-1)
+                eids.append(-1)
+                continue
+            target = unit(random_bits(seed, i, s, FRONTIER)) * total
+            acc, mover = 0.0, None
+            for k, v in enumerate(frontier):
+                if mass(v) <= 0:
+                    continue
+                acc += mass(v)
+                if acc > target:
+                    mover = k
+                    break
+            if mover is None:
+                mover = max(k for k, v in enumerate(frontier) if mass(v) > 0)
+            v = frontier[mover]
+            b, e = rowptr[v], rowptr[v + 1]
+            bits = random_bits(seed, i, s, 0)
+            if cum is None:
+                slot = b + uniform_below(bits, e - b)
+            else:
+                t = unit(bits) * cum[e - 1]
+                slot = next((k for k in range(b, e) if cum[k] > t), e - 1)
+            frontier[mover] = col[slot]
+            walk.append(col[slot])
+            eids.append(slot if edge_id is None else edge_id[slot])
         nodes.append(walk)
         edges.append(eids)
     return nodes, edges

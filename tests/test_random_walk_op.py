@@ -235,8 +235,12 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="one weight per edge"):
         random_walk(ei, torch.arange(3), 3, num_nodes=40,
                     edge_weight=torch.ones(3))
-    with pytest.raises(ValueError, match="'start' must be a 1-D"):
-        random_walk(ei, torch.zeros(2, 2, dtype=torch.long), 3, num_nodes=40)
+    with pytest.raises(ValueError, match="'start' must be a tensor"):
+        random_walk(ei, torch.zeros(2, 2, 2, dtype=torch.long), 3,
+                    num_nodes=40)
+    with pytest.raises(RuntimeError, match="multi-root walks .* first-order"):
+        random_walk(ei, torch.zeros(2, 2, dtype=torch.long), 3, num_nodes=40,
+                    p=2.0)
     with pytest.raises(TypeError, match="'graph' must be"):
         random_walk('graph', torch.arange(3), 3)
     with pytest.raises(RuntimeError, match="'rowptr' must be Long"):
@@ -271,3 +275,35 @@ def test_cuda_start_out_of_range():
     node = random_walk(ei.cuda(), torch.tensor([1, 40], device='cuda'), 3,
                        num_nodes=40, check_start=False)
     assert node[1].tolist() == [-1] * 4
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('weighted', [False, True])
+def test_multi_root_matches_reference(device, weighted):
+    from reference_walk import multi_root_walk
+    ei = _graph()
+    weight = torch.rand(ei.size(1), generator=torch.Generator().manual_seed(2))
+    graph = WalkGraph.from_edge_index(ei, 40, weight if weighted else None)
+    roots = torch.randint(40, (30, 3), generator=torch.Generator().manual_seed(1))
+    roots[0] = torch.tensor([0, 1, 0])  # all sinks: -1 steps
+    node, edge = random_walk(graph.to(device), roots.to(device), 9, rng_seed=6,
+                             return_edge_indices=True)
+    assert node.shape == (30, 12) and edge.shape == (30, 9)
+    cum = None if graph.weight_cumsum is None else graph.weight_cumsum.tolist()
+    ref_node, ref_edge = multi_root_walk(graph.rowptr.tolist(),
+                                         graph.col.tolist(),
+                                         graph.edge_id.tolist(), cum,
+                                         roots.tolist(), 9, 6)
+    assert node.cpu().tolist() == ref_node
+    assert edge.cpu().tolist() == ref_edge
+    assert node[0, 3:].tolist() == [-1] * 9
+
+
+def test_multi_root_picks_by_degree():
+    # Roots 0 (out-degree 1) and 1 (out-degree 3): the first step moves root
+    # 1 three times as often.
+    ei = torch.tensor([[0, 1, 1, 1], [2, 3, 4, 5]])
+    roots = torch.tensor([[0, 1]]).repeat(20000, 1)
+    node = random_walk(ei, roots, 1, num_nodes=6, rng_seed=3)
+    moved_1 = torch.isin(node[:, 2], torch.tensor([3, 4, 5])).double().mean()
+    assert abs(moved_1.item() - 0.75) < 5 * (0.75 * 0.25 / 20000) ** 0.5

@@ -36,13 +36,31 @@ inline void check_inputs(const at::Tensor& rowptr, const at::Tensor& col,
                 ": 'weight_cumsum' has ", weight_cumsum->numel(),
                 " entries but 'col' has ", col.numel());
   }
-  check_node_ids(kOp, "start", start, rowptr);
+  TORCH_CHECK(start.dim() == 1 || start.dim() == 2, kOp,
+              ": 'start' must be [S] (a start per walk) or [S, R] (R roots "
+              "per multi-root walk), got shape ", start.sizes());
+  check_dtype(kOp, "start", start, at::kLong);
+  check_same_device(kOp, "start", start, "rowptr", rowptr);
   TORCH_CHECK(walk_length >= 1, kOp, ": 'walk_length' must be >= 1, got ",
               walk_length);
+  if (start.dim() == 2) {
+    TORCH_CHECK(start.size(1) >= 1, kOp,
+                ": a multi-root walk needs at least one root per walk");
+    TORCH_CHECK(p == 1.0 && q == 1.0 && restart_prob == 0.0, kOp,
+                ": multi-root walks (a 2-D 'start') are first-order without "
+                "restarts; got p=", p, ", q=", q, ", restart_prob=",
+                restart_prob);
+  }
   TORCH_CHECK(std::isfinite(p) && p > 0, kOp, ": 'p' must be > 0, got ", p);
   TORCH_CHECK(std::isfinite(q) && q > 0, kOp, ": 'q' must be > 0, got ", q);
   TORCH_CHECK(restart_prob >= 0 && restart_prob < 1, kOp,
               ": 'restart_prob' must be in [0, 1), got ", restart_prob);
+}
+
+// Roots per walk: R for a multi-root walk's [S, R] start, else 1. A walk's
+// node row holds its R roots, then walk_length nodes.
+inline int64_t roots_per_walk(const at::Tensor& start) {
+  return start.dim() == 2 ? start.size(1) : 1;
 }
 
 inline WalkParams make_params(int64_t walk_length, double p, double q,

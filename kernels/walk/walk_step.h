@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "../common/det_math.h"
 #include "../common/rng.h"
 
 namespace fusesample {
@@ -28,6 +29,7 @@ namespace walk {
 constexpr uint64_t kAcceptDraw = 1ULL << 62;   // | trial: accept trial t?
 constexpr uint64_t kExactDraw = ~0ULL - 1;     // the exact fallback
 constexpr uint64_t kRestartDraw = ~0ULL;       // jump back to the start?
+constexpr uint64_t kFrontierDraw = ~0ULL - 2;  // multi-root: which node moves
 constexpr int kMaxTrials = 64;
 
 template <typename index_t>
@@ -49,17 +51,6 @@ struct WalkParams {
 // 53 random bits as a double in [0, 1).
 FS_HOST_DEVICE double unit_uniform(uint64_t bits) {
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
-}
-
-// a * b, never fused into a following add: nvcc contracts a * b + c into one
-// FMA (a different rounding), which would make the CUDA kernel's sums
-// differ from the CPU's in the last bit.
-FS_HOST_DEVICE double mul_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
 }
 
 // The first slot of [begin, end) whose prefix sum exceeds target. The row's
@@ -121,12 +112,12 @@ FS_HOST_DEVICE int64_t exact_second_order(const WalkGraph<index_t>& g,
                                           uint64_t bits) {
   double mass = 0.0;
   for (int64_t e = begin; e < end; ++e)
-    mass += mul_rn(edge_weight(g, begin, e), alpha(g, w, prev, g.col[e]));
-  const double target = mul_rn(unit_uniform(bits), mass);
+    mass += FS_MUL(edge_weight(g, begin, e), alpha(g, w, prev, g.col[e]));
+  const double target = FS_MUL(unit_uniform(bits), mass);
   double acc = 0.0;
   int64_t last = begin;
   for (int64_t e = begin; e < end; ++e) {
-    const double m = mul_rn(edge_weight(g, begin, e), alpha(g, w, prev, g.col[e]));
+    const double m = FS_MUL(edge_weight(g, begin, e), alpha(g, w, prev, g.col[e]));
     if (m <= 0.0) continue;
     acc += m;
     last = e;
@@ -182,6 +173,60 @@ FS_HOST_DEVICE void walk_one(const WalkGraph<index_t>& g, const WalkParams& w,
     }
     node[step + 1] = v;
     edge[step] = slot < 0 ? -1 : (g.edge_id != nullptr ? g.edge_id[slot] : slot);
+  }
+}
+
+// A node's share in a multi-root walk's choice of who moves: its out-degree
+// (uniform walks) or its total out-weight (weighted walks).
+template <typename index_t>
+FS_HOST_DEVICE double frontier_mass(const WalkGraph<index_t>& g, int64_t v) {
+  const int64_t begin = g.rowptr[v], end = g.rowptr[v + 1];
+  if (begin == end) return 0.0;
+  return g.weight_cumsum == nullptr ? static_cast<double>(end - begin)
+                                    : g.weight_cumsum[end - 1];
+}
+
+// Multi-root walk `walk` (NextDoor's MultiRW; Ribeiro and Towsley's frontier
+// sampling): the walk keeps R current nodes, initially its roots; a step
+// picks one of them with probability proportional to frontier_mass and moves
+// it along a first-order out-edge. Writes the R roots then walk_length
+// visited nodes, and walk_length edge ids; a step at which every current
+// node is a sink writes -1 for both. `frontier` is R words of scratch.
+template <typename index_t>
+FS_HOST_DEVICE void multi_root_walk_one(const WalkGraph<index_t>& g,
+                                        const WalkParams& w, int64_t walk,
+                                        const int64_t* roots, int64_t R,
+                                        int64_t* frontier, int64_t* node,
+                                        int64_t* edge) {
+  for (int64_t r = 0; r < R; ++r) frontier[r] = node[r] = roots[r];
+  const uint64_t i = static_cast<uint64_t>(walk);
+  for (int64_t step = 0; step < w.walk_length; ++step) {
+    const uint64_t t = static_cast<uint64_t>(step);
+    double total = 0.0;
+    for (int64_t r = 0; r < R; ++r) total = FS_ADD(total, frontier_mass(g, frontier[r]));
+    if (!(total > 0.0)) {
+      node[R + step] = -1;
+      edge[step] = -1;
+      continue;
+    }
+    const double target = FS_MUL(unit_uniform(random_bits(w.rng_seed, i, t, kFrontierDraw)), total);
+    int64_t mover = -1;
+    double acc = 0.0;
+    for (int64_t r = 0; r < R && mover < 0; ++r) {
+      const double m = frontier_mass(g, frontier[r]);
+      if (m <= 0.0) continue;
+      acc = FS_ADD(acc, m);
+      if (acc > target) mover = r;
+    }
+    if (mover < 0) {  // rounding left target at the top: the last live node
+      for (int64_t r = R - 1; r >= 0 && mover < 0; --r)
+        if (frontier_mass(g, frontier[r]) > 0.0) mover = r;
+    }
+    const int64_t v = frontier[mover];
+    const int64_t slot = propose(g, g.rowptr[v], g.rowptr[v + 1], random_bits(w.rng_seed, i, t, 0));
+    frontier[mover] = static_cast<int64_t>(g.col[slot]);
+    node[R + step] = frontier[mover];
+    edge[step] = g.edge_id != nullptr ? g.edge_id[slot] : slot;
   }
 }
 

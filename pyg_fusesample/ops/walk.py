@@ -61,12 +61,20 @@ def random_walk(graph: GraphLike, start: Tensor, walk_length: int,
     in personalised PageRank). A walk at a node without out-edges stays
     there (torch_cluster's convention).
 
+    A 2-D :obj:`start` (``[S, R]``) asks for multi-root walks (NextDoor's
+    MultiRW, i.e. frontier sampling): walk :math:`i` keeps :math:`R` current
+    nodes, initially ``start[i]``, and each step moves one of them, chosen
+    with probability proportional to its out-degree (its total out-weight
+    when weighted), along a first-order out-edge. These are first-order
+    only (no :obj:`p`, :obj:`q` or restarts).
+
     Args:
         graph: ``edge_index`` (``[2, E]``, walks go from ``edge_index[0]``
             to ``edge_index[1]``), a ``(rowptr, col)`` CSR, or a
             :class:`~pyg_fusesample.sparse.WalkGraph` (build it once with
             :meth:`WalkGraph.from_edge_index` to walk a graph repeatedly).
-        start (Tensor): ``[S]`` int64 start nodes, on the graph's device.
+        start (Tensor): ``[S]`` int64 start nodes (or ``[S, R]`` roots of
+            multi-root walks), on the graph's device.
         walk_length (int): steps per walk (>= 1).
         p (float): return parameter (> 0). (default: :obj:`1.0`)
         q (float): in-out parameter (> 0). (default: :obj:`1.0`)
@@ -83,15 +91,18 @@ def random_walk(graph: GraphLike, start: Tensor, walk_length: int,
             such walks come back as rows of -1). (default: :obj:`True`)
 
     Returns:
-        ``node`` (``[S, walk_length + 1]`` int64, ``node[:, 0] = start``)
+        ``node`` (``[S, walk_length + 1]`` int64, ``node[:, 0] = start``;
+        multi-root: ``[S, R + walk_length]``, the roots then the node each
+        step reached, -1 where every current node was a sink)
         and, with :obj:`return_edge_indices`, ``edge``
         (``[S, walk_length]`` int64 edge ids -- positions in
         :obj:`edge_index`, or CSR slots -- and -1 where a walk stayed at a
         sink or restarted).
     """
     g = as_walk_graph(graph, num_nodes, edge_weight)
-    if not isinstance(start, Tensor) or start.dim() != 1:
-        raise ValueError("random_walk: 'start' must be a 1-D tensor of node ids")
+    if not isinstance(start, Tensor) or start.dim() not in (1, 2):
+        raise ValueError("random_walk: 'start' must be a tensor of node ids, "
+                         "[S] (one start per walk) or [S, R] (multi-root)")
     if start.dtype != torch.long:
         start = start.long()
     if check_start and start.is_cuda and start.numel():
@@ -111,5 +122,6 @@ def random_walk(graph: GraphLike, start: Tensor, walk_length: int,
 def _(rowptr, col, edge_id, weight_cumsum, start, walk_length, p, q,
       restart_prob, rng_seed):
     num_walks = start.size(0)
-    return (start.new_empty(num_walks, walk_length + 1),
+    roots = start.size(1) if start.dim() == 2 else 1
+    return (start.new_empty(num_walks, roots + walk_length),
             start.new_empty(num_walks, walk_length))

@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include <tuple>
+#include <vector>
 
 #include "../random_walk_common.h"
 
@@ -30,15 +31,16 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cpu(
           ? c10::optional<at::Tensor>(weight_cumsum->contiguous())
           : c10::nullopt;
   const auto start_c = start.contiguous();
-  const int64_t num_walks = start_c.numel();
+  const int64_t num_walks = start_c.size(0);
+  const int64_t roots = roots_per_walk(start_c);
   const int64_t num_nodes = rowptr_c.numel() - 1;
 
   const int64_t* s = start_c.data_ptr<int64_t>();
-  for (int64_t i = 0; i < num_walks; ++i)
+  for (int64_t i = 0; i < start_c.numel(); ++i)
     TORCH_CHECK(s[i] >= 0 && s[i] < num_nodes, kOp, ": 'start' holds id ",
                 s[i], ", outside [0, ", num_nodes, ")");
 
-  auto node = at::empty({num_walks, walk_length + 1}, start.options());
+  auto node = at::empty({num_walks, roots + walk_length}, start.options());
   auto edge = at::empty({num_walks, walk_length}, start.options());
   const WalkParams w = make_params(walk_length, p, q, restart_prob, rng_seed);
   int64_t* node_out = node.data_ptr<int64_t>();
@@ -49,9 +51,17 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cpu(
     // A walk costs walk_length steps, so small grains already amortise the
     // scheduling.
     at::parallel_for(0, num_walks, 64, [&](int64_t lo, int64_t hi) {
+      if (start_c.dim() == 1) {
+        for (int64_t i = lo; i < hi; ++i)
+          walk_one(g, w, i, s[i], node_out + i * (walk_length + 1),
+                   edge_out + i * walk_length);
+        return;
+      }
+      std::vector<int64_t> frontier(roots);
       for (int64_t i = lo; i < hi; ++i)
-        walk_one(g, w, i, s[i], node_out + i * (walk_length + 1),
-                 edge_out + i * walk_length);
+        multi_root_walk_one(g, w, i, s + i * roots, roots, frontier.data(),
+                            node_out + i * (roots + walk_length),
+                            edge_out + i * walk_length);
     });
   });
   return {node, edge};

@@ -8,6 +8,9 @@
 // imbalance to fix; the reads are random either way. A second-order step
 // adds a binary search of the previous node's row, O(log deg).
 //
+// Multi-root walks (a 2-D start) run multi_root_walk_one, also a thread per
+// walk; a step costs O(R) to pick the node that moves.
+//
 // A start id outside [0, N) gets a row of -1 (nodes and edges) rather than
 // a wild read; the Python wrapper checks the range first unless told not to
 // (that check costs a host synchronisation).
@@ -47,6 +50,33 @@ __global__ void random_walk_kernel(WalkGraph<index_t> g, WalkParams w,
   }
 }
 
+// Multi-root walks: a thread per walk, its frontier in `frontier` [S, R].
+template <typename index_t>
+__global__ void multi_root_walk_kernel(WalkGraph<index_t> g, WalkParams w,
+                                       const int64_t* __restrict__ start,
+                                       int64_t num_walks, int64_t roots,
+                                       int64_t num_nodes,
+                                       int64_t* __restrict__ frontier,
+                                       int64_t* __restrict__ node,
+                                       int64_t* __restrict__ edge) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+       i < num_walks; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t* roots_i = start + i * roots;
+    int64_t* node_i = node + i * (roots + w.walk_length);
+    int64_t* edge_i = edge + i * w.walk_length;
+    bool valid = true;
+    for (int64_t r = 0; r < roots; ++r)
+      valid = valid && roots_i[r] >= 0 && roots_i[r] < num_nodes;
+    if (!valid) {
+      for (int64_t k = 0; k < roots + w.walk_length; ++k) node_i[k] = -1;
+      for (int64_t k = 0; k < w.walk_length; ++k) edge_i[k] = -1;
+      continue;
+    }
+    multi_root_walk_one(g, w, i, roots_i, roots, frontier + i * roots, node_i,
+                        edge_i);
+  }
+}
+
 std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
     const at::Tensor& rowptr, const at::Tensor& col,
     const c10::optional<at::Tensor>& edge_id,
@@ -66,8 +96,9 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
           ? c10::optional<at::Tensor>(weight_cumsum->contiguous())
           : c10::nullopt;
   const auto start_c = start.contiguous();
-  const int64_t num_walks = start_c.numel();
-  auto node = at::empty({num_walks, walk_length + 1}, start.options());
+  const int64_t num_walks = start_c.size(0);
+  const int64_t roots = roots_per_walk(start_c);
+  auto node = at::empty({num_walks, roots + walk_length}, start.options());
   auto edge = at::empty({num_walks, walk_length}, start.options());
   if (num_walks == 0) return {node, edge};
 
@@ -75,10 +106,18 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int64_t blocks = grid_blocks(num_walks, kThreads, 8);
   AT_DISPATCH_INDEX_TYPES(col_c.scalar_type(), "random_walk_cuda", [&] {
-    random_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
-        make_graph<index_t>(rowptr_c, col_c, edge_id_c, cumsum_c), w,
-        start_c.data_ptr<int64_t>(), num_walks, rowptr_c.numel() - 1,
-        node.data_ptr<int64_t>(), edge.data_ptr<int64_t>());
+    const auto g = make_graph<index_t>(rowptr_c, col_c, edge_id_c, cumsum_c);
+    if (start_c.dim() == 1) {
+      random_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
+          g, w, start_c.data_ptr<int64_t>(), num_walks, rowptr_c.numel() - 1,
+          node.data_ptr<int64_t>(), edge.data_ptr<int64_t>());
+    } else {
+      auto frontier = at::empty({num_walks, roots}, start.options());
+      multi_root_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
+          g, w, start_c.data_ptr<int64_t>(), num_walks, roots,
+          rowptr_c.numel() - 1, frontier.data_ptr<int64_t>(),
+          node.data_ptr<int64_t>(), edge.data_ptr<int64_t>());
+    }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return {node, edge};
