@@ -208,7 +208,9 @@ def test_opcheck():
                                       torch.rand(_graph().size(1)))
     args = (graph.rowptr, graph.col, graph.edge_id, graph.weight_cumsum,
             torch.arange(40), 5, 0.5, 2.0, 0.1, 3)
-    torch.library.opcheck(torch.ops.fusesample.random_walk.default, args)
+    for return_edge in (True, False):
+        torch.library.opcheck(torch.ops.fusesample.random_walk.default,
+                              args + (return_edge, ))
 
 
 @pytest.mark.parametrize('kwargs,match', [
@@ -225,8 +227,11 @@ def test_bad_inputs():
     ei = _graph()
     with pytest.raises(RuntimeError, match="'walk_length' must be >= 1"):
         random_walk(ei, torch.arange(3), 0, num_nodes=40)
-    with pytest.raises(RuntimeError, match="'start' holds id 40, outside"):
+    with pytest.raises(ValueError, match="'start' holds ids outside"):
         random_walk(ei, torch.tensor([1, 40]), 3, num_nodes=40)
+    with pytest.raises(RuntimeError, match="'start' holds id 40, outside"):
+        random_walk(ei, torch.tensor([1, 40]), 3, num_nodes=40,
+                    check_start=False)
     with pytest.raises(ValueError, match="'edge_index' holds ids outside"):
         random_walk(ei, torch.arange(3), 3, num_nodes=10)
     with pytest.raises(ValueError, match="'edge_weight' must be finite"):
@@ -246,7 +251,7 @@ def test_bad_inputs():
     with pytest.raises(RuntimeError, match="'rowptr' must be Long"):
         torch.ops.fusesample.random_walk(
             torch.tensor([0, 1], dtype=torch.int32), torch.tensor([0]), None,
-            None, torch.tensor([0]), 2, 1.0, 1.0, 0.0, 0)
+            None, torch.tensor([0]), 2, 1.0, 1.0, 0.0, 0, True)
 
 
 @pytest.mark.cuda
@@ -307,3 +312,11 @@ def test_multi_root_picks_by_degree():
     node = random_walk(ei, roots, 1, num_nodes=6, rng_seed=3)
     moved_1 = torch.isin(node[:, 2], torch.tensor([3, 4, 5])).double().mean()
     assert abs(moved_1.item() - 0.75) < 5 * (0.75 * 0.25 / 20000) ** 0.5
+
+
+def test_without_edge_indices_same_nodes():
+    ei = _graph()
+    a = random_walk(ei, torch.arange(40), 7, num_nodes=40, rng_seed=2)
+    b, _ = random_walk(ei, torch.arange(40), 7, num_nodes=40, rng_seed=2,
+                       return_edge_indices=True)
+    assert torch.equal(a, b)

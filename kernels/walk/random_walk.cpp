@@ -14,7 +14,8 @@
 //     w_e / (row total). Rows whose total is 0 are sinks.
 //   start [S] int64: where each walk begins.
 // Returns node [S, walk_length + 1] (node[:, 0] = start) and edge
-// [S, walk_length] int64. A walk at a sink stays where it is, with edge -1
+// [S, walk_length] int64 (with return_edge; else an empty edge tensor, and
+// the kernels write half the bytes). A walk at a sink stays where it is, with edge -1
 // (torch_cluster's convention); a restart (probability restart_prob per
 // step) jumps back to start[i], also with edge -1, and the next step is
 // first-order again.
@@ -28,5 +29,6 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "random_walk(Tensor rowptr, Tensor col, Tensor? edge_id, "
       "Tensor? weight_cumsum, Tensor start, int walk_length, float p, "
-      "float q, float restart_prob, int rng_seed) -> (Tensor node, Tensor edge)");
+      "float q, float restart_prob, int rng_seed, bool return_edge) -> "
+      "(Tensor node, Tensor edge)");
 }

@@ -148,8 +148,8 @@ FS_HOST_DEVICE int64_t step_slot(const WalkGraph<index_t>& g,
   return exact_second_order(g, w, begin, end, prev, random_bits(s, i, t, kExactDraw));
 }
 
-// Walk `walk` from `start`: writes walk_length + 1 nodes and walk_length
-// edge ids.
+// Walk `walk` from `start`: writes walk_length + 1 nodes and, unless `edge`
+// is null, walk_length edge ids.
 template <typename index_t>
 FS_HOST_DEVICE void walk_one(const WalkGraph<index_t>& g, const WalkParams& w,
                              int64_t walk, int64_t start, int64_t* node,
@@ -172,7 +172,8 @@ FS_HOST_DEVICE void walk_one(const WalkGraph<index_t>& g, const WalkParams& w,
       if (slot >= 0) v = static_cast<int64_t>(g.col[slot]);
     }
     node[step + 1] = v;
-    edge[step] = slot < 0 ? -1 : (g.edge_id != nullptr ? g.edge_id[slot] : slot);
+    if (edge != nullptr)
+      edge[step] = slot < 0 ? -1 : (g.edge_id != nullptr ? g.edge_id[slot] : slot);
   }
 }
 
@@ -190,8 +191,9 @@ FS_HOST_DEVICE double frontier_mass(const WalkGraph<index_t>& g, int64_t v) {
 // sampling): the walk keeps R current nodes, initially its roots; a step
 // picks one of them with probability proportional to frontier_mass and moves
 // it along a first-order out-edge. Writes the R roots then walk_length
-// visited nodes, and walk_length edge ids; a step at which every current
-// node is a sink writes -1 for both. `frontier` is R words of scratch.
+// visited nodes, and (unless `edge` is null) walk_length edge ids; a step at
+// which every current node is a sink writes -1 for both. `frontier` is R
+// words of scratch.
 template <typename index_t>
 FS_HOST_DEVICE void multi_root_walk_one(const WalkGraph<index_t>& g,
                                         const WalkParams& w, int64_t walk,
@@ -206,7 +208,7 @@ FS_HOST_DEVICE void multi_root_walk_one(const WalkGraph<index_t>& g,
     for (int64_t r = 0; r < R; ++r) total = FS_ADD(total, frontier_mass(g, frontier[r]));
     if (!(total > 0.0)) {
       node[R + step] = -1;
-      edge[step] = -1;
+      if (edge != nullptr) edge[step] = -1;
       continue;
     }
     const double target = FS_MUL(unit_uniform(random_bits(w.rng_seed, i, t, kFrontierDraw)), total);
@@ -226,7 +228,7 @@ FS_HOST_DEVICE void multi_root_walk_one(const WalkGraph<index_t>& g,
     const int64_t slot = propose(g, g.rowptr[v], g.rowptr[v + 1], random_bits(w.rng_seed, i, t, 0));
     frontier[mover] = static_cast<int64_t>(g.col[slot]);
     node[R + step] = frontier[mover];
-    edge[step] = g.edge_id != nullptr ? g.edge_id[slot] : slot;
+    if (edge != nullptr) edge[step] = g.edge_id != nullptr ? g.edge_id[slot] : slot;
   }
 }
 

@@ -3,6 +3,7 @@ from .fused_sage_conv import FusedSAGEConv
 from .fused_graph_sage import FusedGraphSAGE
 from .captured_step import CapturedStep
 from .auto_spmm_conv import AutoSpMMConv
+from .fused_node2vec import FusedNode2Vec
 
 __all__ = ['FusedSAGEConv', 'FusedGraphSAGE', 'CapturedStep',
-           'AutoSpMMConv']
+           'AutoSpMMConv', 'FusedNode2Vec']

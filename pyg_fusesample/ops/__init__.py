@@ -1,5 +1,6 @@
 """Thin Python wrappers over ``torch.ops.fusesample.*`` with fake kernels."""
 from .aggregate import SampleAggregateOutput, sample_aggregate
+from .layer import LayerSampleOutput, layer_sample
 from .sampling import (NeighborSampleOutput, PendingNeighborSample,
                        csc_from_coo, gather_rows, gather_rows_list,
                        induced_subgraph,
@@ -12,4 +13,5 @@ __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
            'neighbor_sample_async', 'induced_subgraph',
            'csc_from_coo', 'gather_rows', 'gather_rows_list', 'SampleAggregateOutput',
            'TypeSplit', 'split_by_type',
-           'sample_aggregate', 'sage_tree', 'random_walk']
+           'sample_aggregate', 'sage_tree', 'random_walk',
+           'LayerSampleOutput', 'layer_sample']

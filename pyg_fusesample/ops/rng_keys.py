@@ -17,4 +17,6 @@ def draw_rng_seeds(count: int,
     r"""Fresh 62-bit keys for the op's counter-based RNG, from
     :obj:`generator` (or PyTorch's global RNG, so ``torch.manual_seed``
     makes runs repeatable)."""
-    return torch.randint(_RNG_HIGH, (count, ), generator=generator).tolist()
+    device = generator.device if generator is not None else None
+    return torch.randint(_RNG_HIGH, (count, ), generator=generator,
+                         device=device).tolist()

@@ -105,7 +105,7 @@ def random_walk(graph: GraphLike, start: Tensor, walk_length: int,
                          "[S] (one start per walk) or [S, R] (multi-root)")
     if start.dtype != torch.long:
         start = start.long()
-    if check_start and start.is_cuda and start.numel():
+    if check_start and start.numel():
         lo, hi = torch.aminmax(start)
         if int(lo) < 0 or int(hi) >= g.num_nodes:
             raise ValueError(f"random_walk: 'start' holds ids outside "
@@ -114,14 +114,15 @@ def random_walk(graph: GraphLike, start: Tensor, walk_length: int,
         rng_seed = draw_rng_seeds(1, generator)[0]
     node, edge = torch.ops.fusesample.random_walk(
         g.rowptr, g.col, g.edge_id, g.weight_cumsum, start, int(walk_length),
-        float(p), float(q), float(restart_prob), int(rng_seed))
+        float(p), float(q), float(restart_prob), int(rng_seed),
+        bool(return_edge_indices))
     return (node, edge) if return_edge_indices else node
 
 
 @torch.library.register_fake('fusesample::random_walk')
 def _(rowptr, col, edge_id, weight_cumsum, start, walk_length, p, q,
-      restart_prob, rng_seed):
+      restart_prob, rng_seed, return_edge):
     num_walks = start.size(0)
     roots = start.size(1) if start.dim() == 2 else 1
     return (start.new_empty(num_walks, roots + walk_length),
-            start.new_empty(num_walks, walk_length))
+            start.new_empty(num_walks if return_edge else 0, walk_length))

@@ -18,7 +18,7 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cpu(
     const c10::optional<at::Tensor>& edge_id,
     const c10::optional<at::Tensor>& weight_cumsum, const at::Tensor& start,
     int64_t walk_length, double p, double q, double restart_prob,
-    int64_t rng_seed) {
+    int64_t rng_seed, bool return_edge) {
   check_inputs(rowptr, col, edge_id, weight_cumsum, start, walk_length, p, q,
                restart_prob);
   const auto rowptr_c = rowptr.contiguous();
@@ -41,10 +41,14 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cpu(
                 s[i], ", outside [0, ", num_nodes, ")");
 
   auto node = at::empty({num_walks, roots + walk_length}, start.options());
-  auto edge = at::empty({num_walks, walk_length}, start.options());
+  auto edge = at::empty({return_edge ? num_walks : 0, walk_length},
+                        start.options());
   const WalkParams w = make_params(walk_length, p, q, restart_prob, rng_seed);
   int64_t* node_out = node.data_ptr<int64_t>();
-  int64_t* edge_out = edge.data_ptr<int64_t>();
+  int64_t* edge_out = return_edge ? edge.data_ptr<int64_t>() : nullptr;
+  auto edge_row = [&](int64_t i) {
+    return edge_out == nullptr ? nullptr : edge_out + i * walk_length;
+  };
 
   AT_DISPATCH_INDEX_TYPES(col_c.scalar_type(), "random_walk_cpu", [&] {
     const auto g = make_graph<index_t>(rowptr_c, col_c, edge_id_c, cumsum_c);
@@ -54,14 +58,14 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cpu(
       if (start_c.dim() == 1) {
         for (int64_t i = lo; i < hi; ++i)
           walk_one(g, w, i, s[i], node_out + i * (walk_length + 1),
-                   edge_out + i * walk_length);
+                   edge_row(i));
         return;
       }
       std::vector<int64_t> frontier(roots);
       for (int64_t i = lo; i < hi; ++i)
         multi_root_walk_one(g, w, i, s + i * roots, roots, frontier.data(),
                             node_out + i * (roots + walk_length),
-                            edge_out + i * walk_length);
+                            edge_row(i));
     });
   });
   return {node, edge};

@@ -39,11 +39,11 @@ __global__ void random_walk_kernel(WalkGraph<index_t> g, WalkParams w,
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < num_walks; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t* node_i = node + i * (w.walk_length + 1);
-    int64_t* edge_i = edge + i * w.walk_length;
+    int64_t* edge_i = edge == nullptr ? nullptr : edge + i * w.walk_length;
     const int64_t s = start[i];
     if (s < 0 || s >= num_nodes) {
       for (int64_t k = 0; k <= w.walk_length; ++k) node_i[k] = -1;
-      for (int64_t k = 0; k < w.walk_length; ++k) edge_i[k] = -1;
+      for (int64_t k = 0; edge_i != nullptr && k < w.walk_length; ++k) edge_i[k] = -1;
       continue;
     }
     walk_one(g, w, i, s, node_i, edge_i);
@@ -63,13 +63,13 @@ __global__ void multi_root_walk_kernel(WalkGraph<index_t> g, WalkParams w,
        i < num_walks; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t* roots_i = start + i * roots;
     int64_t* node_i = node + i * (roots + w.walk_length);
-    int64_t* edge_i = edge + i * w.walk_length;
+    int64_t* edge_i = edge == nullptr ? nullptr : edge + i * w.walk_length;
     bool valid = true;
     for (int64_t r = 0; r < roots; ++r)
       valid = valid && roots_i[r] >= 0 && roots_i[r] < num_nodes;
     if (!valid) {
       for (int64_t k = 0; k < roots + w.walk_length; ++k) node_i[k] = -1;
-      for (int64_t k = 0; k < w.walk_length; ++k) edge_i[k] = -1;
+      for (int64_t k = 0; edge_i != nullptr && k < w.walk_length; ++k) edge_i[k] = -1;
       continue;
     }
     multi_root_walk_one(g, w, i, roots_i, roots, frontier + i * roots, node_i,
@@ -82,7 +82,7 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
     const c10::optional<at::Tensor>& edge_id,
     const c10::optional<at::Tensor>& weight_cumsum, const at::Tensor& start,
     int64_t walk_length, double p, double q, double restart_prob,
-    int64_t rng_seed) {
+    int64_t rng_seed, bool return_edge) {
   check_inputs(rowptr, col, edge_id, weight_cumsum, start, walk_length, p, q,
                restart_prob);
   c10::cuda::CUDAGuard guard(rowptr.device());
@@ -99,7 +99,9 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
   const int64_t num_walks = start_c.size(0);
   const int64_t roots = roots_per_walk(start_c);
   auto node = at::empty({num_walks, roots + walk_length}, start.options());
-  auto edge = at::empty({num_walks, walk_length}, start.options());
+  auto edge = at::empty({return_edge ? num_walks : 0, walk_length},
+                        start.options());
+  int64_t* edge_out = return_edge ? edge.data_ptr<int64_t>() : nullptr;
   if (num_walks == 0) return {node, edge};
 
   const WalkParams w = make_params(walk_length, p, q, restart_prob, rng_seed);
@@ -110,13 +112,13 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
     if (start_c.dim() == 1) {
       random_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
           g, w, start_c.data_ptr<int64_t>(), num_walks, rowptr_c.numel() - 1,
-          node.data_ptr<int64_t>(), edge.data_ptr<int64_t>());
+          node.data_ptr<int64_t>(), edge_out);
     } else {
       auto frontier = at::empty({num_walks, roots}, start.options());
       multi_root_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
           g, w, start_c.data_ptr<int64_t>(), num_walks, roots,
           rowptr_c.numel() - 1, frontier.data_ptr<int64_t>(),
-          node.data_ptr<int64_t>(), edge.data_ptr<int64_t>());
+          node.data_ptr<int64_t>(), edge_out);
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });

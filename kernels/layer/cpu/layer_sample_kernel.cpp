@@ -1,0 +1,70 @@
+// CPU kernels of fusesample::layer_sample: the draws of layer_draws.h in
+// parallel loops, around the shared ATen body (layer_sample_driver.h).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "../layer_draws.h"
+#include "../layer_sample_driver.h"
+
+namespace fusesample {
+namespace layer {
+namespace {
+
+struct CpuKernels {
+  static std::tuple<at::Tensor, at::Tensor> ladies_keys(
+      const at::Tensor& seg_ptr, const at::Tensor& val2, const at::Tensor& cand,
+      int64_t rng_seed, int64_t l) {
+    const int64_t n = cand.numel();
+    auto q = at::empty({n}, val2.options());
+    auto key = at::empty({n}, val2.options());
+    const int64_t* ptr = seg_ptr.data_ptr<int64_t>();
+    const double* v = val2.data_ptr<double>();
+    const int64_t* c = cand.data_ptr<int64_t>();
+    double* q_out = q.data_ptr<double>();
+    double* key_out = key.data_ptr<double>();
+    at::parallel_for(0, n, 1024, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        ladies_key(v, ptr[i], ptr[i + 1], static_cast<uint64_t>(rng_seed), l,
+                   c[i], q_out + i, key_out + i);
+    });
+    return {q, key};
+  }
+
+  static at::Tensor fastgcn_draws(const at::Tensor& node_cumsum, int64_t s,
+                                  int64_t rng_seed, int64_t l) {
+    auto out = at::empty({s}, node_cumsum.options().dtype(at::kLong));
+    const int64_t n = node_cumsum.numel();
+    const double* cum = node_cumsum.data_ptr<double>();
+    int64_t* o = out.data_ptr<int64_t>();
+    at::parallel_for(0, s, 1024, [&](int64_t lo, int64_t hi) {
+      for (int64_t j = lo; j < hi; ++j)
+        o[j] = fastgcn_draw(cum, n, static_cast<uint64_t>(rng_seed), l, j);
+    });
+    return out;
+  }
+};
+
+LayerSampleResult layer_sample_cpu(
+    const at::Tensor& colptr, const at::Tensor& row,
+    const c10::optional<at::Tensor>& edge_id,
+    const c10::optional<at::Tensor>& edge_value,
+    const c10::optional<at::Tensor>& node_cumsum, const at::Tensor& seed,
+    at::IntArrayRef num_samples, int64_t rng_seed) {
+  const auto cumsum = node_cumsum.has_value()
+                          ? c10::optional<at::Tensor>(node_cumsum->contiguous())
+                          : c10::nullopt;
+  return layer_sample_driver<CpuKernels>(colptr, row, edge_id, edge_value,
+                                         cumsum, seed, num_samples, rng_seed);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(fusesample, CPU, m) {
+  m.impl("layer_sample", &layer_sample_cpu);
+}
+
+}  // namespace layer
+}  // namespace fusesample

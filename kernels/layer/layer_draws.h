@@ -1,0 +1,53 @@
+// The draws of fusesample::layer_sample, shared by its CPU and CUDA kernels
+// (host and device code, separately rounded arithmetic: det_math.h), so both
+// draw the same nodes.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "../common/det_math.h"
+#include "../common/rng.h"
+
+namespace fusesample {
+namespace layer {
+
+// LADIES: candidate c's importance, the sum of its in-edges' squared values
+// val2[begin:end] in that order, and its exponential key -log(U_c) / q_c,
+// U_c keyed by (rng_seed, layer, c): the s smallest keys are a successive
+// sample proportional to q. A zero importance is never drawn (key +inf).
+FS_HOST_DEVICE void ladies_key(const double* val2, int64_t begin, int64_t end,
+                               uint64_t rng_seed, int64_t layer, int64_t c,
+                               double* q_out, double* key_out) {
+  double q = 0.0;
+  for (int64_t k = begin; k < end; ++k) q = FS_ADD(q, val2[k]);
+  *q_out = q;
+  if (q > 0.0) {
+    const uint64_t m = (random_bits(rng_seed, static_cast<uint64_t>(layer),
+                                    static_cast<uint64_t>(c), 0) >> 11) + 1;
+    *key_out = FS_DIV(det_neg_log(m), q);
+  } else {
+    *key_out = std::numeric_limits<double>::infinity();
+  }
+}
+
+// FastGCN: draw j of a layer, a node id with probability proportional to
+// its importance (inverse CDF over the prefix sums cum[0:n], total cum[n-1]).
+FS_HOST_DEVICE int64_t fastgcn_draw(const double* cum, int64_t n,
+                                    uint64_t rng_seed, int64_t layer,
+                                    int64_t j) {
+  const uint64_t bits = random_bits(rng_seed, static_cast<uint64_t>(layer),
+                                    static_cast<uint64_t>(j), 1);
+  const double target =
+      FS_MUL(static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0),
+             cum[n - 1]);
+  int64_t lo = 0, hi = n - 1;  // the first prefix sum above target
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (cum[mid] > target) hi = mid; else lo = mid + 1;
+  }
+  return lo;
+}
+
+}  // namespace layer
+}  // namespace fusesample

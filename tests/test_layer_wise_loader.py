@@ -1,0 +1,118 @@
+"""LayerWiseLoader: batches in PyG's layer-by-layer layout, exact layers
+equal full propagation, and a model trains on them."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch_geometric.data import Data
+from torch_geometric.nn import GraphConv
+
+from conftest import devices
+from pyg_fusesample.loader.layer_wise_loader import LayerWiseLoader
+
+
+def _data(n=120, e=900, seed=0, features=8, classes=3):
+    g = torch.Generator().manual_seed(seed)
+    ei = torch.randint(n, (2, e), generator=g)
+    x = torch.randn(n, features, generator=g)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
+    mask = torch.rand(n, generator=g) < 0.5
+    return Data(x=x, y=y % classes, edge_index=ei, train_mask=mask)
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('method', ['ladies', 'fastgcn'])
+def test_batch_layout(device, method):
+    data = _data().to(device)
+    loader = LayerWiseLoader(data, [20, 20], method=method, batch_size=16,
+                             input_nodes=data.train_mask, shuffle=True, seed=1)
+    seeds = data.train_mask.nonzero().view(-1)
+    seen = []
+    for batch in loader:
+        b = batch.batch_size
+        assert torch.equal(batch.n_id[:b], seeds[batch.input_id])
+        assert torch.equal(batch.x, data.x[batch.n_id])
+        assert torch.equal(batch.y, data.y[batch.n_id])
+        assert batch.edge_index.device == data.x.device
+        assert len(batch.adjs) == 2
+        (ei1, w1, size1), (ei0, w0, size0) = batch.adjs
+        n = torch.tensor(batch.num_sampled_nodes).cumsum(0).tolist()
+        assert size0 == (n[1], n[0]) and size1 == (n[2], n[1])
+        for ei, w, (num_src, num_dst) in batch.adjs:
+            assert bool((ei[0] < num_src).all()) and bool((ei[1] < num_dst).all())
+            total = torch.zeros(num_dst, device=w.device).index_add_(0, ei[1], w)
+            has_edges = torch.bincount(ei[1], minlength=num_dst) > 0
+            assert torch.allclose(total[has_edges],
+                                  torch.ones_like(total[has_edges]))
+        real = batch.e_id >= 0
+        assert torch.equal(data.edge_index[:, batch.e_id[real]],
+                           batch.n_id[batch.edge_index[:, real]])
+        seen.append(batch.input_id)
+    assert torch.equal(torch.cat(seen).sort().values,
+                       torch.arange(seeds.numel(), device=device))
+
+
+def test_exact_layer_is_full_propagation():
+    # num_samples = -1 takes every in-neighbour: A-hat X on the batch rows.
+    data = _data()
+    loader = LayerWiseLoader(data, [-1], batch_size=30, normalization='sym',
+                             normalize_weights=False)
+    n = data.num_nodes
+    a = torch.zeros(n, n, dtype=torch.float64)
+    ei = torch.cat([data.edge_index, torch.arange(n).expand(2, n)], dim=1)
+    a.index_put_((ei[1], ei[0]), torch.ones(ei.size(1), dtype=torch.float64),
+                 accumulate=True)
+    deg = a.sum(1)
+    a_hat = deg.rsqrt()[:, None] * a * deg.rsqrt()[None, :]
+    full = a_hat @ data.x.double()
+    for batch in loader:
+        (ei_b, w, (num_src, num_dst)), = batch.adjs
+        out = torch.zeros(num_dst, data.x.size(1), dtype=torch.float64)
+        out.index_add_(0, ei_b[1], w.double()[:, None] * batch.x.double()[ei_b[0]])
+        assert torch.allclose(out, full[batch.n_id[:num_dst]], atol=1e-5)
+
+
+def test_deterministic_under_seed():
+    data = _data()
+
+    def run():
+        loader = LayerWiseLoader(data, [10, 10], batch_size=20, shuffle=True,
+                                 seed=3)
+        return [b.n_id for b in loader]
+    assert all(torch.equal(a, b) for a, b in zip(run(), run()))
+
+
+def test_model_trains_layer_by_layer():
+    torch.manual_seed(0)
+    data = _data(n=300, e=3000)
+    loader = LayerWiseLoader(data, [64, 64], batch_size=64, shuffle=True,
+                             seed=0)
+    convs = torch.nn.ModuleList([GraphConv(8, 32), GraphConv(32, 3)])
+    opt = torch.optim.Adam(convs.parameters(), lr=0.01)
+    losses = []
+    for _ in range(15):
+        for batch in loader:
+            x = batch.x
+            for i, (conv, (ei, w, size)) in enumerate(zip(convs, batch.adjs)):
+                x = conv((x, x[:size[1]]), ei, w)
+                if i == 0:
+                    x = x.relu()
+            loss = F.cross_entropy(x, batch.y[:batch.batch_size])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5
+
+
+def test_bad_arguments():
+    data = _data()
+    with pytest.raises(ValueError, match="'method' must be one of"):
+        LayerWiseLoader(data, [5], method='graphsaint')
+    with pytest.raises(ValueError, match="'normalization' must be one of"):
+        LayerWiseLoader(data, [5], normalization='col')
+    with pytest.raises(ValueError, match="'num_samples' must be"):
+        LayerWiseLoader(data, [])
+    with pytest.raises(ValueError, match="'input_nodes' holds ids outside"):
+        LayerWiseLoader(data, [5], input_nodes=torch.tensor([1000]))
+    with pytest.raises(ValueError, match="does not take 'collate_fn'"):
+        LayerWiseLoader(data, [5], collate_fn=list)
