@@ -1,0 +1,593 @@
+"""FusedShaDowKHopSampler: a drop-in for PyG's ShaDowKHopSampler.
+
+PyG's sampler calls torch_sparse's ``ego_k_hop_sample_adj`` (CPU only): for
+every root it samples a ``depth``-hop neighbourhood along *in-edges* (the rows
+of ``adj_t``), keeps the sampled nodes as a set sorted by global id, and takes
+every edge of the graph between two nodes of that set. Here the same happens
+for a whole batch on the device the graph lives on:
+
+1. ``fusesample::neighbor_sample`` with ``disjoint=True`` samples every root's
+   own subtree (fan-out ``num_neighbors`` per hop, ``depth`` hops) in one call,
+   over an in-edge CSC whose lists are sorted by source;
+2. the pairs (root, node) are sorted by ``root * N + node``: every root's
+   node set, ascending by global id, as PyG orders it;
+3. :func:`grouped_induced_edges` takes the induced subgraph of every root's
+   set at once -- vectorised torch ops, no loop over roots: a node's in-edge
+   list is scanned (each source looked up in the sorted pairs) when it is
+   shorter than the node's set, and otherwise every member of the set is
+   binary-searched in it, so a hub in a small set costs the set's size, not
+   the hub's degree. With large sets the ``induced_subgraph`` op first cuts
+   every distinct node's list down to the batch's nodes, once.
+"""
+import copy
+import warnings
+from typing import List, Optional, Tuple
+
+import torch
+from torch import Tensor
+from torch.utils.data import (BatchSampler, RandomSampler, Sampler,
+                              SequentialSampler)
+from torch_geometric.data import Batch, Data
+
+from ..ops import induced_subgraph, neighbor_sample
+from ..ops.rng_keys import draw_rng_seeds
+from ..sampler.graph_store import CSCGraph
+from ..sparse.walk_graph import WalkGraph
+from .seeded_batches import resolve_generator
+
+# Adjacency entries (or candidate pairs) one pass of grouped_induced_edges
+# materialises (each costs about 50 bytes of temporaries); larger passes are
+# cut into chunks.
+SCAN_BUDGET = 1 << 22
+# A list longer than HUB_FACTOR times its node's set is binary-searched for
+# the set's members instead of scanned: a search step costs about as much as
+# a scanned entry's lookup, and a search takes log2(deg) steps.
+HUB_FACTOR = 4
+# From this many nodes per root on, FusedShaDowKHopSampler restricts the lists
+# to the batch's nodes with the induced_subgraph op before the grouped pass.
+UNION_MIN_SET = 64
+
+
+def _chunks(count: Tensor, budget: int) -> List[Tuple[int, int, int, int]]:
+    # (lo, hi, base, size): runs of positions whose counts sum to at most
+    # `budget` (a single larger count is its own run), with the run's start
+    # and size in the concatenation of all counts. One host read.
+    cum = count.cumsum(0)
+    total = int(cum[-1]) if count.numel() else 0
+    if total <= budget:
+        return [(0, count.numel(), 0, total)] if total else []
+    cum_host = cum.cpu()
+    chunks, lo, base, n = [], 0, 0, count.numel()
+    while lo < n:
+        hi = int(torch.searchsorted(cum_host, base + budget, right=True))
+        hi = min(max(hi, lo + 1), n)
+        end = int(cum_host[hi - 1])
+        if end > base:
+            chunks.append((lo, hi, base, end - base))
+        lo, base = hi, end
+    return chunks
+
+
+def _expand(count: Tensor, lo: int, hi: int, base: int, size: int,
+            shift: Tensor) -> Tuple[Tensor, Tensor]:
+    # For a run of positions lo..hi-1 with `count` items each: every item's
+    # position and its index (its rank among its position's items plus the
+    # position's `shift`, given as start - exclusive prefix sum of counts).
+    device = count.device
+    pos = torch.repeat_interleave(torch.arange(lo, hi, device=device),
+                                  count[lo:hi], output_size=size)
+    index = torch.arange(base, base + size, device=device)
+    index += shift.index_select(0, pos)
+    return pos, index
+
+
+def _bound(nbr: Tensor, first: Tensor, length: Tensor, value: Tensor,
+           steps: int, upper: bool) -> Tensor:
+    # Vectorised branchless binary search in the sorted, non-empty runs
+    # nbr[first:first + length] (2^steps >= the longest): the first slot
+    # holding a value >= (upper: >) `value`, or the run's end.
+    base, length = first, length
+    for _ in range(steps):
+        half = length >> 1
+        probe = base + half  # < first + length: in range
+        probe_value = nbr.index_select(0, probe)
+        go = (probe_value <= value) if upper else (probe_value < value)
+        base = torch.where(go, probe, base)
+        length = length - half
+    last = nbr.index_select(0, base)
+    return base + ((last <= value) if upper else (last < value)).long()
+
+
+def grouped_induced_edges(ptr: Tensor, nbr: Tensor, edge_id: Optional[Tensor],
+                          node: Tensor, group: Tensor, key: Tensor,
+                          num_nodes: int, parallel_edges: bool = True,
+                          ordered: bool = True, budget: int = SCAN_BUDGET
+                          ) -> Tuple[Tensor, Tensor, Tensor]:
+    r"""The induced subgraphs of many node sets at once.
+
+    Position :math:`i` holds node ``node[i]`` of set ``group[i]``; ``key =
+    group * num_nodes + node`` must be sorted ascending and unique (so every
+    set is sorted by node id and the sets follow each other). ``ptr`` /
+    ``nbr`` are adjacency lists, each sorted ascending (a
+    :class:`~pyg_fusesample.sparse.WalkGraph`'s CSR, or that of the reversed
+    graph). For every position the entries of its node's list that lie in the
+    same set are found, by whichever is cheaper for that position:
+
+    * a scan of the list, each entry looked up in ``key`` (lists up to
+      :data:`HUB_FACTOR` times the set's size), or
+    * a binary search for every member of the set in the list (longer
+      lists: hubs),
+
+    so the work per position is about :math:`\min(\deg, c\,|set|)`.
+
+    Returns ``(nbr_pos, pos, edge)``, sorted by ``pos``, then list order: the
+    position of the neighbour, the position of the node whose list holds the
+    entry, and ``edge_id`` of the entry (its slot when ``None``). With in-edge
+    lists ``nbr_pos`` is an edge's source and ``pos`` its target; with
+    out-edge lists the other way round.
+
+    Args:
+        parallel_edges (bool): whether a list may hold a value twice
+            (parallel edges; all of them come out). ``False`` saves the hub
+            searches' second pass. (default: :obj:`True`)
+        ordered (bool): ``False`` skips the final sort (the order is then
+            the scanned positions', then the searched ones').
+        budget (int): entries or pairs per pass; larger work runs in chunks.
+    """
+    device = node.device
+    n = node.numel()
+    empty = torch.empty(0, dtype=torch.long, device=device)
+    if n == 0 or nbr.numel() == 0:
+        return empty, empty, empty
+    begin = ptr.index_select(0, node)
+    end = ptr.index_select(0, node + 1)
+    deg = end - begin
+    num_groups = int(group[-1]) + 1
+    set_ptr = torch.searchsorted(
+        key, torch.arange(num_groups + 1, device=device) * num_nodes)
+    set_size = set_ptr.diff().index_select(0, group)
+    hub = deg > HUB_FACTOR * set_size
+
+    # Short lists: scan them (a hub's count is 0 here).
+    scan_count = torch.where(hub, torch.zeros_like(deg), deg)
+    shift = begin - (scan_count.cumsum(0) - scan_count)
+    offset = group * num_nodes
+    parts = []
+    for lo, hi, base, size in _chunks(scan_count, budget):
+        pos, slot = _expand(scan_count, lo, hi, base, size, shift)
+        query = nbr.index_select(0, slot).long()
+        query += offset.index_select(0, pos)
+        found = torch.searchsorted(key, query).clamp_(max=n - 1)
+        hit = (key.index_select(0, found) == query).nonzero().view(-1)
+        parts.append((found.index_select(0, hit), pos.index_select(0, hit),
+                      slot.index_select(0, hit)))
+
+    # Long lists: look every member of the set up in them.
+    pair_count = torch.where(hub, set_size, torch.zeros_like(deg))
+    # a pair's index: its member's position in the set
+    shift = set_ptr.index_select(0, group) - (pair_count.cumsum(0)
+                                              - pair_count)
+    pair_chunks = _chunks(pair_count, budget)
+    if pair_chunks:
+        steps = int(torch.where(hub, deg, torch.zeros_like(deg)).max()
+                    ).bit_length()
+    for lo, hi, base, size in pair_chunks:
+        pos, other = _expand(pair_count, lo, hi, base, size, shift)
+        value = node.index_select(0, other).to(nbr.dtype)
+        first, length = begin.index_select(0, pos), deg.index_select(0, pos)
+        low = _bound(nbr, first, length, value, steps, upper=False)
+        if parallel_edges:
+            mult = _bound(nbr, first, length, value, steps, upper=True) - low
+        else:
+            stop = first + length
+            mult = ((low < stop) & (nbr.index_select(
+                0, torch.minimum(low, stop - 1)) == value)).long()
+        keep = mult > 0
+        pos, other, low, mult = pos[keep], other[keep], low[keep], mult[keep]
+        if parallel_edges and bool((mult > 1).any()):
+            total = int(mult.sum())
+            idx = torch.repeat_interleave(
+                torch.arange(mult.numel(), device=device), mult,
+                output_size=total)
+            step = (torch.arange(total, device=device)
+                    - (mult.cumsum(0) - mult).index_select(0, idx))
+            pos, other = pos[idx], other[idx]
+            low = low[idx] + step
+        parts.append((other, pos, low))
+
+    if not parts:
+        return empty, empty, empty
+    nbr_pos, pos, slot = (torch.cat(t) for t in zip(*parts))
+    if ordered and pair_chunks and len(parts) > 1:  # merge the two kinds
+        order = torch.sort(pos * max(nbr.numel(), 1) + slot)[1]
+        nbr_pos, pos, slot = nbr_pos[order], pos[order], slot[order]
+    edge = slot if edge_id is None else edge_id.index_select(0, slot)
+    return nbr_pos, pos, edge
+
+
+class _KeyedIndices(list):
+    # One batch of dataset positions and its RNG key (a list, so that
+    # DataLoader's fetcher and worker pickling treat it as the batch it is).
+    key: int = 0
+
+
+class _KeyedBatchSampler(Sampler):
+    # Wraps a batch sampler: all the epoch's RNG keys are drawn in the main
+    # process when an epoch starts, so a seeded run gives the same batches
+    # whatever num_workers is.
+    def __init__(self, batch_sampler, generator: Optional[torch.Generator]):
+        self.batch_sampler = batch_sampler
+        self.generator = generator
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler)
+
+    def __iter__(self):
+        keys = iter(draw_rng_seeds(len(self.batch_sampler), self.generator))
+        for indices in self.batch_sampler:
+            batch = _KeyedIndices(indices)
+            batch.key = next(keys, None)
+            if batch.key is None:  # a sampler longer than its len()
+                batch.key = draw_rng_seeds(1, self.generator)[0]
+            yield batch
+
+
+class _Roots(torch.utils.data.Dataset):
+    # The roots, fetched a batch at a time (__getitems__) as one tensor.
+    def __init__(self, node_idx: Tensor):
+        self.node_idx = node_idx
+
+    def __len__(self) -> int:
+        return self.node_idx.numel()
+
+    def __getitem__(self, index):
+        return int(self.node_idx[index])
+
+    def __getitems__(self, indices):
+        roots = self.node_idx.index_select(
+            0, torch.as_tensor(list(indices), dtype=torch.long))
+        return roots, getattr(indices, 'key', None)
+
+
+def _has_parallel_edges(graph: CSCGraph) -> bool:
+    # Whether a (sorted) list holds a value twice.
+    row, ptr = graph.row, graph.colptr
+    if row.numel() < 2:
+        return False
+    same = row[1:] == row[:-1]
+    starts = ptr[1:-1]
+    starts = starts[(starts > 0) & (starts < row.numel())]
+    same[starts - 1] = False  # slot e + 1 begins another list
+    return bool(same.any())
+
+
+def _check_edge_index(edge_index, num_nodes, cls: str):
+    if not isinstance(edge_index, Tensor) or edge_index.dim() != 2 \
+            or edge_index.size(0) != 2:
+        raise ValueError(f"{cls}: 'edge_index' must be a tensor of shape "
+                         f"[2, num_edges]")
+    if edge_index.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"{cls}: 'edge_index' must be int64 (or int32), "
+                         f"got {edge_index.dtype}")
+    if num_nodes is None:
+        raise ValueError(f"{cls}: the graph needs 'num_nodes'")
+    if edge_index.numel():
+        lo, hi = torch.aminmax(edge_index)
+        if int(lo) < 0 or int(hi) >= num_nodes:
+            raise ValueError(f"{cls}: 'edge_index' holds ids outside "
+                             f"[0, {num_nodes})")
+
+
+def _check_int(name: str, value, minimum: int):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"'{name}' must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"'{name}' must be >= {minimum}, got {value}")
+
+
+def _check_device_kwargs(kwargs: dict, device: torch.device, cls: str):
+    # DataLoader arguments that do not fit a graph on a GPU.
+    if device.type != 'cuda':
+        return
+    if kwargs.get('num_workers', 0) > 0:
+        raise ValueError(f"{cls} samples a CUDA graph in the main process: "
+                         f"use num_workers=0 (the GPU builds a batch faster "
+                         f"than a worker process could)")
+    if kwargs.pop('pin_memory', False):
+        warnings.warn(f"{cls}: 'pin_memory' is ignored: the batches are "
+                      f"built on {device} already", stacklevel=3)
+
+
+def _warn_other_devices(data, device: torch.device, cls: str):
+    others = sorted({str(v.device) for _, v in data
+                     if isinstance(v, Tensor) and v.device != device})
+    if others:
+        warnings.warn(f"{cls}: the graph is on {device} but some attributes "
+                      f"are on {', '.join(others)}; every batch copies its "
+                      f"node (edge) ids there to slice them (slow path: move "
+                      f"the whole 'data' to one device)", stacklevel=3)
+
+
+class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
+    r"""The ShaDow :math:`k`-hop sampler from the `"Decoupling the Depth and
+    Scope of Graph Neural Networks" <https://arxiv.org/abs/2201.07858>`_
+    paper, a drop-in for :class:`torch_geometric.loader.ShaDowKHopSampler`
+    that samples on the device the graph lives on (CPU or GPU) with the
+    ``fusesample`` ops, without torch_sparse.
+
+    For every root node of a mini-batch it samples a :obj:`depth`-hop
+    neighbourhood along in-edges (:obj:`num_neighbors` per node and hop) and
+    returns the subgraph that this node set induces, with every root's
+    subgraph a separate graph of a :class:`~torch_geometric.data.Batch`:
+
+    * ``batch``, ``ptr``: the graph of every node (nodes of a graph are
+      sorted by global id, as PyG sorts them);
+    * ``root_n_id``: the position of every root in the batch;
+    * ``edge_index`` (local ids, sorted by source then target), or ``adj_t``
+      when the graph was given as ``data.adj_t``;
+    * every node attribute sliced by the sampled nodes, ``y`` by the roots
+      only, every edge attribute by the induced edges; other attributes as
+      they are.
+
+    All roots of a batch are sampled in one ``fusesample::neighbor_sample``
+    call (``disjoint=True``) and their induced subgraphs are found together
+    (:func:`grouped_induced_edges`). The batches are a pure function of the
+    roots and one RNG key per batch, drawn from :obj:`generator` (or
+    PyTorch's global RNG, so ``torch.manual_seed`` makes runs repeatable)
+    in the main process when an epoch starts: equal on the CPU and the GPU,
+    and whatever ``num_workers`` is.
+
+    Args:
+        data (torch_geometric.data.Data): The graph: ``edge_index`` (on the
+            CPU or a GPU; sampling runs there) or a torch_sparse
+            ``adj_t``.
+        depth (int): The depth/number of hops of the localized subgraph.
+        num_neighbors (int): The number of neighbors to sample for each node
+            in each hop; ``-1`` takes all of them.
+        node_idx (LongTensor or BoolTensor, optional): The nodes that should
+            be considered for creating mini-batches. If set to :obj:`None`,
+            all nodes will be considered.
+        replace (bool, optional): If set to :obj:`True`, will sample
+            neighbors with replacement. (default: :obj:`False`)
+        **kwargs (optional): Additional arguments of
+            :class:`torch.utils.data.DataLoader`, such as :obj:`batch_size`,
+            :obj:`shuffle`, :obj:`num_workers` or :obj:`generator` (also the
+            source of the sampling keys), and :obj:`seed` (an int: a fresh
+            generator seeded with it).
+
+    Differences from PyG's sampler (see ``docs/subgraph_samplers.md``): a
+    node reached twice within one root's sample is expanded once (PyG
+    expands every copy, which only matters when sampling is random), with
+    :obj:`replace` every node draws :obj:`num_neighbors` times (PyG takes all
+    neighbours of a node with fewer), and :obj:`num_neighbors` ``= -1``
+    means all neighbours (PyG's C++ then samples none).
+    """
+    def __init__(self, data: Data, depth: int, num_neighbors: int,
+                 node_idx: Optional[Tensor] = None, replace: bool = False,
+                 **kwargs):
+        _check_int('depth', depth, 0)
+        _check_int('num_neighbors', num_neighbors, -1)
+        if not isinstance(data, Data):
+            raise TypeError(f"FusedShaDowKHopSampler samples a 'Data' "
+                            f"object, got {type(data).__name__}")
+        kwargs.pop('dataset', None)  # as PyG's loaders (PyTorch Lightning)
+        kwargs.pop('collate_fn', None)
+        generator = resolve_generator(kwargs.pop('seed', None),
+                                      kwargs.pop('generator', None))
+
+        self.data = copy.copy(data)
+        self.depth = depth
+        self.num_neighbors = num_neighbors
+        self.replace = replace
+        self.generator = generator
+
+        edge_index = data.edge_index if 'edge_index' in data else None
+        self.is_sparse_tensor = edge_index is None
+        if edge_index is not None:
+            num_nodes = data.num_nodes
+            _check_edge_index(edge_index, num_nodes, type(self).__name__)
+            # The in-edge CSC with every target's sources sorted (the
+            # induced-subgraph pass binary-searches hubs' lists); edge ids
+            # are positions in edge_index. Sampling reads the same CSC.
+            csr = WalkGraph.from_edge_index(edge_index.flip(0), num_nodes)
+            self.graph = CSCGraph(csr.rowptr, csr.col, csr.edge_id,
+                                  int(num_nodes))
+            self._adj_type = self._adj_value = None
+        else:
+            adj_t = data.adj_t if 'adj_t' in data else None
+            if adj_t is None or not hasattr(adj_t, 'csr'):
+                raise ValueError("'data' needs an 'edge_index' (or a "
+                                 "torch_sparse SparseTensor 'adj_t')")
+            rowptr, col, value = adj_t.csr()
+            num_nodes = adj_t.sparse_size(0)
+            if adj_t.sparse_size(1) != num_nodes:
+                raise ValueError(f"'adj_t' must be square, got sizes "
+                                 f"{tuple(adj_t.sizes())}")
+            # adj_t's rows are targets: its CSR is the in-edge CSC (sorted,
+            # as a SparseTensor is), and CSR slots are the edge ids (PyG's
+            # e_id for adj_t graphs).
+            self.graph = CSCGraph(rowptr.long(), col, None, int(num_nodes))
+            self._adj_type, self._adj_value = type(adj_t), value
+        self.N = self.graph.num_nodes
+        device = self.graph.device
+        self._parallel_edges = _has_parallel_edges(self.graph)
+
+        if node_idx is None:
+            node_idx = torch.arange(self.N)
+        if not isinstance(node_idx, Tensor) or node_idx.dim() != 1:
+            raise ValueError("'node_idx' must be a 1-D tensor of node "
+                             "indices or a boolean mask")
+        if node_idx.dtype == torch.bool:
+            if node_idx.numel() != self.N:
+                raise ValueError(f"'node_idx' is a mask of length "
+                                 f"{node_idx.numel()}, but the graph has "
+                                 f"{self.N} nodes")
+            node_idx = node_idx.nonzero(as_tuple=False).view(-1)
+        elif node_idx.dtype.is_floating_point or node_idx.is_complex():
+            raise ValueError(f"'node_idx' must hold integer node indices or "
+                             f"be a boolean mask, got {node_idx.dtype}")
+        node_idx = node_idx.long().cpu()
+        if node_idx.numel() and (int(node_idx.min()) < 0
+                                 or int(node_idx.max()) >= self.N):
+            raise ValueError(f"'node_idx' holds ids outside [0, {self.N})")
+        self.node_idx = node_idx
+
+        _check_device_kwargs(kwargs, device, type(self).__name__)
+        _warn_other_devices(data, device, type(self).__name__)
+
+        batch_size = kwargs.pop('batch_size', 1)
+        shuffle = kwargs.pop('shuffle', None)
+        sampler = kwargs.pop('sampler', None)
+        batch_sampler = kwargs.pop('batch_sampler', None)
+        drop_last = kwargs.pop('drop_last', False)
+        dataset = _Roots(node_idx)
+        if batch_sampler is None:
+            if isinstance(batch_size, bool) or not isinstance(
+                    batch_size, int) or batch_size <= 0:
+                raise ValueError(f"'batch_size' must be a positive int, got "
+                                 f"{batch_size!r}")
+            if sampler is not None and shuffle:
+                raise ValueError("'sampler' option is mutually exclusive "
+                                 "with 'shuffle'")
+            if sampler is None:
+                sampler = (RandomSampler(dataset, generator=generator)
+                           if shuffle else SequentialSampler(dataset))
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        elif batch_size != 1 or shuffle or sampler is not None or drop_last:
+            raise ValueError("'batch_sampler' option is mutually exclusive "
+                             "with 'batch_size', 'shuffle', 'sampler', and "
+                             "'drop_last'")
+        else:
+            batch_size = None
+        super().__init__(dataset,
+                         batch_sampler=_KeyedBatchSampler(batch_sampler,
+                                                          generator),
+                         collate_fn=self._collate, generator=generator,
+                         **kwargs)
+        # DataLoader reports batch_size=None with a batch_sampler; expose the
+        # real one as PyG's loader does.
+        object.__setattr__(self, 'batch_size', batch_size)
+        object.__setattr__(self, 'drop_last', drop_last)
+
+    @property
+    def device(self) -> torch.device:
+        r"""Where the graph lives and sampling runs."""
+        return self.graph.device
+
+    def _collate(self, item) -> Batch:
+        if isinstance(item, tuple) and len(item) == 2:
+            roots, key = item
+        else:  # a plain list of node ids (a custom fetcher)
+            roots, key = torch.as_tensor(item, dtype=torch.long), None
+        if key is None:
+            key = draw_rng_seeds(1, self.generator if torch.utils.data
+                                 .get_worker_info() is None else None)[0]
+        return self.sample(roots, rng_seed=key)
+
+    def sample(self, roots: Tensor, rng_seed: Optional[int] = None) -> Batch:
+        r"""The mini-batch of :obj:`roots` (what iterating yields), sampled
+        with RNG key :obj:`rng_seed` (default: drawn from the generator)."""
+        if rng_seed is None:
+            rng_seed = draw_rng_seeds(1, self.generator)[0]
+        g, N = self.graph, self.N
+        device = g.device
+        roots = torch.as_tensor(roots).to(device=device, dtype=torch.long)
+        if roots.dim() != 1:
+            raise ValueError("the roots must be a 1-D tensor")
+        B = roots.numel()
+        if self.depth > 0 and B > 0:
+            out = neighbor_sample(g.colptr, g.row, g.edge_id, roots,
+                                  [self.num_neighbors] * self.depth,
+                                  self.replace, True, int(rng_seed))
+            node, group = out.node, out.batch
+        else:
+            if B and (int(roots.min()) < 0 or int(roots.max()) >= N):
+                raise ValueError(f"root ids outside [0, {N})")
+            node = roots
+            group = torch.arange(B, device=device)
+
+        # Every root's set sorted by node id, roots one after the other.
+        key, perm = torch.sort(group * N + node)
+        n_id = node.index_select(0, perm)
+        group = group.index_select(0, perm)
+        n = n_id.numel()
+        ptr = torch.cat([torch.zeros(1, dtype=torch.long, device=device),
+                         torch.bincount(group, minlength=B).cumsum(0)])
+        root_n_id = torch.searchsorted(
+            key, torch.arange(B, device=device) * N + roots)
+
+        # In-edge lists: the neighbour is the source, the list's node the
+        # target. They come sorted by (target, source), the order of an
+        # adj_t batch; an edge_index batch is sorted by (source, target), as
+        # PyG's is.
+        colptr, row, edge_id, node, num = g.colptr, g.row, g.edge_id, n_id, N
+        if n >= UNION_MIN_SET * max(B, 1):
+            # Large sets: most lists would be scanned whole, and the sets
+            # share many nodes. The op first cuts every distinct node's list
+            # down to the batch's nodes, once (C++/CUDA, one pass per list);
+            # the grouped pass then reads those short lists.
+            node, inverse = torch.unique(n_id, return_inverse=True)
+            row, col, edge_id = induced_subgraph(colptr, row, edge_id, node)
+            num = node.numel()
+            colptr = torch.cat([col.new_zeros(1), torch.bincount(
+                col, minlength=num).cumsum(0)])
+            node, key = inverse, group * num + inverse
+        src, dst, e_id = grouped_induced_edges(colptr, row, edge_id, node,
+                                               group, key, num,
+                                               self._parallel_edges,
+                                               ordered=self.is_sparse_tensor)
+        if not self.is_sparse_tensor and src.numel():
+            order = torch.sort(src * max(n, 1) + dst, stable=True)[1]
+            src, dst, e_id = src[order], dst[order], e_id[order]
+
+        batch = Batch(batch=group, ptr=ptr)
+        batch.root_n_id = root_n_id
+        if self.is_sparse_tensor:
+            value = self._adj_value
+            batch.adj_t = self._adj_type(
+                row=dst, col=src,
+                value=None if value is None else value[e_id],
+                sparse_sizes=(n, n), is_sorted=True, trust_data=True)
+        else:
+            batch.edge_index = torch.stack([src, dst], dim=0)
+
+        index = _Index(n_id, e_id, n_id.index_select(0, root_n_id))
+        num_nodes, num_edges = self.data.num_nodes, self.data.num_edges
+        for k, v in self.data:
+            if k in ('edge_index', 'adj_t', 'num_nodes', 'batch', 'ptr'):
+                continue
+            if isinstance(v, Tensor) and v.dim() > 0:
+                if k == 'y' and v.size(0) == num_nodes:
+                    batch[k] = index.take(v, 'root')
+                    continue
+                if v.size(0) == num_nodes:
+                    batch[k] = index.take(v, 'node')
+                    continue
+                if v.size(0) == num_edges:
+                    batch[k] = index.take(v, 'edge')
+                    continue
+            batch[k] = v
+        return batch
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(depth={self.depth}, '
+                f'num_neighbors={self.num_neighbors}, '
+                f'replace={self.replace}, num_roots={self.node_idx.numel()}, '
+                f'batch_size={self.batch_size}, device={self.device})')
+
+
+class _Index:
+    # A batch's node, edge and root ids, copied to another device at most
+    # once per batch when attributes live elsewhere.
+    def __init__(self, node: Tensor, edge: Tensor, root: Tensor):
+        self.ids = {'node': node, 'edge': edge, 'root': root}
+        self.moved = {}
+
+    def take(self, value: Tensor, kind: str) -> Tensor:
+        index = self.ids[kind]
+        if value.device != index.device:
+            key = (kind, value.device)
+            if key not in self.moved:
+                self.moved[key] = index.to(value.device)
+            index = self.moved[key]
+        return value.index_select(0, index)
