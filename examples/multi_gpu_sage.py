@@ -1,0 +1,539 @@
+"""GraphSAGE on several GPUs (or CPU processes) with torch.distributed.
+
+PyG's multi-GPU recipe (``examples/multi_gpu/distributed_sampling.py``,
+``papers100m_gcn.py``) with :class:`~pyg_fusesample.FusedNeighborLoader`:
+one process per GPU, the model wrapped in ``DistributedDataParallel``, each
+rank training on its own shard of the training seeds, rank 0 evaluating::
+
+    torchrun --standalone --nproc_per_node 4 examples/multi_gpu_sage.py --graph products
+    python examples/multi_gpu_sage.py --world-size 4 --graph products   # mp.spawn
+    python examples/multi_gpu_sage.py --world-size 1                     # one GPU, this process
+    torchrun --standalone --nproc_per_node 2 examples/multi_gpu_sage.py \\
+        --device cpu --synthetic --scale 0.01 --epochs 1                 # 2 gloo processes
+
+Backend: NCCL on CUDA (rank ``r`` on GPU ``LOCAL_RANK``), gloo on the CPU.
+Under ``torchrun`` the ranks come from ``RANK`` / ``WORLD_SIZE`` /
+``LOCAL_RANK``; started with plain ``python``, the script spawns
+``--world-size`` processes (default: every visible GPU, or 1 on the CPU), or
+runs a world size of 1 in its own process.
+
+What is shared between the ranks, and what is not:
+
+* The model: every rank holds a replica; DDP all-reduces (averages) the
+  gradients at every step, so the replicas stay equal.
+* The training seeds: :func:`~pyg_fusesample.loader.rank_seeds` gives each
+  rank an equal shard (``DistributedSampler``'s split, the remainder padded),
+  so every rank runs the same number of steps.
+* The graph is not shared. On CUDA every rank copies the whole graph
+  (``edge_index``, features, labels) to its own GPU (``data.to(device)``)
+  and samples there: it must fit on one GPU beside the model. On the CPU
+  every process holds its own copy in its own memory. In both cases every
+  process first reads (or generates) the graph into its host memory, so the
+  host holds one copy per rank while loading. Reading the graph once and
+  sharing it read-only between the ranks through pinned host memory is not
+  done by this script.
+* Evaluation: rank 0 alone, over all validation and test nodes, with the
+  same fan-out (sampled, as PyG's multi-GPU examples evaluate); the other
+  ranks wait at a barrier.
+
+Determinism: shards depend on ``--seed`` and the world size only; rank ``r``
+shuffles its shard, samples, and draws dropout from ``rank_seed(seed, r) =
+seed + r``. A run is repeatable under ``--seed``, and each rank's batches can
+be rebuilt in one process (``tests/test_multi_gpu_example.py`` checks that
+DDP training equals one process averaging both ranks' gradients).
+
+Data: ``--graph products`` reads ogbn-products as the other OGB examples do
+(``_common.load_real``: ``PygNodePropPredDataset``, or OGB's raw files
+without the ``ogb`` package); ``--graph papers100m`` reads ogbn-papers100M
+with ``PygNodePropPredDataset`` only (its raw files are binary). Nothing is
+downloaded. Without the files (or, for papers100M, without ``ogb``) the
+script stops, or, with ``--synthetic``, runs on a SYNTHETIC generated graph
+of the same shape and labels every line it prints.
+
+Each epoch prints the loss, validation and test accuracy, the training time,
+seeds/s over all ranks, and every rank's peak memory (CUDA: the allocator's
+peak during training; CPU: the process's peak RSS); ``--csv`` appends one
+row per epoch for scaling runs.
+"""
+import argparse
+import csv
+import datetime
+import importlib.util
+import itertools
+import os
+import os.path as osp
+import resource
+import socket
+import sys
+import time
+from typing import List, Optional, Tuple
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+from torch_geometric.data import Data
+
+from _common import (DEFAULT_ROOT, SPECS, DataMissing, load_real,
+                     pyg_safe_globals)
+
+GRAPHS = ('products', 'papers100m')
+CSV_FIELDS = ('time', 'device', 'device_name', 'backend', 'world_size',
+              'graph', 'data', 'synthetic', 'scale', 'num_nodes', 'num_edges',
+              'fan_out', 'batch_size_per_rank', 'amp', 'epoch',
+              'steps_per_rank', 'epoch_time_s', 'seeds_per_s', 'loss',
+              'val_acc', 'test_acc', 'peak_mem_kind', 'peak_mem_mib_max',
+              'peak_mem_mib_per_rank', 'torch')
+
+
+# -- data -------------------------------------------------------------------
+# ogbn-papers100M (OGB's master.csv and paper): 111,059,956 papers,
+# 1,615,685,872 directed citation edges, 128 features, 172 classes, split
+# 1,207,179 / 125,265 / 214,338 (the other ~98.6% of the nodes unlabelled).
+PAPERS_N = 111_059_956
+PAPERS_E = 1_615_685_872
+PAPERS_SPLIT = (1_207_179, 125_265, 214_338)
+
+
+def papers100m_like(scale: float, seed: int = 0) -> Data:
+    """A SYNTHETIC stand-in of ogbn-papers100M's shape: its node count times
+    ``scale``, its average in-degree (~14.5), feature width, class count and
+    split fractions (the rest of the nodes in no split). The degree shape and
+    homophily are ``arxiv_like``'s (ogbn-arxiv is a citation graph from the
+    same source); the heaviest node's in-degree is the generator's default
+    ``sqrt(E)``. pyg_fusesample.datasets has no papers100M preset, so it is
+    built here from its generator. Full size (scale 1) would take ~57 GB of
+    features: use a small ``scale``."""
+    from pyg_fusesample.datasets.power_law import power_law_graph
+    if not 0.0 < scale <= 1.0:
+        raise ValueError(f'--scale must be in (0, 1], got {scale}')
+    n = max(2, int(round(PAPERS_N * scale)))
+    train, val, test = (c / PAPERS_N for c in PAPERS_SPLIT)
+    return power_law_graph(
+        num_nodes=n, avg_degree=PAPERS_E / PAPERS_N, num_features=128,
+        num_classes=172, exponent=2.1, source_exponent=3.0, homophily=0.65,
+        feature_noise=4.0, class_skew=0.7, undirected=False,
+        split=(train, val, test), seed=seed,
+        name=('papers100m_like' if scale == 1.0
+              else f'papers100m_like(scale={scale:g})'))
+
+
+def load_papers100m(root: str) -> Tuple[Data, str]:
+    """ogbn-papers100M through ``PygNodePropPredDataset`` (guarded import):
+    ``y`` 1-D int64 with -1 for the unlabelled papers, the split as masks.
+    The citation edges stay directed, as in PyG's papers100M examples."""
+    path = osp.join(root, 'ogbn_papers100M')
+    try:
+        from ogb.nodeproppred import PygNodePropPredDataset
+    except ImportError:
+        raise DataMissing("ogbn-papers100M is read with ogb.nodeproppred."
+                          "PygNodePropPredDataset only (its raw files are "
+                          "binary), and the 'ogb' package is not installed "
+                          "(pip install ogb)") from None
+    processed = osp.join(path, 'processed', 'geometric_data_processed.pt')
+    raw = [osp.join(path, 'raw', f) for f in ('data.npz', 'node-label.npz')]
+    needed = [osp.join(path, 'RELEASE_v1.txt')] + [
+        osp.join(path, 'split', 'time', f'{s}.csv.gz')
+        for s in ('train', 'valid', 'test')]
+    if not osp.exists(processed):
+        needed += raw
+    missing = [f for f in needed if not osp.exists(f)]
+    if missing:
+        raise DataMissing(f"ogbn-papers100M not found: missing "
+                          f"{', '.join(missing)}. Nothing can be downloaded "
+                          f"here; copy the data set there (or pass --root), "
+                          f"or run with --synthetic")
+    with torch.serialization.safe_globals(pyg_safe_globals()):
+        dataset = PygNodePropPredDataset('ogbn-papers100M', root)
+        data, split = dataset[0], dataset.get_idx_split()
+    n = data.num_nodes
+    y = data.y.view(-1)
+    y = torch.nan_to_num(y.float(), nan=-1.0).long()
+    masks = {}
+    for name, key in (('train', 'train'), ('val', 'valid'), ('test', 'test')):
+        mask = torch.zeros(n, dtype=torch.bool)
+        mask[split[key]] = True
+        masks[f'{name}_mask'] = mask
+    return (Data(x=data.x.float(), edge_index=data.edge_index, y=y,
+                 num_nodes=n, **masks),
+            'ogb.nodeproppred.PygNodePropPredDataset')
+
+
+def load_graph(args, say=print) -> Tuple[Data, str, str]:
+    """The graph of ``--graph``: ``(data, label, prefix)``; ``prefix`` is
+    ``'[SYNTHETIC <name>] '`` on the generated graph, else empty."""
+    real = 'ogbn-products' if args.graph == 'products' else 'ogbn-papers100M'
+    try:
+        if args.graph == 'products':
+            data, reader = load_real(args.root, SPECS['ogbn-products'])
+        else:
+            data, reader = load_papers100m(args.root)
+        return data, f'{real} ({reader})', ''
+    except DataMissing as e:
+        if not args.synthetic:
+            raise
+        why = str(e)
+    if args.graph == 'products':
+        from pyg_fusesample.datasets import products_like
+        data = products_like(scale=args.scale, seed=args.seed)
+    else:
+        data = papers100m_like(args.scale, seed=args.seed)
+    prefix = f'[SYNTHETIC {data.name}] '
+    say(f'{prefix}{why}')
+    say(f"{prefix}--synthetic: running on a generated graph of {real}'s "
+        f"shape; its numbers say nothing about {real}")
+    return data, f'SYNTHETIC {data.name}, not {real}', prefix
+
+
+# -- per-rank pieces (the test rebuilds a rank's run from these) ------------
+def build_model(args, in_channels: int, num_classes: int) -> torch.nn.Module:
+    from torch_geometric.nn.models import GraphSAGE
+    return GraphSAGE(in_channels, args.hidden,
+                     num_layers=len(args.num_neighbors),
+                     out_channels=num_classes, dropout=args.dropout)
+
+
+def make_train_loader(data: Data, rank: int, world_size: int, args):
+    """Rank ``rank``'s loader: its shard of the training seeds, shuffled and
+    sampled under ``rank_seed(args.seed, rank)``."""
+    from pyg_fusesample import FusedNeighborLoader
+    from pyg_fusesample.loader import rank_seed, rank_seeds
+    shard = rank_seeds(data.train_mask.cpu(), rank, world_size,
+                       seed=args.seed)
+    return FusedNeighborLoader(data, num_neighbors=args.num_neighbors,
+                               input_nodes=shard, batch_size=args.batch_size,
+                               shuffle=True, seed=rank_seed(args.seed, rank))
+
+
+def autocast(device: torch.device, amp: str):
+    return torch.autocast(device.type, dtype=torch.bfloat16,
+                          enabled=amp == 'bf16')
+
+
+def batch_loss(model, batch, device: torch.device, amp: str) -> torch.Tensor:
+    """Cross-entropy of one batch's seeds (the first ``batch_size`` rows)."""
+    batch = batch.to(device)  # a no-op where the graph already is there
+    n = batch.batch_size
+    with autocast(device, amp):
+        out = model(batch.x, batch.edge_index)[:n]
+    return F.cross_entropy(out.float(), batch.y[:n])
+
+
+@torch.no_grad()
+def accuracy(module, loader, device: torch.device, amp: str) -> float:
+    module.eval()
+    correct = torch.zeros((), dtype=torch.long, device=device)
+    total = 0
+    for batch in loader:
+        batch = batch.to(device)
+        n = batch.batch_size
+        with autocast(device, amp):
+            out = module(batch.x, batch.edge_index)[:n]
+        correct += (out.argmax(dim=-1) == batch.y[:n]).sum()
+        total += n
+    return int(correct) / max(total, 1)
+
+
+def peak_memory_mib(device: torch.device) -> float:
+    if device.type == 'cuda':
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    # Linux reports ru_maxrss in KiB.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def append_csv(path: str, row: dict):
+    exists = osp.exists(path) and osp.getsize(path) > 0
+    if exists:
+        with open(path, newline='') as f:
+            header = next(csv.reader(f), [])
+        if tuple(header) != CSV_FIELDS:
+            raise ValueError(f'--csv {path}: its header is not this '
+                             f"script's ({', '.join(CSV_FIELDS)})")
+    with open(path, 'a', newline='') as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        if not exists:
+            writer.writeheader()
+        writer.writerow(row)
+
+
+# -- one rank ---------------------------------------------------------------
+def run(rank: int, world_size: int, local_rank: int, args,
+        store: Optional['dist.Store'] = None):
+    """Trains on one rank; rank 0 evaluates and prints. ``store``: a
+    process group store for a world size of 1 in this process (else the
+    ``MASTER_ADDR`` / ``MASTER_PORT`` environment, as torchrun sets it)."""
+    wall_start = time.perf_counter()
+    device = torch.device('cuda', local_rank) if args.device == 'cuda' \
+        else torch.device('cpu')
+    backend = 'nccl' if device.type == 'cuda' else 'gloo'
+    if device.type == 'cuda':
+        torch.cuda.set_device(device)
+    local_world = int(os.environ.get('LOCAL_WORLD_SIZE', world_size))
+    if device.type == 'cpu' and local_world > 1 \
+            and 'OMP_NUM_THREADS' not in os.environ:
+        # The processes share the machine's cores (torchrun sets
+        # OMP_NUM_THREADS=1 itself).
+        cores = len(os.sched_getaffinity(0)) if hasattr(
+            os, 'sched_getaffinity') else (os.cpu_count() or 1)
+        torch.set_num_threads(max(1, cores // local_world))
+    # Generous: the other ranks wait at a barrier while local rank 0 may
+    # process an OGB data set on first use, and while rank 0 evaluates.
+    timeout = datetime.timedelta(minutes=60)
+    if store is not None:
+        dist.init_process_group(backend, store=store, rank=rank,
+                                world_size=world_size, timeout=timeout)
+    else:
+        dist.init_process_group(backend, rank=rank, world_size=world_size,
+                                timeout=timeout)
+    try:
+        _train(rank, world_size, local_rank, args, device, backend,
+               wall_start)
+    finally:
+        dist.destroy_process_group()
+
+
+def _train(rank, world_size, local_rank, args, device, backend, wall_start):
+    def emit(msg):
+        if rank == 0:
+            print(msg, flush=True)
+
+    # Every rank reads its own copy. Where ogb is installed it may process
+    # the raw files on first use and write the result: local rank 0 then
+    # reads first, the others after it.
+    serial = importlib.util.find_spec('ogb') is not None
+    if serial and local_rank != 0:
+        dist.barrier()
+    missing = None
+    try:
+        data, label, prefix = load_graph(args, emit)
+    except DataMissing as e:
+        missing = e
+    if serial and local_rank == 0:
+        dist.barrier()
+    if missing is not None:  # every rank stops; rank 0 says why
+        if rank == 0:
+            print(f'multi_gpu_sage.py: error: {missing}', file=sys.stderr,
+                  flush=True)
+        raise SystemExit(2)
+
+    def say(msg):  # every line labelled on a SYNTHETIC graph
+        emit(f'{prefix}{msg}')
+
+    num_classes = int(data.y.max()) + 1
+    if args.graph == 'papers100m':
+        num_classes = max(num_classes, 172)
+    if device.type == 'cuda':
+        # Replicated: the whole graph on this rank's GPU.
+        data = data.to(device)
+    say(f'Data: {label}: {data.num_nodes:,} nodes, {data.num_edges:,} '
+        f'edges, {data.num_features} features, {num_classes} classes, '
+        f'train/val/test {int(data.train_mask.sum()):,}/'
+        f'{int(data.val_mask.sum()):,}/{int(data.test_mask.sum()):,}')
+
+    train_loader = make_train_loader(data, rank, world_size, args)
+    eval_loaders = {}
+    if rank == 0:
+        from pyg_fusesample import FusedNeighborLoader
+        for split in ('val', 'test'):
+            eval_loaders[split] = FusedNeighborLoader(
+                data, num_neighbors=args.num_neighbors,
+                input_nodes=data[f'{split}_mask'],
+                batch_size=args.eval_batch_size, shuffle=False,
+                seed=args.seed)
+    # Every rank builds the same initial model (DDP also broadcasts rank
+    # 0's), then draws dropout from its own stream; nothing else here draws
+    # from PyTorch's global RNG (the loaders have their own generators).
+    from pyg_fusesample.loader import rank_seed
+    torch.manual_seed(args.seed)
+    model = build_model(args, data.num_features, num_classes).to(device)
+    torch.manual_seed(rank_seed(args.seed, rank))
+    model = DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == 'cuda' else None)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    device_name = (torch.cuda.get_device_name(device)
+                   if device.type == 'cuda' else 'cpu')
+    mem_kind = ('cuda max allocated' if device.type == 'cuda'
+                else 'host peak RSS')
+    steps = len(train_loader)
+    if args.max_steps is not None:
+        steps = min(steps, args.max_steps)
+    say(f'Model: PyG GraphSAGE ({len(args.num_neighbors)} layers, hidden '
+        f'{args.hidden}) in DDP, loader: FusedNeighborLoader, fan-out '
+        f'{args.num_neighbors}, batch {args.batch_size} per rank, world size '
+        f'{world_size} ({backend}, {device_name}), '
+        f'{len(train_loader.input_data.node):,} seeds and {steps} '
+        f'step{"s" if steps != 1 else ""} per rank per epoch, AMP: {args.amp}')
+
+    dist.barrier()
+    say(f'Setup: {time.perf_counter() - wall_start:.2f}s')
+    for epoch in range(1, args.epochs + 1):
+        model.train()
+        if device.type == 'cuda':
+            torch.cuda.reset_peak_memory_stats(device)
+        dist.barrier()
+        start = time.perf_counter()
+        total_loss = torch.zeros((), dtype=torch.float64, device=device)
+        seeds = done = 0
+        batches = iter(train_loader)
+        try:
+            # Equal shards: every rank runs `steps` steps.
+            for batch in itertools.islice(batches, steps):
+                optimizer.zero_grad()
+                loss = batch_loss(model, batch, device, args.amp)
+                loss.backward()
+                optimizer.step()
+                total_loss += loss.detach() * batch.batch_size
+                seeds += batch.batch_size
+                done += 1
+        finally:
+            close = getattr(batches, 'close', None)
+            if close is not None:  # a background thread, left early
+                close()
+        totals = torch.stack([total_loss, torch.tensor(
+            float(seeds), dtype=torch.float64, device=device)])
+        dist.all_reduce(totals)  # also waits for the slowest rank
+        if device.type == 'cuda':
+            torch.cuda.synchronize(device)
+        train_time = time.perf_counter() - start
+        peaks = [None] * world_size
+        dist.all_gather_object(peaks, peak_memory_mib(device))
+
+        if rank == 0:
+            start = time.perf_counter()
+            module = model.module
+            val_acc = accuracy(module, eval_loaders['val'], device, args.amp)
+            test_acc = accuracy(module, eval_loaders['test'], device,
+                                args.amp)
+            eval_time = time.perf_counter() - start
+            loss_value = float(totals[0] / totals[1].clamp(min=1))
+            seeds_per_s = float(totals[1]) / train_time
+            say(f'Epoch: {epoch:02d}, Loss: {loss_value:.4f}, '
+                f'Val: {val_acc:.4f}, Test: {test_acc:.4f}, '
+                f'Time: {train_time:.2f}s, Seeds/s: {seeds_per_s:,.0f}, '
+                f'Eval: {eval_time:.2f}s, Peak memory per rank ({mem_kind}, '
+                f'MiB): {", ".join(f"{p:.0f}" for p in peaks)}')
+            if args.csv:
+                append_csv(args.csv, dict(
+                    time=datetime.datetime.now().isoformat(timespec='seconds'),
+                    device=device.type, device_name=device_name,
+                    backend=backend, world_size=world_size, graph=args.graph,
+                    data=label, synthetic=bool(prefix),
+                    scale=args.scale if prefix else 1.0,
+                    num_nodes=data.num_nodes, num_edges=data.num_edges,
+                    fan_out=' '.join(map(str, args.num_neighbors)),
+                    batch_size_per_rank=args.batch_size, amp=args.amp,
+                    epoch=epoch, steps_per_rank=done,
+                    epoch_time_s=f'{train_time:.4f}',
+                    seeds_per_s=f'{seeds_per_s:.1f}',
+                    loss=f'{loss_value:.6f}', val_acc=f'{val_acc:.6f}',
+                    test_acc=f'{test_acc:.6f}', peak_mem_kind=mem_kind,
+                    peak_mem_mib_max=f'{max(peaks):.1f}',
+                    peak_mem_mib_per_rank=';'.join(f'{p:.1f}' for p in peaks),
+                    torch=torch.__version__))
+        dist.barrier()  # the other ranks wait for rank 0's evaluation
+
+    if rank == 0 and args.save_model:
+        torch.save(model.module.state_dict(), args.save_model)
+        say(f'Saved the final model to {args.save_model}')
+    say(f'Total: {time.perf_counter() - wall_start:.2f}s')
+
+
+def _spawned(rank: int, world_size: int, args):
+    # mp.spawn's entry point: one process per rank on this host.
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank),
+                      WORLD_SIZE=str(world_size),
+                      LOCAL_WORLD_SIZE=str(world_size))
+    run(rank, world_size, rank, args)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+# -- command line -----------------------------------------------------------
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__.split('\n')[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument('--graph', choices=GRAPHS, default='products')
+    p.add_argument('--root', default=DEFAULT_ROOT,
+                   help='data folder: <root>/ogbn_products, '
+                   '<root>/ogbn_papers100M. Nothing is downloaded.')
+    p.add_argument('--synthetic', action='store_true',
+                   help='if the data is absent, run on a SYNTHETIC graph of '
+                   'the same shape instead of stopping; every printed line '
+                   'is then labelled SYNTHETIC')
+    p.add_argument('--scale', type=float, default=1.0,
+                   help='node count of the synthetic graph, relative to the '
+                   'real data set')
+    p.add_argument('--device', choices=['cpu', 'cuda'], default=None,
+                   help='default: cuda if available')
+    p.add_argument('--world-size', type=int, default=None,
+                   help='processes to start when not under torchrun '
+                   '(default: every visible GPU on cuda, 1 on cpu)')
+    p.add_argument('--num-neighbors', type=int, nargs='+',
+                   default=[15, 10, 5],
+                   help='fan-out per layer (also sets the number of layers)')
+    p.add_argument('--batch-size', type=int, default=1024,
+                   help='seeds per batch on each rank')
+    p.add_argument('--eval-batch-size', type=int, default=4096)
+    p.add_argument('--hidden', type=int, default=256)
+    p.add_argument('--dropout', type=float, default=0.5)
+    p.add_argument('--lr', type=float, default=0.001)
+    p.add_argument('--epochs', type=int, default=20)
+    p.add_argument('--amp', choices=['none', 'bf16'], default='none',
+                   help='bf16 autocast in training and evaluation')
+    p.add_argument('--seed', type=int, default=0,
+                   help="the run's seed; rank r uses seed + r for its "
+                   'batches and dropout')
+    p.add_argument('--max-steps', type=int, default=None,
+                   help='at most this many steps per epoch on each rank')
+    p.add_argument('--csv', default=None,
+                   help='append one row per epoch to this CSV file')
+    p.add_argument('--save-model', default=None,
+                   help="save the final model's state_dict here (rank 0)")
+    args = p.parse_args(argv)
+    if args.device is None:
+        args.device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    if args.device == 'cuda' and not torch.cuda.is_available():
+        p.error('--device cuda: no CUDA device is available')
+    if args.max_steps is not None and args.max_steps < 1:
+        p.error('--max-steps must be at least 1')
+    return args
+
+
+def main(argv: Optional[List[str]] = None):
+    args = parse_args(argv)
+    if not dist.is_available():
+        sys.exit('torch.distributed is not available in this PyTorch build')
+    if 'RANK' in os.environ and 'WORLD_SIZE' in os.environ:  # torchrun
+        world_size = int(os.environ['WORLD_SIZE'])
+        if args.world_size not in (None, world_size):
+            sys.exit(f'--world-size {args.world_size}, but torchrun started '
+                     f'{world_size} processes')
+        run(int(os.environ['RANK']), world_size,
+            int(os.environ.get('LOCAL_RANK', 0)), args)
+        return
+    world_size = args.world_size or (
+        torch.cuda.device_count() if args.device == 'cuda' else 1)
+    if world_size < 1:
+        sys.exit('--world-size must be at least 1')
+    if args.device == 'cuda' and world_size > torch.cuda.device_count():
+        sys.exit(f'--world-size {world_size}, but only '
+                 f'{torch.cuda.device_count()} GPU(s) are visible')
+    if world_size == 1:  # this process, a process group of one
+        run(0, 1, 0, args, store=dist.HashStore())
+        return
+    os.environ.setdefault('MASTER_ADDR', '127.0.0.1')
+    os.environ.setdefault('MASTER_PORT', str(_free_port()))
+    print(f"Let's use {world_size} "
+          f"{'GPUs' if args.device == 'cuda' else 'CPU processes'}!",
+          flush=True)
+    mp.spawn(_spawned, args=(world_size, args), nprocs=world_size, join=True)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,263 @@
+"""examples/multi_gpu_sage.py and pyg_fusesample.loader.distributed.
+
+* ``rank_seeds`` is DistributedSampler's split (equal shards, the remainder
+  padded or dropped); ``rank_seed`` is ``seed + rank``.
+* The example as a user starts it on the CPU: 2 gloo processes under
+  torchrun print one line per epoch with the accuracy.
+* Those 2 DDP processes end with the parameters of one process that, at
+  every step, averages the gradients of both ranks' batches (the same
+  shards, loaders and dropout streams, rebuilt here from the example's
+  functions): what "agrees with a single-process run on the same seeds"
+  means.
+* A world size of 1 runs in this process (no torchrun) and equals the plain
+  single-process loop.
+
+The graph is SYNTHETIC products_like at scale 0.002 (4,898 nodes), batches
+of 32, hidden 32: a few seconds of training on 2 busy cores.
+"""
+import csv
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from example_runner import EXAMPLES, REPO, run_inprocess
+from pyg_fusesample.loader import rank_seed, rank_seeds
+
+SCRIPT = EXAMPLES / 'multi_gpu_sage.py'
+TINY = ['--device', 'cpu', '--synthetic', '--scale', '0.002',
+        '--batch-size', '32', '--hidden', '32', '--lr', '0.01', '--seed', '3']
+EPOCHS, STEPS = 2, 3
+EPOCH = re.compile(r'^\[SYNTHETIC products_like\(scale=0\.002\)\] '
+                   r'Epoch: (\d+), Loss: ([\d.]+), Val: ([\d.]+), '
+                   r'Test: ([\d.]+), Time: ([\d.]+)s, Seeds/s: ([\d,]+), '
+                   r'Eval: [\d.]+s, Peak memory per rank \(host peak RSS, '
+                   r'MiB\): (\d+(?:, \d+)*)$', re.M)
+
+needs_gloo = pytest.mark.skipif(
+    not (dist.is_available() and dist.is_gloo_available()),
+    reason='torch.distributed with the gloo backend is not available')
+
+
+# -- rank_seeds / rank_seed -------------------------------------------------
+@pytest.mark.parametrize('drop_last', [False, True])
+@pytest.mark.parametrize('shuffle', [False, True])
+def test_rank_seeds_is_distributed_sampler(shuffle, drop_last):
+    from torch.utils.data import DistributedSampler
+    for n in (1, 5, 7, 12, 13):
+        seeds = torch.arange(100, 100 + n) * 3
+        for world_size in (1, 2, 3, 4):
+            if drop_last and n < world_size:
+                with pytest.raises(ValueError, match='empty'):
+                    rank_seeds(seeds, 0, world_size, drop_last=True)
+                continue
+            shards = []
+            for rank in range(world_size):
+                ref = DistributedSampler(range(n), world_size, rank,
+                                         shuffle=shuffle, seed=7,
+                                         drop_last=drop_last)
+                got = rank_seeds(seeds, rank, world_size, shuffle=shuffle,
+                                 seed=7, drop_last=drop_last)
+                assert got.dtype == torch.long
+                assert torch.equal(got, seeds[torch.tensor(list(ref))])
+                shards.append(got)
+            # Equal sizes; the seeds covered (padding) or all distinct (drop).
+            size = n // world_size if drop_last else -(-n // world_size)
+            assert all(s.numel() == size for s in shards)
+            union = torch.cat(shards)
+            if drop_last:
+                assert union.unique().numel() == union.numel()
+                assert union.numel() == n - n % world_size
+            else:
+                assert set(union.tolist()) == set(seeds.tolist())
+
+
+def test_rank_seeds_inputs():
+    mask = torch.zeros(10, dtype=torch.bool)
+    mask[[1, 4, 5, 8, 9]] = True
+    idx = mask.nonzero().view(-1)
+    for rank in range(2):
+        assert torch.equal(rank_seeds(mask, rank, 2, seed=1),
+                           rank_seeds(idx, rank, 2, seed=1))
+        assert torch.equal(rank_seeds(None, rank, 2, num_nodes=10, seed=1),
+                           rank_seeds(torch.arange(10), rank, 2, seed=1))
+    # The same seed gives the same shards; another seed other shards.
+    assert torch.equal(rank_seeds(idx, 0, 2, seed=1),
+                       rank_seeds(idx, 0, 2, seed=1))
+    assert not all(torch.equal(rank_seeds(torch.arange(100), 0, 2, seed=s),
+                               rank_seeds(torch.arange(100), 0, 2, seed=1))
+                   for s in (2, 3))
+    # Unshuffled, the split is strided; the remainder padded from the start
+    # or dropped.
+    assert rank_seeds(idx, 0, 2, shuffle=False).tolist() == [1, 5, 9]
+    assert rank_seeds(idx, 1, 2, shuffle=False).tolist() == [4, 8, 1]
+    assert rank_seeds(idx, 0, 2, shuffle=False,
+                      drop_last=True).tolist() == [1, 5]
+    assert rank_seeds(idx, 1, 2, shuffle=False,
+                      drop_last=True).tolist() == [4, 8]
+    with pytest.raises(ValueError, match='num_nodes'):
+        rank_seeds(None, 0, 2)
+    with pytest.raises(ValueError, match='mask of length'):
+        rank_seeds(mask, 0, 2, num_nodes=11)
+    with pytest.raises(ValueError, match='integer'):
+        rank_seeds(torch.ones(3), 0, 2)
+    with pytest.raises(ValueError, match='1-dimensional'):
+        rank_seeds(torch.ones(2, 2, dtype=torch.long), 0, 2)
+    with pytest.raises(ValueError, match='rank'):
+        rank_seeds(idx, 2, 2)
+    with pytest.raises(ValueError, match='world_size'):
+        rank_seeds(idx, 0, 0)
+    with pytest.raises(ValueError, match='no seeds'):
+        rank_seeds(torch.empty(0, dtype=torch.long), 0, 2)
+
+
+def test_rank_seed():
+    assert [rank_seed(5, r) for r in range(4)] == [5, 6, 7, 8]
+    with pytest.raises(ValueError):
+        rank_seed(-1, 0)
+    with pytest.raises(ValueError):
+        rank_seed(0, -1)
+
+
+# -- the example ------------------------------------------------------------
+def load_example():
+    import importlib.util
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        spec = importlib.util.spec_from_file_location('multi_gpu_sage', SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    return module
+
+
+@pytest.fixture
+def one_thread():
+    # torchrun gives each of its processes OMP_NUM_THREADS=1; the references
+    # here run with one thread too, so that their float sums add in the
+    # same order.
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def reference_run(argv, world_size, ranks=None):
+    """What DDP over ``world_size`` ranks computes, in this process: each
+    rank's loader (its shard, ``rank_seed``), the same initial model, each
+    rank's dropout stream; every step averages the gradients of the ranks'
+    batches (of ``ranks`` only, for a control) and takes one Adam step.
+    Returns the final state_dict."""
+    ex = load_example()
+    args = ex.parse_args(argv)
+    data, _, _ = ex.load_graph(args, lambda msg: None)
+    device = torch.device('cpu')
+    loaders = [ex.make_train_loader(data, r, world_size, args)
+               for r in range(world_size)]
+    torch.manual_seed(args.seed)
+    model = ex.build_model(args, data.num_features, int(data.y.max()) + 1)
+    rng = []
+    for r in range(world_size):
+        torch.manual_seed(rank_seed(args.seed, r))
+        rng.append(torch.get_rng_state())
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    params = list(model.parameters())
+    ranks = list(range(world_size)) if ranks is None else ranks
+    model.train()
+    for _ in range(args.epochs):
+        iterators = [iter(loader) for loader in loaders]
+        for _ in range(args.max_steps):
+            grads = []
+            for r, it in enumerate(iterators):
+                batch = next(it)
+                torch.set_rng_state(rng[r])
+                optimizer.zero_grad()
+                ex.batch_loss(model, batch, device, args.amp).backward()
+                rng[r] = torch.get_rng_state()
+                grads.append([p.grad.clone() for p in params])
+            for i, p in enumerate(params):
+                p.grad = torch.stack([grads[r][i] for r in ranks]).mean(0)
+            optimizer.step()
+    return model.state_dict()
+
+
+def assert_same_model(got: dict, ref: dict):
+    assert got.keys() == ref.keys()
+    for key in ref:
+        torch.testing.assert_close(got[key], ref[key], rtol=1e-5, atol=1e-6,
+                                   msg=lambda m: f'{key}: {m}')
+
+
+@pytest.fixture(scope='module')
+def torchrun(tmp_path_factory):
+    """The example under torchrun: 2 gloo processes, 2 epochs of 3 steps."""
+    if not (dist.is_available() and dist.is_gloo_available()):
+        pytest.skip('torch.distributed with the gloo backend is not available')
+    tmp = tmp_path_factory.mktemp('multi_gpu')
+    model, table = tmp / 'model.pt', tmp / 'epochs.csv'
+    argv = TINY + ['--epochs', EPOCHS, '--max-steps', STEPS]
+    cmd = [sys.executable, '-m', 'torch.distributed.run', '--standalone',
+           '--nproc_per_node', '2', str(SCRIPT), *map(str, argv),
+           '--save-model', str(model), '--csv', str(table)]
+    env = dict(os.environ, OMP_NUM_THREADS='1')
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return proc.stdout, model, table, [str(a) for a in argv]
+
+
+@needs_gloo
+def test_torchrun_two_gloo_processes(torchrun):
+    out, model, table, _ = torchrun
+    assert 'SYNTHETIC' in out and 'world size 2 (gloo, cpu)' in out, out
+    epochs = EPOCH.findall(out)
+    # Rank 0 alone prints: one line per epoch.
+    assert [int(e[0]) for e in epochs] == list(range(1, EPOCHS + 1)), out
+    for e in epochs:
+        assert all(0.0 <= float(v) <= 1.0 for v in e[2:4]), out
+        assert len(e[6].split(', ')) == 2  # a peak per rank
+    assert model.exists()
+    with open(table, newline='') as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r['epoch']) for r in rows] == list(range(1, EPOCHS + 1))
+    for r in rows:
+        assert (r['device'], r['world_size'], r['backend'], r['amp'],
+                r['synthetic']) == ('cpu', '2', 'gloo', 'none', 'True')
+        assert int(r['steps_per_rank']) == STEPS
+        assert float(r['seeds_per_s']) > 0
+        assert len(r['peak_mem_mib_per_rank'].split(';')) == 2
+
+
+@needs_gloo
+def test_ddp_equals_one_process_averaging_both_ranks(torchrun, one_thread):
+    _, model, _, argv = torchrun
+    got = torch.load(model, weights_only=True)
+    ref = reference_run(argv, world_size=2)
+    assert_same_model(got, ref)
+    # Not vacuous: rank 0's gradients alone give another model.
+    alone = reference_run(argv, world_size=2, ranks=[0])
+    assert any(not torch.allclose(alone[k], ref[k], rtol=1e-3, atol=1e-4)
+               for k in ref)
+
+
+@needs_gloo
+def test_world_size_one_in_process(tmp_path, capsys, one_thread):
+    model, table = tmp_path / 'model.pt', tmp_path / 'epochs.csv'
+    argv = TINY + ['--epochs', '1', '--max-steps', '2']
+    code, out, err = run_inprocess(
+        SCRIPT, argv + ['--world-size', '1', '--save-model', model,
+                        '--csv', table], capsys)
+    assert code == 0, out + err
+    assert 'world size 1 (gloo, cpu)' in out, out
+    assert [int(e[0]) for e in EPOCH.findall(out)] == [1], out
+    assert not dist.is_initialized()  # the process group was torn down
+    with open(table, newline='') as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 1 and rows[0]['world_size'] == '1'
+    got = torch.load(model, weights_only=True)
+    assert_same_model(got, reference_run(argv, world_size=1))
