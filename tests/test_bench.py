@@ -84,6 +84,24 @@ def test_append_rows_refuses_another_schema(tmp_path):
         append_rows(str(old), [{'device': 'cpu'}])
 
 
+def test_walk_columns_extend_the_schema(tmp_path):
+    # bench walk's rows: the shared columns first, then its own; a file of
+    # either schema refuses rows of the other.
+    from pyg_fusesample.bench.csv_schema import WALK_COLUMNS
+    assert WALK_COLUMNS[:len(COLUMNS)] == COLUMNS
+    assert len(set(WALK_COLUMNS)) == len(WALK_COLUMNS)
+    walk = tmp_path / 'walk.csv'
+    append_rows(str(walk), [{'device': 'cpu', 'p': '1.0'}],
+                columns=WALK_COLUMNS)
+    assert read_rows(str(walk))[0]['p'] == '1.0'
+    with pytest.raises(ValueError, match='other columns'):
+        append_rows(str(walk), [{'device': 'cpu'}])
+    shared = tmp_path / 'shared.csv'
+    append_rows(str(shared), [{'device': 'cpu'}])
+    with pytest.raises(ValueError, match='other columns'):
+        append_rows(str(shared), [{'device': 'cpu'}], columns=WALK_COLUMNS)
+
+
 def test_rounds_interleave_and_compare_within_a_round(tmp_path):
     """--rounds N measures every variant N times, in turn; each row's floor
     is the model-only row of its own round, and the report adds the median

@@ -17,6 +17,7 @@
     python -m pyg_fusesample.bench sage-curve --graph products \\
         --fanouts 15,10 --epochs 10 --num-workers 8
     python -m pyg_fusesample.bench spmm --graphs products reddit hub er
+    python -m pyg_fusesample.bench walk --graphs products reddit
     python -m pyg_fusesample.bench report benchmarks/results/x.csv
 
 Graphs are pyg_fusesample.datasets names: SYNTHETIC graphs with real
@@ -40,10 +41,24 @@ import sys
 import torch
 
 from .link import LINK_VARIANTS
+from .walk_runner import N2V_VARIANTS, WALK_VARIANTS
 
 
 def _fanout(text: str):
     return [int(k) for k in text.split(',')]
+
+
+def _walk_scale(text: str) -> str:
+    # 'small' (bench/walk_runner.py sizes it per graph) or a factor in (0, 1]
+    if text != 'small':
+        try:
+            ok = 0.0 < float(text) <= 1.0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise argparse.ArgumentTypeError(
+                f"expected 'small' or a number in (0, 1], got {text!r}")
+    return text
 
 
 def _positive(text: str) -> int:
@@ -185,6 +200,49 @@ def main(argv=None):
     sp.add_argument('--no-gcn', action='store_true')
     sp.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
     sp.add_argument('--out', default='benchmarks/results/spmm.csv')
+    wp = sub.add_parser('walk', help='random-walk throughput vs a memory '
+                        'bound, and Node2Vec training steps, fused vs '
+                        'torch_cluster (bench/walk_runner.py)')
+    wp.add_argument('--graphs', nargs='+', default=['products', 'reddit'])
+    wp.add_argument('--scale', type=_walk_scale, default='1.0',
+                    help="node-count factor of the graphs, or 'small' (about "
+                         "2,000 nodes each)")
+    wp.add_argument('--seed', type=int, default=0)
+    wp.add_argument('--variants', nargs='*', default=list(WALK_VARIANTS),
+                    help='walk-throughput variants (none: skip that part)')
+    wp.add_argument('--walks', type=int, default=0,
+                    help='walks per pass from random starts (0: one walk '
+                         'from every node)')
+    wp.add_argument('--walk-length', type=_positive, default=80,
+                    help='steps per walk')
+    wp.add_argument('--p', type=float, default=1.0,
+                    help='node2vec p of the *-node2vec walk variants')
+    wp.add_argument('--q', type=float, default=0.5,
+                    help='node2vec q of the *-node2vec walk variants')
+    wp.add_argument('--repeats', type=_positive, default=10,
+                    help='timed passes per walk variant (median)')
+    wp.add_argument('--warmup', type=int, default=2)
+    wp.add_argument('--variant-seconds', type=float, default=30.0,
+                    help='time cap per walk variant (warm-up + timed '
+                         'passes): slower variants get fewer timed passes, '
+                         'at least one, recorded in steps and note; 0: no '
+                         'cap')
+    wp.add_argument('--n2v-variants', nargs='*', default=list(N2V_VARIANTS))
+    wp.add_argument('--n2v-steps', type=int, default=50,
+                    help='timed Node2Vec training steps (0: skip that part)')
+    wp.add_argument('--n2v-warmup', type=int, default=5)
+    wp.add_argument('--n2v-batch-size', type=_positive, default=4096,
+                    help="seeds per Node2Vec step (PyG's example: 128 on "
+                         "Cora)")
+    wp.add_argument('--n2v-p', type=float, default=1.0)
+    wp.add_argument('--n2v-q', type=float, default=1.0)
+    wp.add_argument('--n2v-workers', type=int, default=0,
+                    help="loader workers of the 'pyg-node2vec' variant (CPU "
+                         "walks); the others walk on the device with 0")
+    wp.add_argument('--threads', type=int, default=None)
+    wp.add_argument('--device', default='cuda' if torch.cuda.is_available()
+                    else 'cpu')
+    wp.add_argument('--out', default='benchmarks/results/walk.csv')
     rp = sub.add_parser('report', help='markdown + PNG from a CSV')
     rp.add_argument('csv')
     args = parser.parse_args(argv)
@@ -198,6 +256,9 @@ def main(argv=None):
     if args.cmd == 'spmm':
         from . import spmm_runner
         return spmm_runner.main(args)
+    if args.cmd == 'walk':
+        from . import walk_runner
+        return walk_runner.main(args)
     from ..datasets import get_dataset
     from .csv_schema import append_rows
     from .link import LinkBench

@@ -18,24 +18,38 @@ COLUMNS = [
 # fresh_model_ms: the model-fresh floor (as many distinct pre-sampled batches
 # as the row takes, each used once), where that variant ran.
 
+# ``bench walk`` (bench/walk_runner.py): every column above (the same meaning
+# where it applies: step_ms = one pass of walks or one Node2Vec training
+# step, batch_size = walks per pass or Node2Vec seeds per step,
+# sampled_edges_per_s = walk steps per second), then these. A CSV holds one
+# schema or the other (append_rows(..., columns=WALK_COLUMNS)); readers of
+# COLUMNS files are unaffected.
+WALK_COLUMNS = COLUMNS + [
+    'task', 'walk_steps', 'p', 'q', 'walk_steps_per_s', 'sector_bytes',
+    'sectors_per_s', 'sectors_per_step', 'bound_steps_per_s', 'epoch_steps',
+    'epoch_s', 'note',
+]
 
-def append_rows(path: str, rows: Iterable[Dict]):
-    """Appends rows (missing columns left empty), writing the header once."""
+
+def append_rows(path: str, rows: Iterable[Dict],
+                columns: List[str] = COLUMNS):
+    """Appends rows (missing columns left empty), writing the header once;
+    a file with another header (another schema) is refused."""
     rows = list(rows)
     new = not os.path.exists(path) or os.path.getsize(path) == 0
     if not new:
         with open(path, newline='') as f:
             header = next(csv.reader(f), [])
-        if header != COLUMNS:
+        if header != columns:
             raise ValueError(f"{path} has other columns than this harness "
                              f"writes ({header}); write to a new file")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, 'a', newline='') as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction='raise')
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction='raise')
         if new:
             writer.writeheader()
         for row in rows:
-            writer.writerow({k: row.get(k, '') for k in COLUMNS})
+            writer.writerow({k: row.get(k, '') for k in columns})
 
 
 def read_rows(path: str) -> List[Dict[str, str]]:
