@@ -46,6 +46,21 @@ inline void check_compressed(const char* op, const char* ptr_name,
   check_same_device(op, idx_name, idx, ptr_name, ptr);
 }
 
+// An optional per-slot array of a compressed graph: 1-D, of `dtype`, one
+// entry per slot of `idx` (named `idx_name`), on the device of `ptr`.
+inline void check_slot_values(const char* op, const char* name,
+                              const c10::optional<at::Tensor>& t,
+                              at::ScalarType dtype, const char* idx_name,
+                              const at::Tensor& idx, const char* ptr_name,
+                              const at::Tensor& ptr) {
+  if (!t.has_value()) return;
+  check_1d(op, name, *t);
+  check_dtype(op, name, *t, dtype);
+  check_same_device(op, name, *t, ptr_name, ptr);
+  TORCH_CHECK(t->numel() == idx.numel(), op, ": '", name, "' has ", t->numel(),
+              " entries but '", idx_name, "' has ", idx.numel());
+}
+
 // A CSC graph: colptr [N + 1] int64 (64-bit offsets: graphs may have more
 // than 2^31 edges), row [E] int32/int64 sources sorted by target, optional
 // edge_id [E] int64 (original edge ids, i.e. the permutation CSC applied).
@@ -53,13 +68,8 @@ inline void check_csc(const char* op, const at::Tensor& colptr,
                       const at::Tensor& row,
                       const c10::optional<at::Tensor>& edge_id) {
   check_compressed(op, "colptr", colptr, "row", row, "num_nodes");
-  if (edge_id.has_value()) {
-    check_1d(op, "edge_id", *edge_id);
-    check_dtype(op, "edge_id", *edge_id, at::kLong);
-    check_same_device(op, "edge_id", *edge_id, "colptr", colptr);
-    TORCH_CHECK(edge_id->numel() == row.numel(), op, ": 'edge_id' has ",
-                edge_id->numel(), " entries but 'row' has ", row.numel());
-  }
+  check_slot_values(op, "edge_id", edge_id, at::kLong, "row", row, "colptr",
+                    colptr);
 }
 
 // A 1-D int64 index tensor on the graph's device (seeds, node sets).
@@ -135,7 +145,33 @@ inline void check_gather_rows(const char* op, const at::Tensor& src,
   TORCH_CHECK(src.dim() >= 1, op, ": 'src' must have at least 1 dimension");
   check_1d(op, "index", index);
   check_dtype(op, "index", index, at::kLong);
-  check_same_device(op, "index", index, "src", src);
+  // A GPU may read a pinned host 'src' (zero-copy); nothing else crosses.
+  if (!(index.is_cuda() && src.is_cpu() && src.is_pinned()))
+    check_same_device(op, "index", index, "src", src);
+}
+
+// gather_rows_cached's cache: src's row shape and dtype, and the slot of
+// every source row, on index's device.
+inline void check_row_cache(const char* op, const at::Tensor& src,
+                            const at::Tensor& cache,
+                            const at::Tensor& cache_slot,
+                            const at::Tensor& index, const at::Tensor& hits) {
+  check_gather_rows(op, src, index);
+  TORCH_CHECK(cache.dim() == src.dim() && cache.sizes().slice(1) ==
+                  src.sizes().slice(1) && cache.scalar_type() == src.scalar_type(),
+              op, ": 'cache' must hold rows of 'src' (shape [C",
+              src.sizes().slice(1), "], ", src.scalar_type(), "), got ",
+              cache.sizes(), " ", cache.scalar_type());
+  check_same_device(op, "cache", cache, "index", index);
+  check_1d(op, "cache_slot", cache_slot);
+  check_dtype(op, "cache_slot", cache_slot, at::kInt);
+  check_same_device(op, "cache_slot", cache_slot, "index", index);
+  TORCH_CHECK(cache_slot.numel() == src.size(0), op,
+              ": 'cache_slot' needs one entry per row of 'src' (", src.size(0),
+              "), got ", cache_slot.numel());
+  TORCH_CHECK(hits.numel() == 1 && hits.scalar_type() == at::kLong, op,
+              ": 'hits' must be a one-element int64 counter");
+  check_same_device(op, "hits", hits, "index", index);
 }
 
 // A floating-point tensor (features, edge values) on the device of `ref`.

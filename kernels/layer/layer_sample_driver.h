@@ -28,13 +28,8 @@ inline void check_inputs(const at::Tensor& colptr, const at::Tensor& row,
                          const c10::optional<at::Tensor>& node_cumsum,
                          const at::Tensor& seed, at::IntArrayRef num_samples) {
   check_csc(kOp, colptr, row, edge_id);
-  if (edge_value.has_value()) {
-    check_1d(kOp, "edge_value", *edge_value);
-    check_dtype(kOp, "edge_value", *edge_value, at::kDouble);
-    check_same_device(kOp, "edge_value", *edge_value, "colptr", colptr);
-    TORCH_CHECK(edge_value->numel() == row.numel(), kOp, ": 'edge_value' has ",
-                edge_value->numel(), " entries but 'row' has ", row.numel());
-  }
+  check_slot_values(kOp, "edge_value", edge_value, at::kDouble, "row", row,
+                    "colptr", colptr);
   if (node_cumsum.has_value()) {
     check_1d(kOp, "node_cumsum", *node_cumsum);
     check_dtype(kOp, "node_cumsum", *node_cumsum, at::kDouble);
@@ -59,9 +54,15 @@ LayerSampleResult layer_sample_driver(
     const at::Tensor& colptr, const at::Tensor& row,
     const c10::optional<at::Tensor>& edge_id,
     const c10::optional<at::Tensor>& edge_value,
-    const c10::optional<at::Tensor>& node_cumsum, const at::Tensor& seed,
+    const c10::optional<at::Tensor>& node_cumsum_arg, const at::Tensor& seed,
     at::IntArrayRef num_samples, int64_t rng_seed) {
-  check_inputs(colptr, row, edge_id, edge_value, node_cumsum, seed, num_samples);
+  check_inputs(colptr, row, edge_id, edge_value, node_cumsum_arg, seed,
+               num_samples);
+  // The draw kernels read the prefix sums as a flat array.
+  const auto node_cumsum =
+      node_cumsum_arg.has_value()
+          ? c10::optional<at::Tensor>(node_cumsum_arg->contiguous())
+          : c10::nullopt;
   const int64_t num_nodes = colptr.numel() - 1;
   const auto index = seed.options();
   const auto real = seed.options().dtype(at::kDouble);

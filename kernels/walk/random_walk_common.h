@@ -21,21 +21,10 @@ inline void check_inputs(const at::Tensor& rowptr, const at::Tensor& col,
                          const at::Tensor& start, int64_t walk_length,
                          double p, double q, double restart_prob) {
   check_compressed(kOp, "rowptr", rowptr, "col", col, "num_nodes");
-  if (edge_id.has_value()) {
-    check_1d(kOp, "edge_id", *edge_id);
-    check_dtype(kOp, "edge_id", *edge_id, at::kLong);
-    check_same_device(kOp, "edge_id", *edge_id, "rowptr", rowptr);
-    TORCH_CHECK(edge_id->numel() == col.numel(), kOp, ": 'edge_id' has ",
-                edge_id->numel(), " entries but 'col' has ", col.numel());
-  }
-  if (weight_cumsum.has_value()) {
-    check_1d(kOp, "weight_cumsum", *weight_cumsum);
-    check_dtype(kOp, "weight_cumsum", *weight_cumsum, at::kDouble);
-    check_same_device(kOp, "weight_cumsum", *weight_cumsum, "rowptr", rowptr);
-    TORCH_CHECK(weight_cumsum->numel() == col.numel(), kOp,
-                ": 'weight_cumsum' has ", weight_cumsum->numel(),
-                " entries but 'col' has ", col.numel());
-  }
+  check_slot_values(kOp, "edge_id", edge_id, at::kLong, "col", col, "rowptr",
+                    rowptr);
+  check_slot_values(kOp, "weight_cumsum", weight_cumsum, at::kDouble, "col",
+                    col, "rowptr", rowptr);
   TORCH_CHECK(start.dim() == 1 || start.dim() == 2, kOp,
               ": 'start' must be [S] (a start per walk) or [S, R] (R roots "
               "per multi-root walk), got shape ", start.sizes());
@@ -76,18 +65,35 @@ inline WalkParams make_params(int64_t walk_length, double p, double q,
   return w;
 }
 
-template <typename index_t>
-WalkGraph<index_t> make_graph(const at::Tensor& rowptr, const at::Tensor& col,
-                              const c10::optional<at::Tensor>& edge_id,
-                              const c10::optional<at::Tensor>& weight_cumsum) {
-  WalkGraph<index_t> g;
-  g.rowptr = rowptr.data_ptr<int64_t>();
-  g.col = col.data_ptr<index_t>();
-  g.edge_id = edge_id.has_value() ? edge_id->data_ptr<int64_t>() : nullptr;
-  g.weight_cumsum =
-      weight_cumsum.has_value() ? weight_cumsum->data_ptr<double>() : nullptr;
-  return g;
-}
+// The op's tensors, contiguous (the kernels index them as flat arrays).
+struct WalkInputs {
+  at::Tensor rowptr, col, start;
+  c10::optional<at::Tensor> edge_id, weight_cumsum;
+
+  WalkInputs(const at::Tensor& rowptr_, const at::Tensor& col_,
+             const c10::optional<at::Tensor>& edge_id_,
+             const c10::optional<at::Tensor>& weight_cumsum_,
+             const at::Tensor& start_)
+      : rowptr(rowptr_.contiguous()), col(col_.contiguous()),
+        start(start_.contiguous()) {
+    if (edge_id_.has_value()) edge_id = edge_id_->contiguous();
+    if (weight_cumsum_.has_value()) weight_cumsum = weight_cumsum_->contiguous();
+  }
+
+  int64_t num_walks() const { return start.size(0); }
+  int64_t num_nodes() const { return rowptr.numel() - 1; }
+
+  template <typename index_t>
+  WalkGraph<index_t> graph() const {
+    WalkGraph<index_t> g;
+    g.rowptr = rowptr.data_ptr<int64_t>();
+    g.col = col.data_ptr<index_t>();
+    g.edge_id = edge_id.has_value() ? edge_id->data_ptr<int64_t>() : nullptr;
+    g.weight_cumsum =
+        weight_cumsum.has_value() ? weight_cumsum->data_ptr<double>() : nullptr;
+    return g;
+  }
+};
 
 }  // namespace walk
 }  // namespace fusesample

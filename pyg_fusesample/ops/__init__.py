@@ -2,7 +2,8 @@
 from .aggregate import SampleAggregateOutput, sample_aggregate
 from .layer import LayerSampleOutput, layer_sample
 from .sampling import (NeighborSampleOutput, PendingNeighborSample,
-                       csc_from_coo, gather_rows, gather_rows_list,
+                       csc_from_coo, gather_rows, gather_rows_cached,
+                       gather_rows_list,
                        induced_subgraph,
                        neighbor_sample, neighbor_sample_async)
 from .sage_tree import sage_tree
@@ -11,7 +12,8 @@ from .walk import random_walk
 
 __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
            'neighbor_sample_async', 'induced_subgraph',
-           'csc_from_coo', 'gather_rows', 'gather_rows_list', 'SampleAggregateOutput',
+           'csc_from_coo', 'gather_rows', 'gather_rows_cached',
+           'gather_rows_list', 'SampleAggregateOutput',
            'TypeSplit', 'split_by_type',
            'sample_aggregate', 'sage_tree', 'random_walk',
            'LayerSampleOutput', 'layer_sample']

@@ -221,8 +221,24 @@ def gather_rows(src: Tensor, index: Tensor, check_index: bool = True
     row copy on CUDA. ``check_index=False`` skips the range check (and its
     host sync on CUDA) when the caller guarantees ``0 <= index < len(src)``;
     the CUDA kernel then writes zeros for a bad index instead of reading out
-    of bounds."""
+    of bounds.
+
+    With :obj:`index` on a GPU, :obj:`src` may live in pinned host memory
+    (``src.pin_memory()``): the kernel reads its rows zero-copy over the
+    host link and returns them on the GPU. A CPU :obj:`src` that is not
+    pinned is refused (never copied whole behind the caller's back)."""
     return _ops.gather_rows(src, index, check_index)
+
+
+def gather_rows_cached(src: Tensor, cache: Tensor, cache_slot: Tensor,
+                       index: Tensor, hits: Tensor) -> Tensor:
+    r"""``src[index]`` through a cache of rows: row ``index[i]`` comes from
+    ``cache[cache_slot[index[i]]]`` where that slot is >= 0, else from
+    :obj:`src` (typically pinned host memory read zero-copy, the cache on
+    the GPU); one kernel on CUDA. Adds the number of rows the cache served
+    to ``hits[0]`` (an int64 counter on the device of :obj:`index`), with
+    no host synchronisation. :obj:`index` must lie in ``[0, len(src))``."""
+    return _ops.gather_rows_cached(src, cache, cache_slot, index, hits)
 
 
 def gather_rows_list(src: List[Tensor], index: Tensor,
@@ -302,4 +318,9 @@ def _csc_from_coo_fake(row, col, num_nodes):
 
 @torch.library.register_fake('fusesample::gather_rows')
 def _gather_rows_fake(src, index, check_index=True):
-    return src.new_empty((index.numel(), *src.shape[1:]))
+    return src.new_empty((index.numel(), *src.shape[1:]), device=index.device)
+
+
+@torch.library.register_fake('fusesample::gather_rows_cached')
+def _gather_rows_cached_fake(src, cache, cache_slot, index, hits):
+    return src.new_empty((index.numel(), *src.shape[1:]), device=index.device)

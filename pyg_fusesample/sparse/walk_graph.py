@@ -80,12 +80,7 @@ class WalkGraph:
                             or int(edge_index.max()) >= num_nodes):
             raise ValueError(f"random_walk: 'edge_index' holds ids outside "
                              f"[0, {num_nodes})")
-        # int64 keys: row * N + col overflows int32 past 46,340 nodes.
-        perm = torch.argsort(row * num_nodes + col, stable=True)
-        return cls._build(row[perm], col[perm], perm, num_nodes,
-                          None if edge_weight is None
-                          else _checked_weight(edge_weight, row.numel())[
-                              perm.to(edge_weight.device)])
+        return cls._build(row, col, num_nodes, edge_weight)
 
     @classmethod
     def from_csr(cls, rowptr: Tensor, col: Tensor,
@@ -108,20 +103,22 @@ class WalkGraph:
         if col.numel() and (int(col.min()) < 0 or int(col.max()) >= num_nodes):
             raise ValueError(f"random_walk: 'col' holds ids outside "
                              f"[0, {num_nodes})")
-        perm = torch.argsort(row * num_nodes + col, stable=True)
-        return cls._build(row[perm], col[perm], perm, num_nodes,
-                          None if edge_weight is None
-                          else _checked_weight(edge_weight, col.numel())[
-                              perm.to(edge_weight.device)])
+        return cls._build(row, col, num_nodes, edge_weight)
 
     @classmethod
-    def _build(cls, row: Tensor, col: Tensor, edge_id: Tensor, num_nodes: int,
-               weight: Optional[Tensor]) -> 'WalkGraph':
-        # row/col/edge_id are sorted by (row, col); weight in that order.
+    def _build(cls, row: Tensor, col: Tensor, num_nodes: int,
+               edge_weight: Optional[Tensor]) -> 'WalkGraph':
+        # Edge e goes row[e] -> col[e] (int64, checked); its id is e.
+        weight = None if edge_weight is None else _checked_weight(
+            edge_weight, row.numel())
+        # int64 keys: row * N + col overflows int32 past 46,340 nodes.
+        edge_id = torch.argsort(row * num_nodes + col, stable=True)
+        row, col = row[edge_id], col[edge_id]
         device = row.device
         cumsum = None
         if weight is not None:
-            w = weight.detach().cpu().to(torch.float64)
+            w = weight[edge_id.to(weight.device)].detach().cpu().to(
+                torch.float64)
             keep = (w > 0).to(device)
             row, col, edge_id = row[keep], col[keep], edge_id[keep]
             w = w[keep.cpu()]

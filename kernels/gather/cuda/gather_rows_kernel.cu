@@ -1,7 +1,14 @@
-// CUDA kernel of fusesample::gather_rows (contract: ../gather_rows.cpp).
-// Rows are copied as vectors of the widest width that divides the row size
-// and the two base addresses (16, 8, 4, 2 or 1 bytes); a thread per vector,
-// so consecutive threads read consecutive bytes of a row.
+// CUDA kernels of fusesample::gather_rows and gather_rows_cached (contract:
+// ../gather_rows.cpp). Rows are copied as vectors of the widest width that
+// divides the row size and the base addresses (16, 8, 4, 2 or 1 bytes); a
+// thread per vector, so consecutive threads read consecutive bytes of a row
+// -- which also makes the reads of a pinned host 'src' (zero-copy over the
+// host link) whole 128-byte requests once a row is 128 bytes or more.
+//
+// A pinned host tensor's address is valid on the device: with unified
+// virtual addressing (every 64-bit CUDA platform) memory that cudaHostAlloc
+// pinned -- PyTorch's pin_memory() -- is mapped into the device's address
+// space at the same address.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -16,42 +23,101 @@ namespace fusesample {
 namespace {
 
 constexpr const char* kOp = "fusesample::gather_rows";
+constexpr const char* kOpCached = "fusesample::gather_rows_cached";
 constexpr int kThreads = 256;
 
-template <typename vec_t>
+// kCached: rows whose slot_of entry is >= 0 come from `cache`, and the warp
+// adds how many of its rows did to *hits (one atomic per warp and pass).
+template <typename vec_t, bool kCached>
 __global__ void gather_rows_kernel(const vec_t* __restrict__ src,
+                                   const vec_t* __restrict__ cache,
+                                   const int32_t* __restrict__ slot_of,
                                    const int64_t* __restrict__ index,
                                    vec_t* __restrict__ dst, int64_t rows,
-                                   int64_t vecs_per_row, int64_t src_rows) {
+                                   int64_t vecs_per_row, int64_t src_rows,
+                                   unsigned long long* __restrict__ hits) {
   const int64_t total = rows * vecs_per_row;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < total; i += stride) {
     const int64_t r = i / vecs_per_row;
+    const int64_t k = i - r * vecs_per_row;
     const int64_t s = index[r];
-    dst[i] = (s >= 0 && s < src_rows) ? src[s * vecs_per_row + (i - r * vecs_per_row)]
-                                      : vec_t{};
+    vec_t v{};
+    bool hit = false;
+    if (s >= 0 && s < src_rows) {
+      const int32_t c = kCached ? slot_of[s] : -1;
+      hit = c >= 0;
+      v = hit ? cache[static_cast<int64_t>(c) * vecs_per_row + k]
+              : src[s * vecs_per_row + k];
+    }
+    dst[i] = v;
+    if (kCached) {
+      const unsigned active = __activemask();
+      const unsigned counted = __ballot_sync(active, hit && k == 0);
+      if (counted != 0 && (threadIdx.x & 31) == __ffs(active) - 1)
+        atomicAdd(hits, static_cast<unsigned long long>(__popc(counted)));
+    }
   }
 }
 
-template <typename vec_t>
-void launch(const at::Tensor& src, const at::Tensor& index, at::Tensor& out,
-            int64_t row_bytes) {
+template <typename vec_t, bool kCached>
+void launch(const at::Tensor& src, const at::Tensor* cache,
+            const at::Tensor* cache_slot, const at::Tensor& index,
+            at::Tensor& out, int64_t row_bytes, at::Tensor* hits) {
   const int64_t rows = index.numel();
   const int64_t vecs = row_bytes / static_cast<int64_t>(sizeof(vec_t));
   const int64_t total = rows * vecs;
   const int64_t blocks = grid_blocks(total, kThreads, 16);
-  gather_rows_kernel<vec_t><<<blocks, kThreads, 0,
-                              at::cuda::getCurrentCUDAStream()>>>(
-      reinterpret_cast<const vec_t*>(src.data_ptr()), index.data_ptr<int64_t>(),
-      reinterpret_cast<vec_t*>(out.data_ptr()), rows, vecs, src.size(0));
+  gather_rows_kernel<vec_t, kCached><<<blocks, kThreads, 0,
+                                       at::cuda::getCurrentCUDAStream()>>>(
+      reinterpret_cast<const vec_t*>(src.data_ptr()),
+      kCached ? reinterpret_cast<const vec_t*>(cache->data_ptr()) : nullptr,
+      kCached ? cache_slot->data_ptr<int32_t>() : nullptr,
+      index.data_ptr<int64_t>(), reinterpret_cast<vec_t*>(out.data_ptr()),
+      rows, vecs, src.size(0),
+      kCached ? reinterpret_cast<unsigned long long*>(hits->data_ptr<int64_t>())
+              : nullptr);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// A host src is read where it is: it must be contiguous already (a copy
+// would be neither pinned nor free).
+at::Tensor contiguous_src(const char* op, const at::Tensor& src) {
+  if (src.is_cuda()) return src.contiguous();
+  TORCH_CHECK(src.is_contiguous(), op,
+              ": a pinned host 'src' must be contiguous (it is read in place "
+              "by the GPU)");
+  return src;
+}
+
+// The gather with the widest vector the addresses and row size allow.
+template <bool kCached>
+at::Tensor gather(const at::Tensor& src, const at::Tensor* cache,
+                  const at::Tensor* cache_slot, const at::Tensor& index,
+                  at::Tensor* hits) {
+  auto sizes = src.sizes().vec();
+  sizes[0] = index.numel();
+  auto out = at::empty(sizes, src.options().device(index.device()));
+  const int64_t row_bytes = src.numel() == 0 ? 0
+      : static_cast<int64_t>(src.nbytes() / src.size(0));
+  if (out.numel() == 0 || row_bytes == 0) return out;
+  auto a = reinterpret_cast<std::uintptr_t>(src.data_ptr()) |
+           reinterpret_cast<std::uintptr_t>(out.data_ptr()) |
+           static_cast<std::uintptr_t>(row_bytes);
+  if (kCached) a |= reinterpret_cast<std::uintptr_t>(cache->data_ptr());
+  if (a % 16 == 0) launch<uint4, kCached>(src, cache, cache_slot, index, out, row_bytes, hits);
+  else if (a % 8 == 0) launch<uint2, kCached>(src, cache, cache_slot, index, out, row_bytes, hits);
+  else if (a % 4 == 0) launch<uint32_t, kCached>(src, cache, cache_slot, index, out, row_bytes, hits);
+  else if (a % 2 == 0) launch<uint16_t, kCached>(src, cache, cache_slot, index, out, row_bytes, hits);
+  else launch<uint8_t, kCached>(src, cache, cache_slot, index, out, row_bytes, hits);
+  return out;
 }
 
 at::Tensor gather_rows_cuda(const at::Tensor& src, const at::Tensor& index,
                             bool check_index) {
   check_gather_rows(kOp, src, index);
-  c10::cuda::CUDAGuard guard(src.device());
+  c10::cuda::CUDAGuard guard(index.device());
   if (check_index && index.numel() > 0) {
     const auto minmax = at::aminmax(index);  // the documented host sync
     const int64_t lo = std::get<0>(minmax).item<int64_t>();
@@ -59,29 +125,26 @@ at::Tensor gather_rows_cuda(const at::Tensor& src, const at::Tensor& index,
     TORCH_CHECK(lo >= 0 && hi < src.size(0), kOp, ": 'index' holds ids in [",
                 lo, ", ", hi, "] but must lie in [0, ", src.size(0), ")");
   }
-  const auto src_c = src.contiguous();
-  const auto index_c = index.contiguous();
-  auto sizes = src.sizes().vec();
-  sizes[0] = index.numel();
-  auto out = at::empty(sizes, src.options());
-  const int64_t row_bytes = src.numel() == 0 ? 0
-      : static_cast<int64_t>(src_c.nbytes() / src.size(0));
-  if (out.numel() == 0 || row_bytes == 0) return out;
-  const auto a = reinterpret_cast<std::uintptr_t>(src_c.data_ptr()) |
-                 reinterpret_cast<std::uintptr_t>(out.data_ptr()) |
-                 static_cast<std::uintptr_t>(row_bytes);
-  if (a % 16 == 0) launch<uint4>(src_c, index_c, out, row_bytes);
-  else if (a % 8 == 0) launch<uint2>(src_c, index_c, out, row_bytes);
-  else if (a % 4 == 0) launch<uint32_t>(src_c, index_c, out, row_bytes);
-  else if (a % 2 == 0) launch<uint16_t>(src_c, index_c, out, row_bytes);
-  else launch<uint8_t>(src_c, index_c, out, row_bytes);
-  return out;
+  return gather<false>(contiguous_src(kOp, src), nullptr, nullptr,
+                       index.contiguous(), nullptr);
+}
+
+at::Tensor gather_rows_cached_cuda(const at::Tensor& src, const at::Tensor& cache,
+                                   const at::Tensor& cache_slot,
+                                   const at::Tensor& index, at::Tensor& hits) {
+  check_row_cache(kOpCached, src, cache, cache_slot, index, hits);
+  c10::cuda::CUDAGuard guard(index.device());
+  const auto cache_c = cache.contiguous();
+  const auto slot_c = cache_slot.contiguous();
+  return gather<true>(contiguous_src(kOpCached, src), &cache_c, &slot_c,
+                      index.contiguous(), &hits);
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(fusesample, CUDA, m) {
   m.impl("gather_rows", &gather_rows_cuda);
+  m.impl("gather_rows_cached", &gather_rows_cached_cuda);
 }
 
 }  // namespace fusesample

@@ -47,23 +47,10 @@ struct CpuKernels {
   }
 };
 
-LayerSampleResult layer_sample_cpu(
-    const at::Tensor& colptr, const at::Tensor& row,
-    const c10::optional<at::Tensor>& edge_id,
-    const c10::optional<at::Tensor>& edge_value,
-    const c10::optional<at::Tensor>& node_cumsum, const at::Tensor& seed,
-    at::IntArrayRef num_samples, int64_t rng_seed) {
-  const auto cumsum = node_cumsum.has_value()
-                          ? c10::optional<at::Tensor>(node_cumsum->contiguous())
-                          : c10::nullopt;
-  return layer_sample_driver<CpuKernels>(colptr, row, edge_id, edge_value,
-                                         cumsum, seed, num_samples, rng_seed);
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(fusesample, CPU, m) {
-  m.impl("layer_sample", &layer_sample_cpu);
+  m.impl("layer_sample", &layer_sample_driver<CpuKernels>);
 }
 
 }  // namespace layer

@@ -83,11 +83,9 @@ LayerSampleResult layer_sample_cuda(
     const c10::optional<at::Tensor>& node_cumsum, const at::Tensor& seed,
     at::IntArrayRef num_samples, int64_t rng_seed) {
   c10::cuda::CUDAGuard guard(colptr.device());
-  const auto cumsum = node_cumsum.has_value()
-                          ? c10::optional<at::Tensor>(node_cumsum->contiguous())
-                          : c10::nullopt;
   return layer_sample_driver<CudaKernels>(colptr, row, edge_id, edge_value,
-                                          cumsum, seed, num_samples, rng_seed);
+                                          node_cumsum, seed, num_samples,
+                                          rng_seed);
 }
 
 }  // namespace

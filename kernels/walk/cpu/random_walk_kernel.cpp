@@ -21,19 +21,11 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cpu(
     int64_t rng_seed, bool return_edge) {
   check_inputs(rowptr, col, edge_id, weight_cumsum, start, walk_length, p, q,
                restart_prob);
-  const auto rowptr_c = rowptr.contiguous();
-  const auto col_c = col.contiguous();
-  const auto edge_id_c = edge_id.has_value()
-                             ? c10::optional<at::Tensor>(edge_id->contiguous())
-                             : c10::nullopt;
-  const auto cumsum_c =
-      weight_cumsum.has_value()
-          ? c10::optional<at::Tensor>(weight_cumsum->contiguous())
-          : c10::nullopt;
-  const auto start_c = start.contiguous();
-  const int64_t num_walks = start_c.size(0);
+  const WalkInputs in(rowptr, col, edge_id, weight_cumsum, start);
+  const auto& start_c = in.start;
+  const int64_t num_walks = in.num_walks();
   const int64_t roots = roots_per_walk(start_c);
-  const int64_t num_nodes = rowptr_c.numel() - 1;
+  const int64_t num_nodes = in.num_nodes();
 
   const int64_t* s = start_c.data_ptr<int64_t>();
   for (int64_t i = 0; i < start_c.numel(); ++i)
@@ -50,8 +42,8 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cpu(
     return edge_out == nullptr ? nullptr : edge_out + i * walk_length;
   };
 
-  AT_DISPATCH_INDEX_TYPES(col_c.scalar_type(), "random_walk_cpu", [&] {
-    const auto g = make_graph<index_t>(rowptr_c, col_c, edge_id_c, cumsum_c);
+  AT_DISPATCH_INDEX_TYPES(in.col.scalar_type(), "random_walk_cpu", [&] {
+    const auto g = in.graph<index_t>();
     // A walk costs walk_length steps, so small grains already amortise the
     // scheduling.
     at::parallel_for(0, num_walks, 64, [&](int64_t lo, int64_t hi) {

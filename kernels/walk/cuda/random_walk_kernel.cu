@@ -86,17 +86,9 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
   check_inputs(rowptr, col, edge_id, weight_cumsum, start, walk_length, p, q,
                restart_prob);
   c10::cuda::CUDAGuard guard(rowptr.device());
-  const auto rowptr_c = rowptr.contiguous();
-  const auto col_c = col.contiguous();
-  const auto edge_id_c = edge_id.has_value()
-                             ? c10::optional<at::Tensor>(edge_id->contiguous())
-                             : c10::nullopt;
-  const auto cumsum_c =
-      weight_cumsum.has_value()
-          ? c10::optional<at::Tensor>(weight_cumsum->contiguous())
-          : c10::nullopt;
-  const auto start_c = start.contiguous();
-  const int64_t num_walks = start_c.size(0);
+  const WalkInputs in(rowptr, col, edge_id, weight_cumsum, start);
+  const auto& start_c = in.start;
+  const int64_t num_walks = in.num_walks();
   const int64_t roots = roots_per_walk(start_c);
   auto node = at::empty({num_walks, roots + walk_length}, start.options());
   auto edge = at::empty({return_edge ? num_walks : 0, walk_length},
@@ -107,17 +99,17 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
   const WalkParams w = make_params(walk_length, p, q, restart_prob, rng_seed);
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int64_t blocks = grid_blocks(num_walks, kThreads, 8);
-  AT_DISPATCH_INDEX_TYPES(col_c.scalar_type(), "random_walk_cuda", [&] {
-    const auto g = make_graph<index_t>(rowptr_c, col_c, edge_id_c, cumsum_c);
+  AT_DISPATCH_INDEX_TYPES(in.col.scalar_type(), "random_walk_cuda", [&] {
+    const auto g = in.graph<index_t>();
     if (start_c.dim() == 1) {
       random_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
-          g, w, start_c.data_ptr<int64_t>(), num_walks, rowptr_c.numel() - 1,
+          g, w, start_c.data_ptr<int64_t>(), num_walks, in.num_nodes(),
           node.data_ptr<int64_t>(), edge_out);
     } else {
       auto frontier = at::empty({num_walks, roots}, start.options());
       multi_root_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
           g, w, start_c.data_ptr<int64_t>(), num_walks, roots,
-          rowptr_c.numel() - 1, frontier.data_ptr<int64_t>(),
+          in.num_nodes(), frontier.data_ptr<int64_t>(),
           node.data_ptr<int64_t>(), edge_out);
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -1,0 +1,119 @@
+"""GPUFeatureCache and the gathers it rests on: fusesample::gather_rows from
+pinned host memory (zero-copy on a GPU) and gather_rows_cached."""
+import pytest
+import torch
+
+from conftest import devices
+from pyg_fusesample.ops import gather_rows, gather_rows_cached
+from pyg_fusesample.sampler import GPUFeatureCache
+
+
+def _src(n=100, f=12, dtype=torch.float32):
+    return torch.randn(n, f, generator=torch.Generator().manual_seed(0)).to(dtype)
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16, torch.int64])
+def test_cached_gather_equals_index_select(device, dtype):
+    src = _src(dtype=dtype)
+    host = src.pin_memory() if device == 'cuda' else src
+    slot = torch.full((100, ), -1, dtype=torch.int32)
+    cached = torch.tensor([3, 50, 7, 99])
+    slot[cached] = torch.arange(4, dtype=torch.int32)
+    cache = src[cached].to(device)
+    index = torch.randint(100, (500, ), generator=torch.Generator().manual_seed(1))
+    hits = torch.zeros(1, dtype=torch.long, device=device)
+    out = gather_rows_cached(host, cache, slot.to(device), index.to(device), hits)
+    assert out.device.type == device
+    assert torch.equal(out.cpu(), src[index])
+    assert int(hits) == int(torch.isin(index, cached).sum())
+
+
+def test_cached_rows_come_from_the_cache():
+    # A cache whose rows differ from src shows which one was read.
+    src = _src()
+    slot = torch.full((100, ), -1, dtype=torch.int32)
+    slot[5] = 0
+    cache = torch.full((1, 12), 7.0)
+    out = gather_rows_cached(src, cache, slot, torch.tensor([5, 6, 5]),
+                             torch.zeros(1, dtype=torch.long))
+    assert torch.equal(out[0], cache[0]) and torch.equal(out[2], cache[0])
+    assert torch.equal(out[1], src[6])
+
+
+def test_cached_gather_errors():
+    src = _src()
+    slot = torch.full((100, ), -1, dtype=torch.int32)
+    hits = torch.zeros(1, dtype=torch.long)
+    index = torch.tensor([1])
+    with pytest.raises(RuntimeError, match="'cache' must hold rows of 'src'"):
+        gather_rows_cached(src, torch.zeros(1, 5), slot, index, hits)
+    with pytest.raises(RuntimeError, match="'cache_slot' must be Int"):
+        gather_rows_cached(src, src[:1], slot.long(), index, hits)
+    with pytest.raises(RuntimeError, match="one entry per row"):
+        gather_rows_cached(src, src[:1], slot[:5], index, hits)
+    with pytest.raises(RuntimeError, match="one-element int64 counter"):
+        gather_rows_cached(src, src[:1], slot, index, torch.zeros(2))
+    with pytest.raises(RuntimeError, match="holds ids"):
+        gather_rows_cached(src, src[:1], slot, torch.tensor([100]), hits)
+
+
+def test_opcheck():
+    src = _src()
+    slot = torch.full((100, ), -1, dtype=torch.int32)
+    slot[2] = 0
+    torch.library.opcheck(
+        torch.ops.fusesample.gather_rows_cached.default,
+        (src, src[2:3].clone(), slot, torch.tensor([2, 4]),
+         torch.zeros(1, dtype=torch.long)))
+
+
+@pytest.mark.parametrize('device', devices())
+def test_feature_cache_by_degree(device):
+    src = _src()
+    host = src.pin_memory() if device == 'cuda' else src
+    # Node 9 has 5 out-edges, node 4 has 3, node 1 has 2, the rest 0 or 1.
+    edge_index = torch.tensor([[9, 9, 9, 9, 9, 4, 4, 4, 1, 1, 0],
+                               [0, 1, 2, 3, 5, 6, 7, 8, 2, 3, 4]])
+    row_bytes = 12 * 4
+    cache = GPUFeatureCache.from_degree(host, edge_index, 2 * row_bytes + 7,
+                                        device)
+    assert cache.capacity == 2 and cache.cached.tolist() == [9, 4]
+    index = torch.tensor([9, 4, 1, 9, 0], device=device)
+    assert torch.equal(cache.gather(index).cpu(), src[index.cpu()])
+    assert cache.hit_rate == pytest.approx(3 / 5)
+    cache.reset_stats()
+    assert cache.hit_rate == 0.0
+
+
+def test_feature_cache_refresh_from_recorded_batches():
+    src = _src()
+    cache = GPUFeatureCache(src, 3 * 12 * 4, 'cpu')
+    assert cache.capacity == 3 and cache.cached.numel() == 0
+    for _ in range(3):
+        cache.record(torch.tensor([42, 42, 17, 8, 8, 8]))
+    cache.record(torch.tensor([1]))
+    cache.refresh()
+    assert cache.cached.tolist() == [8, 42, 17]
+    out = cache.gather(torch.tensor([8, 1]))
+    assert torch.equal(out, src[[8, 1]]) and cache.hit_rate == 0.5
+    assert 'GPUFeatureCache(3/100 rows' in repr(cache)
+
+
+def test_feature_cache_errors():
+    with pytest.raises(ValueError, match="'cache_bytes' must be"):
+        GPUFeatureCache(_src(), -1, 'cpu')
+    with pytest.raises(ValueError, match="one score per row"):
+        GPUFeatureCache(_src(), 100, 'cpu', hotness=torch.ones(3))
+
+
+@pytest.mark.cuda
+def test_gather_rows_from_pinned_host_memory():
+    src = _src(n=1000, f=128)
+    index = torch.randint(1000, (4096, ), device='cuda')
+    out = gather_rows(src.pin_memory(), index)
+    assert out.is_cuda and torch.equal(out.cpu(), src[index.cpu()])
+    with pytest.raises(RuntimeError, match="is on cpu"):
+        gather_rows(src, index)  # not pinned: refused, never copied
+    with pytest.raises(ValueError, match="pinned memory"):
+        GPUFeatureCache(src, 1024, 'cuda')
