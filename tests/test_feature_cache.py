@@ -117,3 +117,27 @@ def test_gather_rows_from_pinned_host_memory():
         gather_rows(src, index)  # not pinned: refused, never copied
     with pytest.raises(ValueError, match="pinned memory"):
         GPUFeatureCache(src, 1024, 'cuda')
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('prefetch', [False, 'thread'])
+def test_loader_gathers_pinned_host_features(prefetch):
+    # The graph on the GPU, x in pinned host memory: batches equal those of
+    # x on the GPU, with x gathered onto the GPU.
+    from torch_geometric.data import Data
+    from pyg_fusesample import FusedNeighborLoader
+    g = torch.Generator().manual_seed(0)
+    n = 500
+    data = Data(x=torch.randn(n, 32, generator=g),
+                y=torch.randint(4, (n, ), generator=g),
+                edge_index=torch.randint(n, (2, 5000), generator=g))
+    on_gpu = data.clone().to('cuda')
+    pinned = on_gpu.clone()
+    pinned.x = data.x.pin_memory()
+
+    def batches(d):
+        return list(FusedNeighborLoader(d, num_neighbors=[5, 5], batch_size=64,
+                                        seed=3, prefetch=prefetch))
+    for a, b in zip(batches(on_gpu), batches(pinned)):
+        assert b.x.is_cuda and torch.equal(a.x, b.x)
+        assert torch.equal(a.n_id, b.n_id)

@@ -22,7 +22,8 @@
 //                         seeds[b * batch_size : (b + 1) * batch_size];
 //     keys                one RNG key per batch (so ceil or floor of
 //                         S / batch_size batches: drop_last is the caller's);
-//     node_attrs          [N, ...] tensors on the graph's device, gathered by
+//     node_attrs          [N, ...] tensors on the graph's device (or, for a
+//                         GPU graph, in pinned host memory), gathered by
 //                         the batch's node ids; edge_attrs [E, ...] by its
 //                         global edge ids (edge_id's values, which must be
 //                         < E; E may exceed the CSC's edges);
@@ -104,7 +105,9 @@ void check_attrs(const char* name, const std::vector<at::Tensor>& attrs,
     TORCH_CHECK(t.dim() >= 1 && (t.size(0) == rows || (at_least && t.size(0) > rows)),
                 kClass, ": '", name, "[", i, "]' must have ", at_least ? "at least " : "",
                 rows, " rows (", rows_name, "), got shape ", t.sizes());
-    check_same_device(kClass, name, t, "colptr", colptr);
+    // A GPU gathers pinned host rows in place (gather_rows, zero-copy).
+    if (!(colptr.is_cuda() && t.is_cpu() && t.is_pinned()))
+      check_same_device(kClass, name, t, "colptr", colptr);
   }
 }
 
@@ -228,7 +231,8 @@ class BatchPrefetcher : public torch::CustomClassHolder {
     for (const auto* t : {&edge_id_, &edge_time_, &seed_time_, &weight_cumsum_})
       if (*t) (*t)->record_stream(*stream_);
     for (const auto* attrs : {&node_attrs_, &edge_attrs_})
-      for (const at::Tensor& t : *attrs) t.record_stream(*stream_);
+      for (const at::Tensor& t : *attrs)
+        if (t.device() == colptr_.device()) t.record_stream(*stream_);
   }
 
   void run() {

@@ -54,7 +54,16 @@ class StorePlan:
     def _rows(self, kind: str, device: torch.device) -> List[str]:
         return [key for key, k, dim, value in self.entries
                 if k == kind and dim == 0 and isinstance(value, Tensor)
-                and value.device == device]
+                and _gathered_on(value, device)]
+
+
+def _gathered_on(value: Tensor, device: torch.device) -> bool:
+    # Rows the sampling device gathers: those in its memory, and those in
+    # pinned host memory, which a GPU reads in place (zero-copy; pinning an
+    # attribute is how a user asks for that: features larger than the GPU).
+    return value.device == device or (
+        device.type == 'cuda' and value.device.type == 'cpu'
+        and value.is_pinned())
 
 
 def signature(store) -> tuple:
