@@ -141,3 +141,46 @@ def test_loader_gathers_pinned_host_features(prefetch):
     for a, b in zip(batches(on_gpu), batches(pinned)):
         assert b.x.is_cuda and torch.equal(a.x, b.x)
         assert torch.equal(a.n_id, b.n_id)
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('prefetch', [False, 'thread'])
+def test_loader_with_feature_cache(device, prefetch):
+    from torch_geometric.data import Data
+    from pyg_fusesample import FusedNeighborLoader
+    g = torch.Generator().manual_seed(0)
+    n = 400
+    data = Data(x=torch.randn(n, 16, generator=g),
+                y=torch.randint(4, (n, ), generator=g),
+                edge_index=torch.randint(n, (2, 4000), generator=g)).to(device)
+    host_x = data.x.cpu().pin_memory() if device == 'cuda' else data.x
+    cache = GPUFeatureCache.from_degree(host_x, data.edge_index, 50 * 16 * 4,
+                                        device)
+    cached = data.clone()
+    cached.x = host_x
+
+    def batches(d, **kwargs):
+        return list(FusedNeighborLoader(d, num_neighbors=[5, 5], batch_size=64,
+                                        seed=3, prefetch=prefetch, **kwargs))
+    for a, b in zip(batches(data), batches(cached, feature_cache={'x': cache})):
+        assert torch.equal(a.n_id, b.n_id)
+        assert b.x.device == a.x.device and torch.equal(a.x, b.x)
+        assert torch.equal(a.y, b.y)
+    assert 0.0 < cache.hit_rate < 1.0
+
+
+def test_loader_feature_cache_errors():
+    from torch_geometric.data import Data
+    from pyg_fusesample import FusedNeighborLoader
+    data = Data(x=torch.randn(10, 4), edge_index=torch.randint(10, (2, 30)))
+    cache = GPUFeatureCache(data.x, 64, 'cpu')
+    with pytest.raises(TypeError, match="must map attribute names"):
+        FusedNeighborLoader(data, [2], feature_cache={'x': data.x})
+    with pytest.raises(ValueError, match="not a node attribute"):
+        FusedNeighborLoader(data, [2], feature_cache={'z': cache})
+    with pytest.raises(ValueError, match="num_workers=0"):
+        FusedNeighborLoader(data, [2], feature_cache={'x': cache},
+                            num_workers=1)
+    with pytest.raises(ValueError, match="holds rows of shape"):
+        FusedNeighborLoader(data, [2], feature_cache={
+            'x': GPUFeatureCache(torch.randn(10, 5), 64, 'cpu')})

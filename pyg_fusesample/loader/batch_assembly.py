@@ -32,7 +32,10 @@ class StorePlan:
     ``torch_geometric.loader.utils.filter_data`` classifies them; and the
     node (edge) attributes gathered row by row on the sampling device (those
     on it, concatenated along dim 0)."""
-    def __init__(self, store, parent, device: torch.device):
+    def __init__(self, store, parent, device: torch.device,
+                 skip: tuple = ()):
+        # skip: node attributes gathered elsewhere (a GPUFeatureCache).
+        self.skip = skip
         self.entries = []
         for key, value in store.items():
             if key in ('edge_index', 'num_nodes'):
@@ -54,7 +57,7 @@ class StorePlan:
     def _rows(self, kind: str, device: torch.device) -> List[str]:
         return [key for key, k, dim, value in self.entries
                 if k == kind and dim == 0 and isinstance(value, Tensor)
-                and _gathered_on(value, device)]
+                and _gathered_on(value, device) and key not in self.skip]
 
 
 def _gathered_on(value: Tensor, device: torch.device) -> bool:

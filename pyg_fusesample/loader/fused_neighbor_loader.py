@@ -2,7 +2,7 @@
 import queue
 import threading
 import warnings
-from typing import Callable, Iterator, List, Optional, Tuple, Union
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -14,7 +14,7 @@ from torch_geometric.sampler import (HeteroSamplerOutput, NodeSamplerInput,
 from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputNodes, OptTensor
 
-from ..sampler import FusedNeighborSampler
+from ..sampler import FusedNeighborSampler, GPUFeatureCache
 from .batch_assembly import (HeteroPlans, StorePlan, assemble_hetero, fill,
                              gather_on_device, signature, store_mapping)
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
@@ -35,6 +35,40 @@ def _input_type(data: HeteroData, input_nodes) -> str:
                          f"{input_nodes!r}, which the graph does not have "
                          f"({', '.join(map(repr, data.node_types))})")
     return input_nodes
+
+
+def _check_feature_cache(feature_cache, data, device: torch.device,
+                         transform_sampler_output, num_workers: int
+                         ) -> Dict[str, GPUFeatureCache]:
+    # {attribute: cache} of node attributes the batches gather through a
+    # GPUFeatureCache (plain Data batches, in the main process).
+    if not feature_cache:
+        return {}
+    if not isinstance(feature_cache, dict) or not all(
+            isinstance(k, str) and isinstance(v, GPUFeatureCache)
+            for k, v in feature_cache.items()):
+        raise TypeError("'feature_cache' must map attribute names to "
+                        "GPUFeatureCache objects")
+    if type(data) is not Data or transform_sampler_output is not None:
+        raise NotImplementedError("'feature_cache' serves plain Data batches "
+                                  "(no HeteroData, no "
+                                  "transform_sampler_output) for now")
+    if num_workers > 0:
+        raise ValueError("'feature_cache' gathers in the main process: use "
+                         "num_workers=0")
+    for key, cache in feature_cache.items():
+        value = data.get(key)
+        if not isinstance(value, Tensor) or not data.is_node_attr(key):
+            raise ValueError(f"'feature_cache' names '{key}', which is not a "
+                             f"node attribute of 'data'")
+        if cache.num_rows != value.size(0) or cache.src.shape != value.shape:
+            raise ValueError(f"the cache of '{key}' holds rows of shape "
+                             f"{list(cache.src.shape)}, but 'data.{key}' has "
+                             f"shape {list(value.shape)}")
+        if cache.device != device:
+            raise ValueError(f"the cache of '{key}' is on {cache.device}, but "
+                             f"the loader samples on {device}")
+    return dict(feature_cache)
 
 
 def _check_input_nodes(input_nodes, num_nodes: int):
@@ -355,6 +389,13 @@ class FusedNeighborLoader(NodeLoader):
             (default: ``'thread'`` for plain batches, else ``True``, when the
             graph is on a GPU, ``fused=True`` and ``num_workers=0``;
             otherwise ``False``)
+        feature_cache (Dict[str, GPUFeatureCache], optional): node attributes
+            of a :class:`Data` gathered through a
+            :class:`~pyg_fusesample.sampler.GPUFeatureCache` (hot rows on
+            the sampling GPU, the others read in place from pinned host
+            memory), keyed by attribute name; each cache must hold that
+            attribute's rows. Its ``hit_rate`` reports how many rows it
+            served. (default: ``None``)
         batch_size (int): seeds per mini-batch. (default: ``1``)
         shuffle (bool): reshuffle seeds every epoch. (default: ``False``)
         drop_last (bool): drop the last incomplete batch.
@@ -383,6 +424,7 @@ class FusedNeighborLoader(NodeLoader):
         generator: Optional[torch.Generator] = None,
         fused: bool = True,
         prefetch: Union[bool, str, None] = None,
+        feature_cache: Optional[Dict[str, GPUFeatureCache]] = None,
         batch_size: int = 1,
         shuffle: bool = False,
         drop_last: bool = False,
@@ -430,6 +472,9 @@ class FusedNeighborLoader(NodeLoader):
         self.custom_cls = None
         self.input_id = None
         self._hetero_plans = HeteroPlans()
+        self.feature_cache = _check_feature_cache(
+            feature_cache, data, neighbor_sampler.device,
+            transform_sampler_output, kwargs.get('num_workers', 0))
 
         input_type, num_input_nodes = None, data.num_nodes
         if isinstance(data, HeteroData):
@@ -620,6 +665,8 @@ class FusedNeighborLoader(NodeLoader):
                   rows: dict) -> Data:
         # The mini-batch of one homogeneous sample; `rows` holds the
         # attributes already gathered by node (edge) id.
+        for key, cache in self.feature_cache.items():
+            rows[key] = cache.gather(node)
         mapping = store_mapping(plan, node, edge, edge_index, rows)
         mapping.setdefault('n_id', node)
         if edge is not None:
@@ -644,6 +691,7 @@ class FusedNeighborLoader(NodeLoader):
         sig = signature(self.data._store)
         if getattr(self, '_plan_signature', None) != sig:
             self._plan = StorePlan(self.data._store, self.data,
-                                   self.node_sampler.device)
+                                   self.node_sampler.device,
+                                   skip=tuple(self.feature_cache))
             self._plan_signature = sig
         return self._plan
