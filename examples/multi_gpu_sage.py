@@ -88,37 +88,6 @@ CSV_FIELDS = ('time', 'device', 'device_name', 'backend', 'world_size',
 
 
 # -- data -------------------------------------------------------------------
-# ogbn-papers100M (OGB's master.csv and paper): 111,059,956 papers,
-# 1,615,685,872 directed citation edges, 128 features, 172 classes, split
-# 1,207,179 / 125,265 / 214,338 (the other ~98.6% of the nodes unlabelled).
-PAPERS_N = 111_059_956
-PAPERS_E = 1_615_685_872
-PAPERS_SPLIT = (1_207_179, 125_265, 214_338)
-
-
-def papers100m_like(scale: float, seed: int = 0) -> Data:
-    """A SYNTHETIC stand-in of ogbn-papers100M's shape: its node count times
-    ``scale``, its average in-degree (~14.5), feature width, class count and
-    split fractions (the rest of the nodes in no split). The degree shape and
-    homophily are ``arxiv_like``'s (ogbn-arxiv is a citation graph from the
-    same source); the heaviest node's in-degree is the generator's default
-    ``sqrt(E)``. pyg_fusesample.datasets has no papers100M preset, so it is
-    built here from its generator. Full size (scale 1) would take ~57 GB of
-    features: use a small ``scale``."""
-    from pyg_fusesample.datasets.power_law import power_law_graph
-    if not 0.0 < scale <= 1.0:
-        raise ValueError(f'--scale must be in (0, 1], got {scale}')
-    n = max(2, int(round(PAPERS_N * scale)))
-    train, val, test = (c / PAPERS_N for c in PAPERS_SPLIT)
-    return power_law_graph(
-        num_nodes=n, avg_degree=PAPERS_E / PAPERS_N, num_features=128,
-        num_classes=172, exponent=2.1, source_exponent=3.0, homophily=0.65,
-        feature_noise=4.0, class_skew=0.7, undirected=False,
-        split=(train, val, test), seed=seed,
-        name=('papers100m_like' if scale == 1.0
-              else f'papers100m_like(scale={scale:g})'))
-
-
 def load_papers100m(root: str) -> Tuple[Data, str]:
     """ogbn-papers100M through ``PygNodePropPredDataset`` (guarded import):
     ``y`` 1-D int64 with -1 for the unlabelled papers, the split as masks.
@@ -174,11 +143,9 @@ def load_graph(args, say=print) -> Tuple[Data, str, str]:
         if not args.synthetic:
             raise
         why = str(e)
-    if args.graph == 'products':
-        from pyg_fusesample.datasets import products_like
-        data = products_like(scale=args.scale, seed=args.seed)
-    else:
-        data = papers100m_like(args.scale, seed=args.seed)
+    from pyg_fusesample.datasets import papers100m_like, products_like
+    make = products_like if args.graph == 'products' else papers100m_like
+    data = make(scale=args.scale, seed=args.seed)
     prefix = f'[SYNTHETIC {data.name}] '
     say(f'{prefix}{why}')
     say(f"{prefix}--synthetic: running on a generated graph of {real}'s "

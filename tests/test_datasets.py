@@ -212,7 +212,8 @@ def test_partial_split():
 
 def test_get_dataset():
     assert set(DATASET_NAMES) == {"products", "arxiv", "reddit", "hub", "er",
-                                  "power_law_1m", "mag", "user_item"}
+                                  "power_law_1m", "papers100m", "mag",
+                                  "user_item"}
     data = get_dataset("er", scale=0.002, seed=1)
     assert data.synthetic and data.name.startswith("erdos_renyi")
     ref = erdos_renyi(scale=0.002, seed=1)
@@ -273,3 +274,15 @@ def test_labels_learnable_from_neighbourhoods():
     acc_nb = _least_squares_accuracy(torch.cat([data.x, mean], 1), *args)
     assert acc_x > 0.2  # features carry signal ...
     assert acc_nb > acc_x + 0.15, (acc_x, acc_nb)  # ... neighbours much more
+
+
+def test_papers100m_like_shape():
+    from pyg_fusesample.datasets import papers100m_like
+    data = papers100m_like(scale=0.0005, seed=0)
+    n = data.num_nodes
+    assert n == round(111_059_956 * 0.0005) and data.synthetic
+    assert data.x.size(1) == 128 and int(data.y.max()) < 172
+    assert abs(data.num_edges / n - 1_615_685_872 / 111_059_956) < 1.0
+    labelled = data.train_mask | data.val_mask | data.test_mask
+    assert abs(float(data.train_mask.float().mean()) - 1_207_179 / 111_059_956) < 2e-3
+    assert float(labelled.float().mean()) < 0.03  # most papers in no split

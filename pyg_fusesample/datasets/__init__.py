@@ -23,7 +23,8 @@ without the compiled extension.
 
 from .mag_like import mag_like
 from .power_law import power_law_graph
-from .presets import arxiv_like, power_law_1m, products_like, reddit_like
+from .presets import (arxiv_like, papers100m_like, power_law_1m,
+                      products_like, reddit_like)
 from .registry import DATASET_NAMES, HETERO_DATASET_NAMES, get_dataset
 from .stats import graph_stats
 from .stressors import erdos_renyi, hub_skewed
@@ -34,6 +35,7 @@ __all__ = [
     "products_like",
     "arxiv_like",
     "reddit_like",
+    "papers100m_like",
     "hub_skewed",
     "erdos_renyi",
     "power_law_1m",

@@ -7,7 +7,8 @@ from typing import Callable, Dict, Tuple, Union
 from torch_geometric.data import Data, HeteroData
 
 from .mag_like import mag_like
-from .presets import arxiv_like, power_law_1m, products_like, reddit_like
+from .presets import (arxiv_like, papers100m_like, power_law_1m,
+                      products_like, reddit_like)
 from .stressors import erdos_renyi, hub_skewed
 from .user_item import user_item_like
 
@@ -19,6 +20,7 @@ _REGISTRY: Dict[str, Callable[..., Union[Data, HeteroData]]] = {
     "hub": hub_skewed,
     "er": erdos_renyi,
     "power_law_1m": power_law_1m,
+    "papers100m": papers100m_like,
     "mag": mag_like,
     "user_item": user_item_like,
 }
