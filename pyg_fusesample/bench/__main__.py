@@ -18,6 +18,7 @@
         --fanouts 15,10 --epochs 10 --num-workers 8
     python -m pyg_fusesample.bench spmm --graphs products reddit hub er
     python -m pyg_fusesample.bench walk --graphs products reddit
+    python -m pyg_fusesample.bench gather --features 128 256 --rows 200000
     python -m pyg_fusesample.bench report benchmarks/results/x.csv
 
 Graphs are pyg_fusesample.datasets names: SYNTHETIC graphs with real
@@ -243,6 +244,22 @@ def main(argv=None):
     wp.add_argument('--device', default='cuda' if torch.cuda.is_available()
                     else 'cpu')
     wp.add_argument('--out', default='benchmarks/results/walk.csv')
+    gp = sub.add_parser('gather', help='feature rows from pinned host '
+                        'memory (zero-copy, through the GPU cache) against '
+                        "the link's bandwidth (bench/gather_runner.py)")
+    gp.add_argument('--scale', type=float, default=1.0,
+                    help='products-like node-count factor')
+    gp.add_argument('--features', type=int, nargs='+', default=[128, 256])
+    gp.add_argument('--dtypes', nargs='+', default=['float32'])
+    gp.add_argument('--rows', type=_positive, default=200_000,
+                    help='distinct rows per batch (drawn by out-degree)')
+    gp.add_argument('--cache-fractions', type=float, nargs='*',
+                    default=[0.05, 0.2], help='cached share of the rows')
+    gp.add_argument('--repeats', type=_positive, default=20)
+    gp.add_argument('--seed', type=int, default=0)
+    gp.add_argument('--device', default='cuda' if torch.cuda.is_available()
+                    else 'cpu')
+    gp.add_argument('--out', default='benchmarks/results/gather.csv')
     rp = sub.add_parser('report', help='markdown + PNG from a CSV')
     rp.add_argument('csv')
     args = parser.parse_args(argv)
@@ -259,6 +276,9 @@ def main(argv=None):
     if args.cmd == 'walk':
         from . import walk_runner
         return walk_runner.main(args)
+    if args.cmd == 'gather':
+        from . import gather_runner
+        return gather_runner.main(args)
     from ..datasets import get_dataset
     from .csv_schema import append_rows
     from .link import LinkBench
