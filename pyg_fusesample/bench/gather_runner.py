@@ -19,12 +19,11 @@ hubs far more often than leaves), and the batch's rows are gathered by:
 * ``cpu-index-select``: what a script without this does --
   ``x[n_id].pin_memory().to('cuda')`` (a host gather, then a copy).
 
-Rows: the median time of ``--repeats`` synchronised calls (CUDA events),
+Rows: the median time of ``--repeats`` synchronised calls (bench/timing.py),
 the bytes delivered per second (rows x row bytes / time) and that as a
 fraction of ``memcpy-h2d``'s. On a CPU only ``cpu-index-select``'s host
 half runs; the others get a row saying why they were skipped.
 """
-import statistics
 from typing import Dict, List
 
 import torch
@@ -34,34 +33,13 @@ from ..environment import device_name, versions
 from ..ops import gather_rows
 from ..sampler import GPUFeatureCache
 from .csv_schema import append_rows
+from .timing import median_ms
 
 GATHER_COLUMNS = [
     'device', 'torch', 'cuda', 'graph', 'num_nodes', 'variant', 'rows',
     'features', 'dtype', 'row_bytes', 'cache_fraction', 'hit_rate', 'ms',
     'gb_per_s', 'link_gb_per_s', 'fraction_of_link', 'steps', 'note',
 ]
-
-
-def _time_ms(fn, device: torch.device, repeats: int, warmup: int = 3
-             ) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        if device.type == 'cuda':
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            import time
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def hot_batch(degree: torch.Tensor, rows: int, seed: int) -> torch.Tensor:
@@ -96,8 +74,8 @@ def gather_rows_for(args, data, x_host: torch.Tensor, device: torch.device
         out.append(dict(base, variant=variant, note=f'skipped: {why}'))
 
     if device.type != 'cuda':
-        ms = _time_ms(lambda: x_host.index_select(0, index_host), device,
-                      args.repeats)
+        ms = median_ms(lambda: x_host.index_select(0, index_host),
+                       args.repeats, 3, device)
         row('cpu-index-select', ms, note='host gather only (no GPU)')
         for v in ['memcpy-h2d', 'host-gather', 'device-gather'] + [
                 f'cached-gather-{c:g}' for c in args.cache_fractions]:
@@ -108,15 +86,15 @@ def gather_rows_for(args, data, x_host: torch.Tensor, device: torch.device
     index = index_host.to(device)
     buffer = torch.empty(rows * f, dtype=x_host.dtype).pin_memory()
     target = torch.empty(rows * f, dtype=x_host.dtype, device=device)
-    link_ms = _time_ms(lambda: target.copy_(buffer, non_blocking=True),
-                       device, args.repeats)
+    link_ms = median_ms(lambda: target.copy_(buffer, non_blocking=True),
+                        args.repeats, 3, device)
     link = rows * row_bytes / link_ms / 1e6
     row('memcpy-h2d', link_ms, link_gb_per_s=f'{link:.3f}',
         fraction_of_link='1.000', note='pinned host -> device copy_ of the '
         "batch's bytes: the link's bandwidth")
 
     def timed(variant: str, fn, **extra):
-        ms = _time_ms(fn, device, args.repeats)
+        ms = median_ms(fn, args.repeats, 3, device)
         got = rows * row_bytes / ms / 1e6
         row(variant, ms, link_gb_per_s=f'{link:.3f}',
             fraction_of_link=f'{got / link:.3f}', **extra)
@@ -129,7 +107,7 @@ def gather_rows_for(args, data, x_host: torch.Tensor, device: torch.device
                                 device, hotness=degree)
         cache.gather(index)
         cache.reset_stats()
-        ms = _time_ms(lambda: cache.gather(index), device, args.repeats)
+        ms = median_ms(lambda: cache.gather(index), args.repeats, 3, device)
         got = rows * row_bytes / ms / 1e6
         row(f'cached-gather-{fraction:g}', ms, cache_fraction=f'{fraction:g}',
             hit_rate=f'{cache.hit_rate:.4f}', link_gb_per_s=f'{link:.3f}',
