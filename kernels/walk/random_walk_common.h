@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "../common/checks.h"
 #include "walk_step.h"
@@ -82,6 +83,16 @@ struct WalkInputs {
 
   int64_t num_walks() const { return start.size(0); }
   int64_t num_nodes() const { return rowptr.numel() - 1; }
+
+  // The op's outputs: node [S, R + walk_length] and edge [S, walk_length]
+  // ([0, walk_length] when edge ids are not asked for).
+  std::tuple<at::Tensor, at::Tensor> outputs(int64_t walk_length,
+                                             bool return_edge) const {
+    return {at::empty({num_walks(), roots_per_walk(start) + walk_length},
+                      start.options()),
+            at::empty({return_edge ? num_walks() : 0, walk_length},
+                      start.options())};
+  }
 
   template <typename index_t>
   WalkGraph<index_t> graph() const {

@@ -32,9 +32,10 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cpu(
     TORCH_CHECK(s[i] >= 0 && s[i] < num_nodes, kOp, ": 'start' holds id ",
                 s[i], ", outside [0, ", num_nodes, ")");
 
-  auto node = at::empty({num_walks, roots + walk_length}, start.options());
-  auto edge = at::empty({return_edge ? num_walks : 0, walk_length},
-                        start.options());
+  // (Not a structured binding: lambdas below capture them, which C++17
+  // nvcc builds refuse.)
+  at::Tensor node, edge;
+  std::tie(node, edge) = in.outputs(walk_length, return_edge);
   const WalkParams w = make_params(walk_length, p, q, restart_prob, rng_seed);
   int64_t* node_out = node.data_ptr<int64_t>();
   int64_t* edge_out = return_edge ? edge.data_ptr<int64_t>() : nullptr;

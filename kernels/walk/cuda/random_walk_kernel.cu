@@ -90,9 +90,10 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
   const auto& start_c = in.start;
   const int64_t num_walks = in.num_walks();
   const int64_t roots = roots_per_walk(start_c);
-  auto node = at::empty({num_walks, roots + walk_length}, start.options());
-  auto edge = at::empty({return_edge ? num_walks : 0, walk_length},
-                        start.options());
+  // (Not a structured binding: lambdas below capture them, which C++17
+  // nvcc builds refuse.)
+  at::Tensor node, edge;
+  std::tie(node, edge) = in.outputs(walk_length, return_edge);
   int64_t* edge_out = return_edge ? edge.data_ptr<int64_t>() : nullptr;
   if (num_walks == 0) return {node, edge};
 
