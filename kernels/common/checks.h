@@ -4,6 +4,9 @@
 
 #include <ATen/ATen.h>
 
+#include <initializer_list>
+#include <utility>
+
 namespace fusesample {
 
 inline void check_1d(const char* op, const char* name, const at::Tensor& t) {
@@ -78,6 +81,24 @@ inline void check_node_ids(const char* op, const char* name,
   check_1d(op, name, ids);
   check_dtype(op, name, ids, at::kLong);
   check_same_device(op, name, ids, "colptr", colptr);
+}
+
+// A graph in host memory that a GPU samples in place (zero-copy, through
+// unified addressing): seeds on a CUDA device, every graph tensor pinned
+// and contiguous (a copy would be neither).
+inline void check_host_graph(const char* op, const at::Tensor& seed,
+                             std::initializer_list<std::pair<const char*, const at::Tensor*>> graph) {
+  check_1d(op, "seed", seed);
+  check_dtype(op, "seed", seed, at::kLong);
+  TORCH_CHECK(seed.is_cuda(), op, ": a graph in host memory is sampled by a "
+              "GPU: 'seed' must be on a CUDA device, got ", seed.device());
+  for (const auto& [name, t] : graph) {
+    if (t == nullptr) continue;
+    TORCH_CHECK(t->is_cpu() && t->is_pinned() && t->is_contiguous(), op, ": '",
+                name, "' must be contiguous in pinned host memory to be read "
+                "by the GPU in place (tensor.pin_memory()), or on ",
+                seed.device());
+  }
 }
 
 // Fan-outs: -1 (all in-edges) or a count.

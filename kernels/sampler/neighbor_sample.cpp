@@ -41,6 +41,13 @@
 //            proportional to weight, with replacement by inverse CDF,
 //            without by successive sampling (segment_rule.h). Not with
 //            edge_time.
+//   devices  every tensor on one device; or, on CUDA, the graph (colptr,
+//            row, edge_id, edge_time, weight_cumsum) contiguous in pinned
+//            host memory and seed (and seed_time) on the GPU: the kernels
+//            read the graph in place through unified addressing (graphs
+//            larger than the GPU), the outputs are on the GPU. A temporal
+//            sample needs edge_time and seed_time on one device, so it
+//            cannot read a host graph.
 //   determinism: draws are keyed by (rng_seed, hop * T + t, target position,
 //            slot) (common/rng.h), so the output is a pure function of the inputs,
 //            independent of thread count, and the CPU and CUDA kernels agree.

@@ -265,7 +265,9 @@ Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
                        int64_t num_types, const Typing& typing, bool replace,
                        bool disjoint, uint64_t rng_seed, bool fused,
                        const SegmentRule& rule) {
-  const auto opts = colptr.options();
+  // The sampling device is the seeds' (the graph may be in pinned host
+  // memory, read in place).
+  const auto opts = seed.options();
   const int64_t num_nodes = (colptr.numel() - 1) / num_types;
   const int64_t num_seeds = seed.numel();
   const int num_hops = static_cast<int>(fanouts.size() / num_types);
@@ -336,7 +338,7 @@ Launched launch_sample(const at::Tensor& colptr, const at::Tensor& row,
   Table table = make_table(std::min(node_cap, key_space), opts, stream);
 
   int blocks = 0;
-  C10_CUDA_CHECK(persistent_blocks<index_t>(colptr.get_device(), &blocks));
+  C10_CUDA_CHECK(persistent_blocks<index_t>(seed.get_device(), &blocks));
   const Launch l{blocks, stream};
 
   if (fused && !bounded)
@@ -401,7 +403,13 @@ Inputs checked_inputs(const at::Tensor& colptr, const at::Tensor& row,
                       const c10::optional<at::Tensor>& weight_cumsum) {
   check_csc(kOp, colptr, row, edge_id);
   check_rule(kOp, row, seed, disjoint, edge_time, seed_time, weight_cumsum);
-  check_node_ids(kOp, "seed", seed, colptr);
+  if (colptr.is_cpu())  // sampled in place through unified addressing
+    check_host_graph(kOp, seed, {{"colptr", &colptr}, {"row", &row},
+                                 {"edge_id", edge_id ? &*edge_id : nullptr},
+                                 {"edge_time", edge_time ? &*edge_time : nullptr},
+                                 {"weight_cumsum", weight_cumsum ? &*weight_cumsum : nullptr}});
+  else
+    check_node_ids(kOp, "seed", seed, colptr);
   check_fanouts(kOp, num_neighbors);
   check_edge_types(kOp, colptr, num_neighbors, num_types);
   const int64_t hops = static_cast<int64_t>(num_neighbors.size()) / num_types;
@@ -433,7 +441,7 @@ Launched launch(const Inputs& in, bool replace, bool disjoint, int64_t rng_seed,
   if (in.seed.numel() == 0) {
     State s;
     for (at::Tensor* t : {&s.node, &s.out_row, &s.out_col, &s.out_edge, &s.batch})
-      *t = at::empty({0}, in.colptr.options());
+      *t = at::empty({0}, in.seed.options());
     const int64_t meta_words = 4 + 2 * in.num_hops() + in.num_type_counts();
     return {std::move(s), at::zeros({meta_words}, at::TensorOptions().dtype(at::kLong))};
   }
@@ -464,7 +472,7 @@ SampleTuple neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row
                                  const c10::optional<at::Tensor>& seed_time,
                                  bool temporal_last,
                                  const c10::optional<at::Tensor>& weight_cumsum) {
-  c10::cuda::CUDAGuard guard(colptr.device());
+  c10::cuda::CUDAGuard guard(seed.device());
   const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors,
                                    num_edge_types, node_type_offsets,
                                    edge_type_offsets, edge_type_nodes, disjoint,
@@ -480,7 +488,7 @@ SampleTuple neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row
   const State& s = b.s;
   return std::make_tuple(s.node.narrow(0, 0, n), s.out_row.narrow(0, 0, e),
                          s.out_col.narrow(0, 0, e), s.out_edge.narrow(0, 0, e),
-                         disjoint ? s.batch.narrow(0, 0, n) : at::empty({0}, colptr.options()),
+                         disjoint ? s.batch.narrow(0, 0, n) : at::empty({0}, seed.options()),
                          b.meta.narrow(0, 2, num_hops + 1).clone(),
                          b.meta.narrow(0, 3 + num_hops, num_hops).clone(),
                          b.meta.narrow(0, 4 + 2 * num_hops, in.num_type_counts()).clone());
@@ -501,7 +509,7 @@ AsyncTuple neighbor_sample_async_cuda(const at::Tensor& colptr, const at::Tensor
                                       const c10::optional<at::Tensor>& seed_time,
                                       bool temporal_last,
                                       const c10::optional<at::Tensor>& weight_cumsum) {
-  c10::cuda::CUDAGuard guard(colptr.device());
+  c10::cuda::CUDAGuard guard(seed.device());
   const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors,
                                    num_edge_types, node_type_offsets,
                                    edge_type_offsets, edge_type_nodes, disjoint,
@@ -509,7 +517,7 @@ AsyncTuple neighbor_sample_async_cuda(const at::Tensor& colptr, const at::Tensor
   Launched b = launch(in, replace, disjoint, rng_seed, /*fused=*/true);
   const State& s = b.s;
   return std::make_tuple(s.node, s.out_row, s.out_col, s.out_edge,
-                         disjoint ? s.batch : at::empty({0}, colptr.options()),
+                         disjoint ? s.batch : at::empty({0}, seed.options()),
                          b.meta);
 }
 
