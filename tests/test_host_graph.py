@@ -1,14 +1,12 @@
 """Sampling a graph that lives in pinned host memory on a GPU (zero-copy,
-through unified addressing): the op's results equal the all-GPU ones."""
+through unified addressing): the op's results and the loader's batches
+equal the all-GPU ones; the loader's argument checks."""
 import pytest
 import torch
 
 from pyg_fusesample.ops import neighbor_sample
 from pyg_fusesample.sampler.graph_store import build_csc
 from pyg_fusesample.sampler.rule_graph import weighted_csc
-
-pytestmark = pytest.mark.cuda
-
 
 def _graph(n=3000, e=60000, seed=0):
     g = torch.Generator().manual_seed(seed)
@@ -19,6 +17,7 @@ def _pinned(t):
     return None if t is None else t.contiguous().pin_memory()
 
 
+@pytest.mark.cuda
 @pytest.mark.parametrize('fused', [True, False])
 @pytest.mark.parametrize('fanouts', [[10, 5], [-1, 3]])
 def test_host_graph_equals_device_graph(fused, fanouts):
@@ -34,6 +33,7 @@ def test_host_graph_equals_device_graph(fused, fanouts):
         assert b.is_cuda and torch.equal(a, b)
 
 
+@pytest.mark.cuda
 def test_weighted_host_graph():
     graph = _graph()
     rule = weighted_csc(graph, torch.rand(graph.num_edges, dtype=torch.float64))
@@ -50,8 +50,51 @@ def test_weighted_host_graph():
     assert torch.equal(on_gpu.edge, on_host.edge)
 
 
+@pytest.mark.cuda
 def test_unpinned_host_graph_is_refused():
     graph = _graph()
     with pytest.raises(RuntimeError, match="pinned host memory"):
         neighbor_sample(graph.colptr, graph.row.pin_memory(), None,
                         torch.tensor([1], device='cuda'), [2])
+
+
+def _data(n=600, e=6000):
+    from torch_geometric.data import Data
+    g = torch.Generator().manual_seed(0)
+    return Data(x=torch.randn(n, 8, generator=g),
+                y=torch.randint(3, (n, ), generator=g),
+                edge_index=torch.randint(n, (2, e), generator=g))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('prefetch', [False, True])
+def test_loader_with_graph_in_host_memory(prefetch):
+    from pyg_fusesample import FusedNeighborLoader
+    data = _data()
+    on_gpu = data.clone().to('cuda')
+    host = data.clone()
+    host.x = host.x.pin_memory()
+    a = FusedNeighborLoader(on_gpu, [5, 5], batch_size=50, seed=1,
+                            prefetch=prefetch)
+    b = FusedNeighborLoader(host, [5, 5], batch_size=50, seed=1,
+                            prefetch=prefetch, graph_in_host_memory=True,
+                            device='cuda')
+    assert b.node_sampler.graph.colptr.is_pinned()
+    for x, y in zip(a, b):
+        assert torch.equal(x.n_id, y.n_id) and torch.equal(x.e_id, y.e_id)
+        assert torch.equal(x.edge_index, y.edge_index)
+        assert y.x.is_cuda and torch.equal(x.x, y.x)
+
+
+def test_graph_in_host_memory_arguments():
+    from pyg_fusesample import FusedNeighborLoader
+    data = _data()
+    with pytest.raises(ValueError, match="pass device='cuda'"):
+        FusedNeighborLoader(data, [2], graph_in_host_memory=True)
+    data.w = torch.rand(data.num_edges)
+    with pytest.raises(NotImplementedError, match="uniform, directional"):
+        FusedNeighborLoader(data, [2], graph_in_host_memory=True,
+                            device='cuda', weight_attr='w')
+    with pytest.raises(NotImplementedError, match="uniform, directional"):
+        FusedNeighborLoader(data, [2], graph_in_host_memory=True,
+                            device='cuda', subgraph_type='induced')

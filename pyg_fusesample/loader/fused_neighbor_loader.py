@@ -396,6 +396,13 @@ class FusedNeighborLoader(NodeLoader):
             memory), keyed by attribute name; each cache must hold that
             attribute's rows. Its ``hit_rate`` reports how many rows it
             served. (default: ``None``)
+        graph_in_host_memory (bool): keep the graph (CSC) in pinned host
+            memory and sample it on :obj:`device`, a GPU that reads it in
+            place (graphs larger than the GPU; pin the features too, or give
+            a :obj:`feature_cache`). Uniform directional sampling of a
+            :class:`Data` for now. (default: ``False``)
+        device (torch.device, optional): where to sample (default: where
+            ``data.edge_index`` lives).
         batch_size (int): seeds per mini-batch. (default: ``1``)
         shuffle (bool): reshuffle seeds every epoch. (default: ``False``)
         drop_last (bool): drop the last incomplete batch.
@@ -425,6 +432,8 @@ class FusedNeighborLoader(NodeLoader):
         fused: bool = True,
         prefetch: Union[bool, str, None] = None,
         feature_cache: Optional[Dict[str, GPUFeatureCache]] = None,
+        graph_in_host_memory: bool = False,
+        device=None,
         batch_size: int = 1,
         shuffle: bool = False,
         drop_last: bool = False,
@@ -456,6 +465,8 @@ class FusedNeighborLoader(NodeLoader):
                 directed=directed,
                 generator=generator,
                 fused=fused,
+                device=device,
+                graph_in_host_memory=graph_in_host_memory,
             )
         if filter_per_worker is None:
             filter_per_worker = infer_filter_per_worker(data)
@@ -650,8 +661,11 @@ class FusedNeighborLoader(NodeLoader):
         # prefetch='thread' runs on the native thread (_NativeIterator) for
         # plain directional batches (uniform, weighted or temporal), else on
         # a Python thread.
+        # The native thread samples on the graph's device: not a graph in
+        # host memory sampled by a GPU (that prefetches by lookahead).
         return (self._plain_batches() and self.node_sampler.subgraph_type
-                == SubgraphType.directional)
+                == SubgraphType.directional
+                and not self.node_sampler.graph_in_host_memory)
 
     def _plain_batches(self) -> bool:
         # Batches of a plain Data with no sampler-output transform: the case

@@ -22,6 +22,20 @@ from .negative_sampling import KeyedNegativeSampling
 from .typed_graph import TypedCSC, build_typed_csc
 
 
+def _check_host_graph_args(device, is_hetero: bool, subgraph_type,
+                           time_attr, weight_attr):
+    if device is None or torch.device(device).type != 'cuda':
+        raise ValueError("'graph_in_host_memory=True' keeps the graph in "
+                         "pinned host memory for a GPU to sample: pass "
+                         "device='cuda'")
+    if is_hetero or subgraph_type != SubgraphType.directional \
+            or time_attr is not None or weight_attr is not None:
+        raise NotImplementedError(
+            "'graph_in_host_memory=True' supports homogeneous, uniform, "
+            "directional sampling for now (no HeteroData, subgraph_type, "
+            "time_attr or weight_attr)")
+
+
 def _as_fanouts(num_neighbors) -> List[int]:
     if isinstance(num_neighbors, NumNeighbors):
         num_neighbors = num_neighbors.values
@@ -86,6 +100,11 @@ class FusedNeighborSampler(BaseSampler):
         fused (bool): on CUDA, sample all hops in one kernel launch with one
             host sync per batch (default); ``False`` uses one launch per
             phase and a sync per hop (kept for comparison).
+        graph_in_host_memory (bool): keep the CSC in pinned host memory and
+            sample it on :obj:`device` (a GPU), which reads it in place
+            through unified addressing: for graphs larger than the GPU.
+            Homogeneous, uniform, directional sampling for now.
+            (default: ``False``)
 
         temporal_strategy (str): ``'uniform'`` or ``'last'`` (temporal).
         time_attr (str, optional): temporal sampling by this node- or
@@ -118,6 +137,7 @@ class FusedNeighborSampler(BaseSampler):
         generator: Optional[torch.Generator] = None,
         device=None,
         fused: bool = True,
+        graph_in_host_memory: bool = False,
     ):
         if not isinstance(data, (Data, HeteroData)):
             raise NotImplementedError(
@@ -153,6 +173,13 @@ class FusedNeighborSampler(BaseSampler):
                                       "subgraph_type='induced' is not "
                                       "supported")
         self.typed: Optional[TypedCSC] = None
+        # Where sampling runs when the graph is not there (host graph).
+        self._sample_device: Optional[torch.device] = None
+        if graph_in_host_memory:
+            _check_host_graph_args(device, self.is_hetero, self.subgraph_type,
+                                   time_attr, weight_attr)
+            self._sample_device = torch.device(device)
+            device = 'cpu'
         if self.is_hetero:
             if self.subgraph_type == SubgraphType.induced:
                 raise NotImplementedError(
@@ -185,6 +212,11 @@ class FusedNeighborSampler(BaseSampler):
             self.graph = self.rule.csc.graph
         # Temporal subgraphs are disjoint, as PyG's NeighborSampler makes them.
         self.disjoint = disjoint or self.is_temporal
+        if graph_in_host_memory:
+            g = self.graph
+            self.graph = CSCGraph(g.colptr.pin_memory(), g.row.pin_memory(),
+                                  None if g.edge_id is None
+                                  else g.edge_id.pin_memory(), g.num_nodes)
         if share_memory and self.graph.device.type == 'cpu':
             for t in (self.graph.colptr, self.graph.row, self.graph.edge_id):
                 if t is not None:
@@ -192,7 +224,13 @@ class FusedNeighborSampler(BaseSampler):
 
     @property
     def device(self) -> torch.device:
-        return self.graph.device
+        # Where sampling runs (and its outputs live): the graph's device,
+        # or the GPU that reads a graph in host memory.
+        return self._sample_device or self.graph.device
+
+    @property
+    def graph_in_host_memory(self) -> bool:
+        return self._sample_device is not None
 
     @property
     def is_temporal(self) -> bool:
