@@ -67,8 +67,11 @@ from .timing import pipelined_periods
 from .torch_gpu_sampler import TorchGPUSampler
 
 STEP_VARIANTS = ('pyg', 'fused', 'fused-prefetch', 'fused-sync',
-                 'fused-thread', 'per-hop', 'torch-gpu', 'model-only',
-                 'model-fresh')
+                 'fused-thread', 'fused-host', 'per-hop', 'torch-gpu',
+                 'model-only', 'model-fresh')
+# fused-host: the graph (CSC) and the node features stay in pinned host
+# memory and the GPU samples and gathers them in place
+# (graph_in_host_memory=True): the path of graphs larger than the GPU.
 # The floors: the model on pre-sampled batches already on the device.
 FLOORS = ('model-only', 'model-fresh')
 # FusedNeighborLoader's `prefetch` per variant that sets it; fused and
@@ -262,6 +265,20 @@ class Bench:
             shuffle=True, seed=self.seed, fused=fused, **extra,
             **self._seeds(self.data_dev), **self.sampling_kwargs)
 
+    def _host_graph_loader(self, fanout, batch_size):
+        if self.device.type != 'cuda' or self.hetero or self.sampling_kwargs \
+                or self.FUSED_LOADER is not FusedNeighborLoader:
+            raise ValueError("variant 'fused-host' samples a homogeneous "
+                             "graph in pinned host memory with a GPU "
+                             "(node task, uniform sampling, --device cuda)")
+        host = copy.copy(self.data_cpu)
+        for key in ('x', 'y'):
+            host[key] = host[key].pin_memory()
+        return self.FUSED_LOADER(
+            host, num_neighbors=fanout, batch_size=batch_size, shuffle=True,
+            seed=self.seed, graph_in_host_memory=True, device=self.device,
+            **self._seeds(host))
+
     def batches(self, variant: str, fanout: List[int], batch_size: int,
                 num_workers: int, count: int = 0):
         # (count: how many batches a model-fresh row takes)
@@ -288,6 +305,9 @@ class Bench:
             return _cycle(lambda: s)
         if variant == 'model-fresh':
             return self._fresh_batches(fanout, batch_size, count)
+        if variant == 'fused-host':
+            loader = self._host_graph_loader(fanout, batch_size)
+            return _cycle(lambda: loader)
         if variant == 'model-only':
             it = self.batches('fused', fanout, batch_size, num_workers)
             # (.to: whatever a loader left on the host, e.g. a link batch's
