@@ -161,16 +161,53 @@ def build_model(args, in_channels: int, num_classes: int) -> torch.nn.Module:
                      out_channels=num_classes, dropout=args.dropout)
 
 
-def make_train_loader(data: Data, rank: int, world_size: int, args):
+def make_train_loader(data: Data, rank: int, world_size: int, args,
+                      **placement):
     """Rank ``rank``'s loader: its shard of the training seeds, shuffled and
-    sampled under ``rank_seed(args.seed, rank)``."""
+    sampled under ``rank_seed(args.seed, rank)``; ``placement``: the
+    loader's host-memory arguments (:func:`place`)."""
     from pyg_fusesample import FusedNeighborLoader
     from pyg_fusesample.loader import rank_seed, rank_seeds
     shard = rank_seeds(data.train_mask.cpu(), rank, world_size,
                        seed=args.seed)
     return FusedNeighborLoader(data, num_neighbors=args.num_neighbors,
                                input_nodes=shard, batch_size=args.batch_size,
-                               shuffle=True, seed=rank_seed(args.seed, rank))
+                               shuffle=True, seed=rank_seed(args.seed, rank),
+                               **placement)
+
+
+def place(data: Data, device: torch.device, args) -> Tuple[Data, dict]:
+    """Puts the graph where ``--host-memory`` says and returns the loaders'
+    placement arguments. ``none``: everything on this rank's GPU.
+    ``features``: the graph on the GPU, node features and labels in pinned
+    host memory, gathered by the GPU in place (with a GPU cache of the
+    hottest rows when ``--cache-mb`` > 0). ``all``: the graph too, sampled
+    by the GPU in place (``graph_in_host_memory``). On a CPU everything is
+    where it is."""
+    if device.type != 'cuda':
+        return data, {}
+    if args.host_memory == 'none':
+        return data.to(device), {}
+    from pyg_fusesample.sampler import GPUFeatureCache
+    placement = {}
+    host_edges = data.edge_index
+    for key, value in data.items():  # masks and the like: small, on the GPU
+        if key not in ('x', 'y', 'edge_index') and isinstance(value,
+                                                             torch.Tensor):
+            data[key] = value.to(device)
+    data.x = data.x.pin_memory()
+    data.y = data.y.pin_memory()
+    if args.host_memory == 'all':
+        data.edge_index = data.edge_index.pin_memory()
+        placement.update(graph_in_host_memory=True, device=device)
+    else:
+        data.edge_index = data.edge_index.to(device)
+    if args.cache_mb > 0:
+        cache = GPUFeatureCache.from_degree(data.x, host_edges,
+                                            int(args.cache_mb * 2**20),
+                                            device)
+        placement['feature_cache'] = {'x': cache}
+    return data, placement
 
 
 def autocast(device: torch.device, amp: str):
@@ -290,15 +327,19 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
     num_classes = int(data.y.max()) + 1
     if args.graph == 'papers100m':
         num_classes = max(num_classes, 172)
-    if device.type == 'cuda':
-        # Replicated: the whole graph on this rank's GPU.
-        data = data.to(device)
+    # Replicated on every rank's GPU, or in pinned host memory (--host-memory).
+    data, placement = place(data, device, args)
+    cache = placement.get('feature_cache', {}).get('x')
+    if device.type == 'cuda' and args.host_memory != 'none':
+        say(f'Host memory: {args.host_memory} (pinned, read by the GPU in '
+            f'place); GPU cache: {cache if cache is not None else "none"}')
     say(f'Data: {label}: {data.num_nodes:,} nodes, {data.num_edges:,} '
         f'edges, {data.num_features} features, {num_classes} classes, '
         f'train/val/test {int(data.train_mask.sum()):,}/'
         f'{int(data.val_mask.sum()):,}/{int(data.test_mask.sum()):,}')
 
-    train_loader = make_train_loader(data, rank, world_size, args)
+    train_loader = make_train_loader(data, rank, world_size, args,
+                                     **placement)
     eval_loaders = {}
     if rank == 0:
         from pyg_fusesample import FusedNeighborLoader
@@ -307,7 +348,7 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
                 data, num_neighbors=args.num_neighbors,
                 input_nodes=data[f'{split}_mask'],
                 batch_size=args.eval_batch_size, shuffle=False,
-                seed=args.seed)
+                seed=args.seed, **placement)
     # Every rank builds the same initial model (DDP also broadcasts rank
     # 0's), then draws dropout from its own stream; nothing else here draws
     # from PyTorch's global RNG (the loaders have their own generators).
@@ -379,7 +420,12 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
                 f'Val: {val_acc:.4f}, Test: {test_acc:.4f}, '
                 f'Time: {train_time:.2f}s, Seeds/s: {seeds_per_s:,.0f}, '
                 f'Eval: {eval_time:.2f}s, Peak memory per rank ({mem_kind}, '
-                f'MiB): {", ".join(f"{p:.0f}" for p in peaks)}')
+                f'MiB): {", ".join(f"{p:.0f}" for p in peaks)}'
+                + ('' if cache is None else
+                   f', Cache hit rate (rank 0, train + eval): '
+                   f'{cache.hit_rate:.3f}'))
+            if cache is not None:
+                cache.reset_stats()
             if args.csv:
                 append_csv(args.csv, dict(
                     time=datetime.datetime.now().isoformat(timespec='seconds'),
@@ -458,6 +504,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    'batches and dropout')
     p.add_argument('--max-steps', type=int, default=None,
                    help='at most this many steps per epoch on each rank')
+    p.add_argument('--host-memory', choices=['none', 'features', 'all'],
+                   default='none',
+                   help="on a GPU: keep the node features ('features') or "
+                        "the features and the graph ('all') in pinned host "
+                        "memory, read by the GPU in place (graphs larger "
+                        "than the GPU)")
+    p.add_argument('--cache-mb', type=float, default=0.0,
+                   help='with --host-memory: MiB of the hottest feature '
+                        'rows (by out-degree) cached on each GPU')
     p.add_argument('--csv', default=None,
                    help='append one row per epoch to this CSV file')
     p.add_argument('--save-model', default=None,

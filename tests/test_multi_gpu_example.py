@@ -261,3 +261,18 @@ def test_world_size_one_in_process(tmp_path, capsys, one_thread):
     assert len(rows) == 1 and rows[0]['world_size'] == '1'
     got = torch.load(model, weights_only=True)
     assert_same_model(got, reference_run(argv, world_size=1))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('host_memory', ['features', 'all'])
+def test_one_gpu_with_host_memory(tmp_path, capsys, host_memory):
+    # World size 1 on a GPU, the features (and the graph) in pinned host
+    # memory with a GPU cache: trains, reports the cache's hit rate.
+    argv = [a for a in TINY if a != 'cpu' and a != '--device'] + [
+        '--device', 'cuda', '--epochs', '1', '--max-steps', '2',
+        '--host-memory', host_memory, '--cache-mb', '1']
+    code, out, err = run_inprocess(SCRIPT, argv + ['--world-size', '1'],
+                                   capsys)
+    assert code == 0, out + err
+    assert 'world size 1 (nccl, cuda)' in out, out
+    assert 'Cache hit rate' in out and f'Host memory: {host_memory}' in out
