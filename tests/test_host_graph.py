@@ -68,17 +68,22 @@ def _data(n=600, e=6000):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize('prefetch', [False, True])
-def test_loader_with_graph_in_host_memory(prefetch):
+@pytest.mark.parametrize('weighted', [False, True])
+def test_loader_with_graph_in_host_memory(prefetch, weighted):
     from pyg_fusesample import FusedNeighborLoader
     data = _data()
+    kwargs = {}
+    if weighted:
+        data.w = torch.rand(data.num_edges)
+        kwargs['weight_attr'] = 'w'
     on_gpu = data.clone().to('cuda')
     host = data.clone()
     host.x = host.x.pin_memory()
     a = FusedNeighborLoader(on_gpu, [5, 5], batch_size=50, seed=1,
-                            prefetch=prefetch)
+                            prefetch=prefetch, **kwargs)
     b = FusedNeighborLoader(host, [5, 5], batch_size=50, seed=1,
                             prefetch=prefetch, graph_in_host_memory=True,
-                            device='cuda')
+                            device='cuda', **kwargs)
     assert b.node_sampler.graph.colptr.is_pinned()
     for x, y in zip(a, b):
         assert torch.equal(x.n_id, y.n_id) and torch.equal(x.e_id, y.e_id)
@@ -91,10 +96,10 @@ def test_graph_in_host_memory_arguments():
     data = _data()
     with pytest.raises(ValueError, match="pass device='cuda'"):
         FusedNeighborLoader(data, [2], graph_in_host_memory=True)
-    data.w = torch.rand(data.num_edges)
-    with pytest.raises(NotImplementedError, match="uniform, directional"):
+    data.t = torch.arange(data.num_nodes)
+    with pytest.raises(NotImplementedError, match="directional sampling"):
         FusedNeighborLoader(data, [2], graph_in_host_memory=True,
-                            device='cuda', weight_attr='w')
-    with pytest.raises(NotImplementedError, match="uniform, directional"):
+                            device='cuda', time_attr='t')
+    with pytest.raises(NotImplementedError, match="directional sampling"):
         FusedNeighborLoader(data, [2], graph_in_host_memory=True,
                             device='cuda', subgraph_type='induced')

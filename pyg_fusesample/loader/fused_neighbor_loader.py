@@ -399,8 +399,8 @@ class FusedNeighborLoader(NodeLoader):
         graph_in_host_memory (bool): keep the graph (CSC) in pinned host
             memory and sample it on :obj:`device`, a GPU that reads it in
             place (graphs larger than the GPU; pin the features too, or give
-            a :obj:`feature_cache`). Uniform directional sampling of a
-            :class:`Data` for now. (default: ``False``)
+            a :obj:`feature_cache`). Directional sampling (uniform or
+            weighted) of a :class:`Data` for now. (default: ``False``)
         device (torch.device, optional): where to sample (default: where
             ``data.edge_index`` lives).
         batch_size (int): seeds per mini-batch. (default: ``1``)

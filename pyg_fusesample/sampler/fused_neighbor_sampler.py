@@ -17,6 +17,7 @@ from ..ops import (NeighborSampleOutput, PendingNeighborSample,
 from ..ops.rng_keys import draw_rng_seeds  # noqa: F401  (re-exported)
 from .graph_store import CSCGraph, build_csc
 from .hetero_output import check_seed_range, to_hetero_output, typed_seeds
+from .rule_graph import RuleCSC
 from .sampling_rule import SamplingRule, sampling_rule
 from .negative_sampling import KeyedNegativeSampling
 from .typed_graph import TypedCSC, build_typed_csc
@@ -29,11 +30,11 @@ def _check_host_graph_args(device, is_hetero: bool, subgraph_type,
                          "pinned host memory for a GPU to sample: pass "
                          "device='cuda'")
     if is_hetero or subgraph_type != SubgraphType.directional \
-            or time_attr is not None or weight_attr is not None:
+            or time_attr is not None:
         raise NotImplementedError(
-            "'graph_in_host_memory=True' supports homogeneous, uniform, "
-            "directional sampling for now (no HeteroData, subgraph_type, "
-            "time_attr or weight_attr)")
+            "'graph_in_host_memory=True' supports homogeneous, directional "
+            "sampling, uniform or weighted, for now (no HeteroData, "
+            "subgraph_type or time_attr)")
 
 
 def _as_fanouts(num_neighbors) -> List[int]:
@@ -103,7 +104,8 @@ class FusedNeighborSampler(BaseSampler):
         graph_in_host_memory (bool): keep the CSC in pinned host memory and
             sample it on :obj:`device` (a GPU), which reads it in place
             through unified addressing: for graphs larger than the GPU.
-            Homogeneous, uniform, directional sampling for now.
+            Homogeneous, directional sampling (uniform or weighted) for
+            now.
             (default: ``False``)
 
         temporal_strategy (str): ``'uniform'`` or ``'last'`` (temporal).
@@ -217,6 +219,9 @@ class FusedNeighborSampler(BaseSampler):
             self.graph = CSCGraph(g.colptr.pin_memory(), g.row.pin_memory(),
                                   None if g.edge_id is None
                                   else g.edge_id.pin_memory(), g.num_nodes)
+            if self.rule is not None:  # weighted: the prefix sums too
+                self.rule.csc = RuleCSC(
+                    self.graph, None, self.rule.csc.weight_cumsum.pin_memory())
         if share_memory and self.graph.device.type == 'cpu':
             for t in (self.graph.colptr, self.graph.row, self.graph.edge_id):
                 if t is not None:
