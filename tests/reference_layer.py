@@ -2,7 +2,7 @@
 correct), drawing with the same keys as kernels/layer/layer_draws.h."""
 from collections import Counter
 
-from reference import det_neg_log, random_bits
+from reference import det_neg_log, random_bits, weighted_draw
 
 
 def layer_sample(colptr, row, edge_id, edge_value, node_cumsum, seed,
@@ -40,12 +40,8 @@ def layer_sample(colptr, row, edge_id, edge_value, node_cumsum, seed,
             if s < 0:
                 chosen, exact = [u for u in range(n) if weight[u] > 0], True
             else:
-                draws = []
-                for j in range(s):
-                    bits = random_bits(rng_seed, layer, j, 1)
-                    r = float(bits >> 11) * 2.0**-53 * node_cumsum[-1]
-                    draws.append(next(i for i in range(n)
-                                      if node_cumsum[i] > r or i == n - 1))
+                draws = [weighted_draw(rng_seed, layer, j, 1, node_cumsum, 0, n)
+                         for j in range(s)]
                 mult = Counter(draws)
                 chosen = sorted(mult)
             prob = {u: weight[u] / node_cumsum[-1] for u in range(n)}

@@ -3,7 +3,7 @@ correct): the same keyed draws as kernels/walk/walk_step.h, so tests compare
 walks exactly."""
 from typing import List, Optional, Tuple
 
-from reference import random_bits, uniform_below
+from reference import random_bits, uniform_below, weighted_draw
 
 ACCEPT = 1 << 62
 EXACT = (1 << 64) - 2
@@ -28,11 +28,10 @@ def random_walk(rowptr: List[int], col: List[int], edge_id: Optional[List[int]],
             return 1.0
         return cum[e] if e == b else cum[e] - cum[e - 1]
 
-    def propose(b, e, bits):
+    def propose(b, e, i, s, trial):
         if cum is None:
-            return b + uniform_below(bits, e - b)
-        r = unit(bits) * cum[e - 1]
-        return next((i for i in range(b, e) if cum[i] > r), e - 1)
+            return b + uniform_below(random_bits(seed, i, s, trial), e - b)
+        return b + weighted_draw(seed, i, s, trial, cum, b, e - b)
 
     def alpha(t, x):
         if x == t:
@@ -44,9 +43,9 @@ def random_walk(rowptr: List[int], col: List[int], edge_id: Optional[List[int]],
         if b == e or (cum is not None and not cum[e - 1] > 0):
             return -1
         if not second or t < 0:
-            return propose(b, e, random_bits(seed, i, s, 0))
+            return propose(b, e, i, s, 0)
         for trial in range(MAX_TRIALS):
-            slot = propose(b, e, random_bits(seed, i, s, trial))
+            slot = propose(b, e, i, s, trial)
             a = alpha(t, col[slot])
             if unit(random_bits(seed, i, s, ACCEPT | trial)) * max_alpha < a:
                 return slot
@@ -114,12 +113,10 @@ def multi_root_walk(rowptr, col, edge_id, cum, roots, walk_length, seed):
                 mover = max(k for k, v in enumerate(frontier) if mass(v) > 0)
             v = frontier[mover]
             b, e = rowptr[v], rowptr[v + 1]
-            bits = random_bits(seed, i, s, 0)
             if cum is None:
-                slot = b + uniform_below(bits, e - b)
+                slot = b + uniform_below(random_bits(seed, i, s, 0), e - b)
             else:
-                t = unit(bits) * cum[e - 1]
-                slot = next((k for k in range(b, e) if cum[k] > t), e - 1)
+                slot = b + weighted_draw(seed, i, s, 0, cum, b, e - b)
             frontier[mover] = col[slot]
             walk.append(col[slot])
             eids.append(slot if edge_id is None else edge_id[slot])

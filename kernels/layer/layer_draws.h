@@ -8,6 +8,7 @@
 
 #include "../common/det_math.h"
 #include "../common/rng.h"
+#include "../common/weighted_draw.h"
 
 namespace fusesample {
 namespace layer {
@@ -32,21 +33,12 @@ FS_HOST_DEVICE void ladies_key(const double* val2, int64_t begin, int64_t end,
 }
 
 // FastGCN: draw j of a layer, a node id with probability proportional to
-// its importance (inverse CDF over the prefix sums cum[0:n], total cum[n-1]).
+// its importance (inverse CDF over the prefix sums cum[0:n]), keyed by
+// (rng_seed, layer, j, 1).
 FS_HOST_DEVICE int64_t fastgcn_draw(const double* cum, int64_t n,
                                     uint64_t rng_seed, int64_t layer,
                                     int64_t j) {
-  const uint64_t bits = random_bits(rng_seed, static_cast<uint64_t>(layer),
-                                    static_cast<uint64_t>(j), 1);
-  const double target =
-      FS_MUL(static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0),
-             cum[n - 1]);
-  int64_t lo = 0, hi = n - 1;  // the first prefix sum above target
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (cum[mid] > target) hi = mid; else lo = mid + 1;
-  }
-  return lo;
+  return weighted_draw(rng_seed, layer, j, 1, cum, n);
 }
 
 }  // namespace layer

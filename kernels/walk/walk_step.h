@@ -20,6 +20,7 @@
 
 #include "../common/det_math.h"
 #include "../common/rng.h"
+#include "../common/weighted_draw.h"
 
 namespace fusesample {
 namespace walk {
@@ -48,24 +49,6 @@ struct WalkParams {
   double restart_prob;
 };
 
-// 53 random bits as a double in [0, 1).
-FS_HOST_DEVICE double unit_uniform(uint64_t bits) {
-  return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
-}
-
-// The first slot of [begin, end) whose prefix sum exceeds target. The row's
-// last prefix sum is its total, above any target drawn from [0, total), so
-// the search can settle on end - 1 without reading past it.
-FS_HOST_DEVICE int64_t first_above(const double* cumsum, int64_t begin,
-                                   int64_t end, double target) {
-  int64_t lo = begin, hi = end - 1;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (cumsum[mid] > target) hi = mid; else lo = mid + 1;
-  }
-  return lo;
-}
-
 template <typename index_t>
 FS_HOST_DEVICE bool has_edge(const WalkGraph<index_t>& g, int64_t from,
                              int64_t to) {
@@ -93,8 +76,9 @@ FS_HOST_DEVICE int64_t propose(const WalkGraph<index_t>& g, int64_t begin,
   if (g.weight_cumsum == nullptr)
     return begin + static_cast<int64_t>(
                        uniform_below(bits, static_cast<uint64_t>(end - begin)));
-  return first_above(g.weight_cumsum, begin, end,
-                     unit_uniform(bits) * g.weight_cumsum[end - 1]);
+  const double* cum = g.weight_cumsum + begin;
+  return begin + first_above([cum](int64_t j) { return cum[j]; }, end - begin,
+                             FS_MUL(unit_uniform(bits), cum[end - begin - 1]));
 }
 
 template <typename index_t>
