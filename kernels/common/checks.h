@@ -26,6 +26,12 @@ inline void check_index_dtype(const char* op, const char* name,
               ": '", name, "' must be int64 or int32, got ", t.scalar_type());
 }
 
+// `t` is in pinned host memory and `ref` on a GPU: the GPU reads `t` in
+// place (zero-copy, through unified addressing).
+inline bool gpu_reads_pinned(const at::Tensor& t, const at::Tensor& ref) {
+  return ref.is_cuda() && t.is_cpu() && t.is_pinned();
+}
+
 inline void check_same_device(const char* op, const char* name,
                               const at::Tensor& t, const char* ref_name,
                               const at::Tensor& ref) {
@@ -167,7 +173,7 @@ inline void check_gather_rows(const char* op, const at::Tensor& src,
   check_1d(op, "index", index);
   check_dtype(op, "index", index, at::kLong);
   // A GPU may read a pinned host 'src' (zero-copy); nothing else crosses.
-  if (!(index.is_cuda() && src.is_cpu() && src.is_pinned()))
+  if (!gpu_reads_pinned(src, index))
     check_same_device(op, "index", index, "src", src);
 }
 

@@ -106,7 +106,7 @@ void check_attrs(const char* name, const std::vector<at::Tensor>& attrs,
                 kClass, ": '", name, "[", i, "]' must have ", at_least ? "at least " : "",
                 rows, " rows (", rows_name, "), got shape ", t.sizes());
     // A GPU gathers pinned host rows in place (gather_rows, zero-copy).
-    if (!(colptr.is_cuda() && t.is_cpu() && t.is_pinned()))
+    if (!gpu_reads_pinned(t, colptr))
       check_same_device(kClass, name, t, "colptr", colptr);
   }
 }
