@@ -7,6 +7,8 @@ from torch_geometric.data import Data
 
 from ..ops import layer_sample
 from ..sampler.graph_store import CSCGraph, build_csc
+from ..sampler.rule_graph import segment_of_slots
+from .fused_neighbor_loader import _check_input_nodes
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
                              resolve_generator)
 
@@ -170,8 +172,7 @@ def _propagation_graph(data: Data, normalization: Optional[str],
     if normalization is None:
         return graph, None
     in_degree = (graph.colptr[1:] - graph.colptr[:-1]).to(torch.float64)
-    target = torch.repeat_interleave(
-        torch.arange(n, device=graph.colptr.device), graph.colptr.diff())
+    target = segment_of_slots(graph.colptr)
     inv = torch.where(in_degree > 0, 1.0 / in_degree,
                       torch.zeros_like(in_degree))
     if normalization == 'row':
@@ -198,13 +199,10 @@ def _seed_nodes(input_nodes: Optional[Tensor], num_nodes: int,
         return torch.arange(num_nodes, device=device)
     if not isinstance(input_nodes, Tensor):
         input_nodes = torch.as_tensor(input_nodes)
+    _check_input_nodes(input_nodes, num_nodes)  # FusedNeighborLoader's checks
     if input_nodes.dtype == torch.bool:
-        if input_nodes.numel() != num_nodes:
-            raise ValueError(f"a boolean 'input_nodes' mask needs one entry "
-                             f"per node ({num_nodes}), got "
-                             f"{input_nodes.numel()}")
         input_nodes = input_nodes.nonzero().view(-1)
-    input_nodes = input_nodes.long().view(-1)
+    input_nodes = input_nodes.long()
     if input_nodes.numel() and (int(input_nodes.min()) < 0
                                 or int(input_nodes.max()) >= num_nodes):
         raise ValueError(f"'input_nodes' holds ids outside [0, {num_nodes})")

@@ -38,10 +38,12 @@ class RuleCSC:
                        move(self.weight_cumsum))
 
 
-def _segment_of_slots(colptr: Tensor) -> Tensor:
-    # The segment index of every CSC slot.
+def segment_of_slots(colptr: Tensor) -> Tensor:
+    r"""The segment (the target node, in an untyped CSC) of every CSC
+    slot, on the device of :obj:`colptr`."""
     counts = colptr[1:] - colptr[:-1]
-    return torch.repeat_interleave(torch.arange(counts.numel()), counts)
+    return torch.repeat_interleave(
+        torch.arange(counts.numel(), device=colptr.device), counts)
 
 
 def _reorder(graph: CSCGraph, key: Tensor) -> tuple:
@@ -49,7 +51,7 @@ def _reorder(graph: CSCGraph, key: Tensor) -> tuple:
     # stably by segment. Returns the permuted graph and the permutation.
     colptr = graph.colptr.cpu()
     by_key = torch.sort(key, stable=True).indices
-    segment = _segment_of_slots(colptr)[by_key]
+    segment = segment_of_slots(colptr)[by_key]
     perm = by_key[torch.sort(segment, stable=True).indices]
     edge_id = graph.edge_id.cpu()[perm] if graph.edge_id is not None else perm
     reordered = CSCGraph(colptr, graph.row.cpu()[perm], edge_id, graph.num_nodes)
