@@ -8,6 +8,16 @@ import platform
 import torch
 
 
+def concrete_device(device) -> torch.device:
+    """:obj:`device` with its index (``'cuda'`` -> ``'cuda:0'`` when GPU 0
+    is current), as a tensor's device has one: so that devices compare
+    equal where they are the same."""
+    device = torch.device(device)
+    if device.type == 'cuda' and device.index is None:
+        return torch.device('cuda', torch.cuda.current_device())
+    return device
+
+
 def device_name(device: torch.device) -> str:
     if device.type == 'cuda':
         return torch.cuda.get_device_name(device)

@@ -405,7 +405,7 @@ def test_cuda_equals_cpu():
     kwargs = dict(batch_size=50, walk_length=4, num_steps=5,
                   sample_coverage=10, log=False)
     cpu = Sampler(data, seed=5, **kwargs)
-    gpu = Sampler(data.to('cuda'), seed=5, **kwargs)
+    gpu = Sampler(data.clone().to('cuda'), seed=5, **kwargs)
     assert gpu.device.type == 'cuda' and gpu.node_norm.is_cuda
     assert torch.equal(cpu.node_norm, gpu.node_norm.cpu())
     assert torch.equal(cpu.edge_norm, gpu.edge_norm.cpu())
@@ -421,7 +421,8 @@ def test_cuda_equals_cpu():
 @needs_torch_sparse
 def test_cuda_subgraph_matches_saint_subgraph():
     data = random_data(seed=14)
-    gpu = Sampler(data.to('cuda'), batch_size=4, walk_length=3, log=False)
+    gpu = Sampler(data.clone().to('cuda'), batch_size=4, walk_length=3,
+                  log=False)
     adj = SparseTensor(row=data.edge_index[0], col=data.edge_index[1],
                        value=torch.arange(data.num_edges),
                        sparse_sizes=(data.num_nodes, data.num_nodes))

@@ -284,7 +284,11 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
         edge_norm[torch.isnan(edge_norm)] = 0.1
 
         node_count[node_count == 0] = 0.1
-        node_norm = num_samples / node_count / N
+        # On CUDA torch divides by a Python scalar as a product with its
+        # reciprocal (on the CPU it divides): a 0-dim tensor on the device
+        # keeps the division, so CPU and CUDA give the same bits.
+        node_norm = num_samples / node_count / torch.tensor(
+            float(N), device=device)
         return node_norm, edge_norm
 
     def __repr__(self) -> str:

@@ -17,6 +17,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from ..environment import concrete_device
 from ..ops import gather_rows, gather_rows_cached
 
 
@@ -54,7 +55,7 @@ class GPUFeatureCache:
             raise ValueError(f"GPUFeatureCache: 'cache_bytes' must be an int "
                              f">= 0, got {cache_bytes!r}")
         self.src = src
-        self.device = device
+        self.device = concrete_device(device)  # a loader compares it
         self.num_rows = src.size(0)
         self.row_bytes = src[0].numel() * src.element_size() if \
             self.num_rows else 0

@@ -12,6 +12,7 @@ from torch_geometric.sampler import (BaseSampler, EdgeSamplerInput,
 from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.sampler.neighbor_sampler import edge_sample
 
+from ..environment import concrete_device
 from ..ops import (NeighborSampleOutput, PendingNeighborSample,
                    induced_subgraph, neighbor_sample, neighbor_sample_async)
 from ..ops.rng_keys import draw_rng_seeds  # noqa: F401  (re-exported)
@@ -180,7 +181,7 @@ class FusedNeighborSampler(BaseSampler):
         if graph_in_host_memory:
             _check_host_graph_args(device, self.is_hetero, self.subgraph_type,
                                    time_attr, weight_attr)
-            self._sample_device = torch.device(device)
+            self._sample_device = concrete_device(device)
             device = 'cpu'
         if self.is_hetero:
             if self.subgraph_type == SubgraphType.induced:

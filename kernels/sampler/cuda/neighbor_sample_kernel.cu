@@ -392,6 +392,17 @@ struct Inputs {
   }
 };
 
+// The sampling device is the seeds' (the graph may be in pinned host
+// memory): checked before a device guard is built from it, so that a CPU
+// 'seed' gets this op's message rather than the guard's.
+c10::Device sampling_device(const at::Tensor& colptr, const at::Tensor& seed) {
+  if (colptr.is_cpu())
+    check_host_graph(kOp, seed, {});
+  else
+    check_same_device(kOp, "seed", seed, "colptr", colptr);
+  return seed.device();
+}
+
 Inputs checked_inputs(const at::Tensor& colptr, const at::Tensor& row,
                       const c10::optional<at::Tensor>& edge_id,
                       const at::Tensor& seed, at::IntArrayRef num_neighbors,
@@ -472,7 +483,7 @@ SampleTuple neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row
                                  const c10::optional<at::Tensor>& seed_time,
                                  bool temporal_last,
                                  const c10::optional<at::Tensor>& weight_cumsum) {
-  c10::cuda::CUDAGuard guard(seed.device());
+  c10::cuda::CUDAGuard guard(sampling_device(colptr, seed));
   const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors,
                                    num_edge_types, node_type_offsets,
                                    edge_type_offsets, edge_type_nodes, disjoint,
@@ -509,7 +520,7 @@ AsyncTuple neighbor_sample_async_cuda(const at::Tensor& colptr, const at::Tensor
                                       const c10::optional<at::Tensor>& seed_time,
                                       bool temporal_last,
                                       const c10::optional<at::Tensor>& weight_cumsum) {
-  c10::cuda::CUDAGuard guard(seed.device());
+  c10::cuda::CUDAGuard guard(sampling_device(colptr, seed));
   const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors,
                                    num_edge_types, node_type_offsets,
                                    edge_type_offsets, edge_type_nodes, disjoint,
