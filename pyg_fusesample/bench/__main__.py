@@ -149,6 +149,31 @@ def _measure(args, parser, bench, name):
     return rows
 
 
+def _report(path: str) -> int:
+    # The markdown (and, where there is one, the PNG) of a CSV, by its
+    # schema: a training-step / loader CSV, or one of spmm, walk, gather.
+    import csv
+    base = os.path.splitext(path)[0]
+    with open(path, newline='') as f:
+        columns = set(next(csv.reader(f), []))
+    if 'cusparse_ms' in columns:
+        from . import spmm_runner as runner
+        runner.plot(path, base + '.png')
+    elif 'walk_steps_per_s' in columns:
+        from . import walk_runner as runner
+    elif 'fraction_of_link' in columns:
+        from . import gather_runner as runner
+    else:
+        from .report import write_report
+        print(write_report(path, base + '.md', base + '.png'))
+        return 0
+    md = runner.markdown(path)
+    with open(base + '.md', 'w') as f:
+        f.write(md)
+    print(md)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m pyg_fusesample.bench',
                                      description=__doc__)
@@ -266,9 +291,7 @@ def main(argv=None):
 
     from .report import write_report
     if args.cmd == 'report':
-        base = os.path.splitext(args.csv)[0]
-        print(write_report(args.csv, base + '.md', base + '.png'))
-        return 0
+        return _report(args.csv)
 
     if args.cmd == 'spmm':
         from . import spmm_runner

@@ -24,6 +24,7 @@ the bytes delivered per second (rows x row bytes / time) and that as a
 fraction of ``memcpy-h2d``'s. On a CPU only ``cpu-index-select``'s host
 half runs; the others get a row saying why they were skipped.
 """
+import os
 from typing import Dict, List
 
 import torch
@@ -32,7 +33,7 @@ from ..datasets import products_like
 from ..environment import device_name, versions
 from ..ops import gather_rows
 from ..sampler import GPUFeatureCache
-from .csv_schema import append_rows
+from .csv_schema import append_rows, read_rows
 from .timing import median_ms
 
 GATHER_COLUMNS = [
@@ -124,6 +125,19 @@ def gather_rows_for(args, data, x_host: torch.Tensor, device: torch.device
               device, non_blocking=True),
           note="x[n_id] on the host, pinned, then copied")
     return out
+
+
+def markdown(path: str) -> str:
+    lines = [f'<!-- generated from {os.path.basename(path)}; do not edit -->',
+             '', '| device | features | dtype | variant | ms | GB/s | of the '
+             'link (memcpy-h2d) | hit rate | note |', '|' + '---|' * 9]
+    for r in read_rows(path):
+        lines.append(f"| {r['device']} | {r['features']} | {r['dtype']} | "
+                     f"{r['variant']} | {r['ms'] or '-'} | "
+                     f"{r['gb_per_s'] or '-'} | "
+                     f"{r['fraction_of_link'] or '-'} | "
+                     f"{r['hit_rate'] or '-'} | {r['note']} |")
+    return '\n'.join(lines) + '\n'
 
 
 def main(args) -> int:

@@ -67,11 +67,16 @@ from .timing import pipelined_periods
 from .torch_gpu_sampler import TorchGPUSampler
 
 STEP_VARIANTS = ('pyg', 'fused', 'fused-prefetch', 'fused-sync',
-                 'fused-thread', 'fused-host', 'per-hop', 'torch-gpu',
-                 'model-only', 'model-fresh')
+                 'fused-thread', 'fused-host', 'fused-host-x', 'per-hop',
+                 'torch-gpu', 'model-only', 'model-fresh')
 # fused-host: the graph (CSC) and the node features stay in pinned host
 # memory and the GPU samples and gathers them in place
 # (graph_in_host_memory=True): the path of graphs larger than the GPU.
+# fused-host-x: the CSC on the GPU, the node features and labels in pinned
+# host memory, read in place through a GPUFeatureCache holding the
+# HOST_X_CACHE_FRACTION of x's rows with the most out-edges: the path of
+# features larger than the GPU (papers100M's 57 GB of them).
+HOST_X_CACHE_FRACTION = 0.1
 # The floors: the model on pre-sampled batches already on the device.
 FLOORS = ('model-only', 'model-fresh')
 # FusedNeighborLoader's `prefetch` per variant that sets it; fused and
@@ -265,19 +270,30 @@ class Bench:
             shuffle=True, seed=self.seed, fused=fused, **extra,
             **self._seeds(self.data_dev), **self.sampling_kwargs)
 
-    def _host_graph_loader(self, fanout, batch_size):
+    def _host_memory_loader(self, variant, fanout, batch_size):
+        # fused-host: graph and features in pinned host memory;
+        # fused-host-x: features only (see HOST_X_CACHE_FRACTION).
         if self.device.type != 'cuda' or self.hetero or self.sampling_kwargs \
                 or self.FUSED_LOADER is not FusedNeighborLoader:
-            raise ValueError("variant 'fused-host' samples a homogeneous "
-                             "graph in pinned host memory with a GPU "
-                             "(node task, uniform sampling, --device cuda)")
-        host = copy.copy(self.data_cpu)
+            raise ValueError(f"variant '{variant}' samples a homogeneous "
+                             f"graph with host-resident data with a GPU "
+                             f"(node task, uniform sampling, --device cuda)")
+        graph_on_host = variant == 'fused-host'
+        host = copy.copy(self.data_cpu if graph_on_host else self.data_dev)
         for key in ('x', 'y'):
-            host[key] = host[key].pin_memory()
+            host[key] = self.data_cpu[key].pin_memory()
+        kwargs = dict(graph_in_host_memory=True) if graph_on_host else {}
+        if not graph_on_host:
+            from ..sampler import GPUFeatureCache
+            x = host.x
+            cache_bytes = int(HOST_X_CACHE_FRACTION * x.numel()
+                              * x.element_size())
+            self.feature_cache = GPUFeatureCache.from_degree(
+                x, self.data_cpu.edge_index, cache_bytes, self.device)
+            kwargs['feature_cache'] = {'x': self.feature_cache}
         return self.FUSED_LOADER(
             host, num_neighbors=fanout, batch_size=batch_size, shuffle=True,
-            seed=self.seed, graph_in_host_memory=True, device=self.device,
-            **self._seeds(host))
+            seed=self.seed, device=self.device, **kwargs, **self._seeds(host))
 
     def batches(self, variant: str, fanout: List[int], batch_size: int,
                 num_workers: int, count: int = 0):
@@ -305,8 +321,8 @@ class Bench:
             return _cycle(lambda: s)
         if variant == 'model-fresh':
             return self._fresh_batches(fanout, batch_size, count)
-        if variant == 'fused-host':
-            loader = self._host_graph_loader(fanout, batch_size)
+        if variant in ('fused-host', 'fused-host-x'):
+            loader = self._host_memory_loader(variant, fanout, batch_size)
             return _cycle(lambda: loader)
         if variant == 'model-only':
             it = self.batches('fused', fanout, batch_size, num_workers)
@@ -445,6 +461,10 @@ def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
     # persistent) exit instead of prefetching on into the next row's timing
     # (call51: a fused row right after an 8-worker row ran up to 1.3x slower).
     batches.close()
+    cache = getattr(bench, 'feature_cache', None)
+    if variant == 'fused-host-x' and cache is not None:
+        print(f'{graph} {variant}: feature cache {cache}, hit rate '
+              f'{cache.hit_rate:.3f}', flush=True)
     lm = statistics.median(loader_ms)
     sm = statistics.median(step_ms)
     loader_total_s = sum(loader_ms) / 1e3

@@ -19,7 +19,7 @@ writes one row per (graph, F, dtype) and one per GCN setting:
 import csv
 import os
 import tempfile
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -45,8 +45,8 @@ def copy_bandwidth(device: torch.device) -> float:
     return 2 * a.numel() * 4 / (ms / 1e3)
 
 
-def _fmt(x: float) -> str:
-    return f'{x:.4f}' if x == x else ''
+def _fmt(x: Optional[float]) -> str:
+    return '' if x is None or x != x else f'{x:.4f}'
 
 
 def spmm_rows(graph_name: str, data, device: torch.device, features: List[int],
@@ -68,7 +68,8 @@ def spmm_rows(graph_name: str, data, device: torch.device, features: List[int],
             cus = median(timed_calls(lambda: spmm_cusparse(graph, x), steps, 3,
                                      device))
             floor = graph.nnz * f * x.element_size() / bandwidth * 1e3
-            cands = ';'.join(f'{k}={v:.4f}' for k, v in
+            # (a rival that could not run has no time: None)
+            cands = ';'.join(f'{k}={_fmt(v)}' for k, v in
                              sorted(getattr(decision, 'timings', {}).items()))
             rows.append({
                 'device': device_name(device), **versions(),
