@@ -159,6 +159,8 @@ def _report(path: str) -> int:
     if 'cusparse_ms' in columns:
         from . import spmm_runner as runner
         runner.plot(path, base + '.png')
+    elif {'nnz', 'warm_ms'} <= columns:
+        from . import conv_runner as runner
     elif 'walk_steps_per_s' in columns:
         from . import walk_runner as runner
     elif 'fraction_of_link' in columns:
@@ -226,6 +228,20 @@ def main(argv=None):
     sp.add_argument('--no-gcn', action='store_true')
     sp.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
     sp.add_argument('--out', default='benchmarks/results/spmm.csv')
+    cp = sub.add_parser('conv', help='one GCN layer, forward + backward, '
+                        'AutoSpMMConv vs GCNConv (edge_index and CSR adj_t), '
+                        'per graph x F x dtype (bench/conv_runner.py)')
+    cp.add_argument('--graphs', nargs='+', default=['products', 'reddit', 'hub'])
+    cp.add_argument('--features', type=int, nargs='+',
+                    default=[16, 32, 64, 128, 256])
+    cp.add_argument('--dtypes', nargs='+',
+                    default=['float32', 'float16', 'bfloat16'],
+                    choices=['float32', 'float16', 'bfloat16'])
+    cp.add_argument('--scale', type=float, default=1.0)
+    cp.add_argument('--seed', type=int, default=0)
+    cp.add_argument('--steps', type=_positive, default=10)
+    cp.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    cp.add_argument('--out', default='benchmarks/results/conv.csv')
     wp = sub.add_parser('walk', help='random-walk throughput vs a memory '
                         'bound, and Node2Vec training steps, fused vs '
                         'torch_cluster (bench/walk_runner.py)')
@@ -296,6 +312,9 @@ def main(argv=None):
     if args.cmd == 'spmm':
         from . import spmm_runner
         return spmm_runner.main(args)
+    if args.cmd == 'conv':
+        from . import conv_runner
+        return conv_runner.main(args)
     if args.cmd == 'walk':
         from . import walk_runner
         return walk_runner.main(args)

@@ -1,0 +1,198 @@
+"""One GCN layer, forward + backward, per (graph, F, dtype): AutoSpMMConv
+against every rival its guardrail promises not to lose to.
+
+``python -m pyg_fusesample.bench conv --graphs products hub`` writes one row
+per (graph, F, dtype, variant):
+
+* ``autospmm``: :class:`~pyg_fusesample.nn.AutoSpMMConv` ``(F, F)`` called
+  with ``edge_index``; ``cold_ms`` is its first call (normalisation, the
+  kernel decision with a fresh autotune cache file, forward and backward),
+  ``warm_ms`` the median of ``--steps`` calls after it.
+* ``gcnconv``: PyG's ``GCNConv(F, F, cached=True)`` on the same
+  ``edge_index`` (its default scatter path).
+* ``gcnconv-csr``: the same layer on a ``torch.sparse_csr`` ``adj_t``
+  (``torch.sparse.mm``: cuSPARSE on a GPU); a dtype it does not take gets a
+  row marked ``unsupported: ...``.
+
+A 16-bit cell runs under ``torch.autocast`` with that dtype (``x`` stays
+float32, as in a mixed-precision script); its rivals also include the
+``autospmm`` float32 row of the same F (the layer without autocast).
+Every step is ``out.float().sum().backward()`` with ``x`` requiring grad,
+so the backward's transposed SpMM is timed too. All variants share one set
+of weights. Synchronised, eager.
+"""
+import contextlib
+import csv
+import os
+import tempfile
+from typing import Callable, Dict, List, Optional
+
+import torch
+from torch_geometric.data import HeteroData
+
+from ..environment import device_name, versions
+from .timing import median, timed_calls
+
+COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
+           'dtype', 'variant', 'cold_ms', 'warm_ms', 'steps', 'note']
+VARIANTS = ('autospmm', 'gcnconv', 'gcnconv-csr')
+DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16,
+          'float16': torch.float16}
+
+
+def _autocast(device: torch.device, dtype: torch.dtype):
+    if dtype == torch.float32:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dtype)
+
+
+def _layer(variant: str, f: int, state: Optional[Dict], device):
+    from torch_geometric.nn import GCNConv
+
+    from ..nn import AutoSpMMConv
+    torch.manual_seed(0)
+    layer = (AutoSpMMConv(f, f) if variant == 'autospmm'
+             else GCNConv(f, f, cached=True)).to(device)
+    if state is not None:
+        layer.load_state_dict(state)
+    return layer
+
+
+def _step_fn(layer, x, graph, device, dtype) -> Callable[[], None]:
+    params = list(layer.parameters())
+
+    def step():
+        x.grad = None
+        for p in params:
+            p.grad = None
+        with _autocast(device, dtype):
+            out = layer(x, graph)
+        out.float().sum().backward()
+    return step
+
+
+def layer_rows(graph_name: str, data, device: torch.device,
+               features: List[int], dtypes: List[str], steps: int,
+               variants=VARIANTS) -> List[Dict]:
+    from torch_geometric.utils import to_torch_csr_tensor
+    ei = data.edge_index.to(device)
+    adj_t = to_torch_csr_tensor(ei.flip(0), size=(data.num_nodes,) * 2)
+    base = {'device': device_name(device), **versions(), 'graph': graph_name,
+            'num_nodes': data.num_nodes, 'nnz': ei.size(1)}
+    rows = []
+    for f in features:
+        g = torch.Generator(device='cpu').manual_seed(f)
+        x = torch.randn(data.num_nodes, f, generator=g).to(device)
+        x.requires_grad_(True)
+        state = None
+        for dname in dtypes:
+            dtype = DTYPES[dname]
+            for variant in variants:
+                layer = _layer(variant, f, state, device)
+                if state is None:
+                    state = layer.state_dict()
+                graph = adj_t if variant == 'gcnconv-csr' else ei
+                step = _step_fn(layer, x, graph, device, dtype)
+                row = dict(base, features=f, dtype=dname, variant=variant,
+                           steps=steps)
+                try:
+                    cold = timed_calls(step, 1, 0, device)[0]
+                    warm = median(timed_calls(step, steps, 2, device))
+                    row.update(cold_ms=f'{cold:.4f}', warm_ms=f'{warm:.4f}')
+                except (RuntimeError, NotImplementedError) as e:
+                    first = str(e).strip().splitlines()[0][:160]
+                    row['note'] = f'unsupported: {type(e).__name__}: {first}'
+                rows.append(row)
+                print(f"{graph_name} F={f} {dname} {variant}: " + (
+                    f"{row['warm_ms']} ms (first call {row['cold_ms']} ms)"
+                    if 'warm_ms' in row else row['note']), flush=True)
+                del layer, step
+    return rows
+
+
+def write(path: str, rows: List[Dict]):
+    new = not os.path.exists(path) or os.path.getsize(path) == 0
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, 'a', newline='') as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new:
+            w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, '') for k in COLUMNS})
+
+
+def verdicts(rows: List[Dict[str, str]]) -> List[Dict]:
+    r"""Per (graph, F, dtype): AutoSpMMConv's warm time, its fastest rival
+    (the other variants of the cell and, for a 16-bit cell, AutoSpMMConv's
+    float32 row of the same graph and F) and whether it is no slower."""
+    def ms(r):
+        return float(r['warm_ms']) if r.get('warm_ms') else None
+
+    cells: Dict[tuple, Dict[str, Dict]] = {}
+    for r in rows:
+        cells.setdefault((r['graph'], r['features'], r['dtype']),
+                         {})[r['variant']] = r
+    out = []
+    for (graph, f, dname), by_variant in cells.items():
+        ours = by_variant.get('autospmm')
+        if ours is None or ms(ours) is None:
+            continue
+        rivals = {v: ms(r) for v, r in by_variant.items()
+                  if v != 'autospmm' and ms(r) is not None}
+        fp32 = cells.get((graph, f, 'float32'), {}).get('autospmm')
+        if dname != 'float32' and fp32 is not None and ms(fp32) is not None:
+            rivals['autospmm-fp32'] = ms(fp32)
+        best = min(rivals, key=rivals.get) if rivals else None
+        out.append({'graph': graph, 'features': f, 'dtype': dname,
+                    'autospmm_ms': ms(ours), 'cold_ms': ours['cold_ms'],
+                    'rivals': rivals, 'best_rival': best,
+                    'ratio': ms(ours) / rivals[best] if best else None})
+    return out
+
+
+def markdown(path: str) -> str:
+    with open(path, newline='') as f:
+        rows = list(csv.DictReader(f))
+    lines = [f'<!-- generated from {os.path.basename(path)}; do not edit -->',
+             '', '| graph | F | dtype | AutoSpMMConv ms | GCNConv ms | '
+             'GCNConv CSR (cuSPARSE) ms | AutoSpMMConv fp32 ms | '
+             'vs fastest rival | first call ms |', '|' + '---|' * 9]
+    for v in verdicts(rows):
+        r = v['rivals']
+
+        def cell(k):
+            return f'{r[k]:.4f}' if k in r else '-'
+        ratio = (f"{v['ratio']:.3f} ({v['best_rival']})"
+                 + ('' if v['ratio'] <= 1.0 else ' **slower**')
+                 if v['ratio'] is not None else '-')
+        lines.append(f"| {v['graph']} | {v['features']} | {v['dtype']} | "
+                     f"{v['autospmm_ms']:.4f} | {cell('gcnconv')} | "
+                     f"{cell('gcnconv-csr')} | {cell('autospmm-fp32')} | "
+                     f"{ratio} | {v['cold_ms']} |")
+    return '\n'.join(lines) + '\n'
+
+
+def main(args) -> int:
+    from ..datasets import get_dataset
+    device = torch.device(args.device)
+    # A fresh cache file per run: first calls include the decision.
+    os.environ.setdefault('FUSESAMPLE_AUTOTUNE_CACHE', os.path.join(
+        tempfile.mkdtemp(prefix='autotune-'), 'autotune.json'))
+    for name in args.graphs:
+        data = get_dataset(name, scale=args.scale, seed=args.seed)
+        if isinstance(data, HeteroData):
+            raise SystemExit(f'conv measures one graph; {name!r} is a '
+                             f'heterogeneous graph (HeteroData)')
+        label = getattr(data, 'name', name)
+        print(f'SYNTHETIC graph {label}: {data.num_nodes:,} nodes, '
+              f'{data.num_edges:,} edges', flush=True)
+        write(args.out, layer_rows(label, data, device, args.features,
+                                   args.dtypes, args.steps))
+        del data
+        if device.type == 'cuda':
+            torch.cuda.empty_cache()
+    md = os.path.splitext(args.out)[0] + '.md'
+    with open(md, 'w') as f:
+        f.write(markdown(args.out))
+    print(open(md).read())
+    return 0

@@ -1,0 +1,41 @@
+"""`bench conv` on the CPU: one row per (F, dtype, variant) with the CSV's
+columns, a rival that cannot take a dtype gets an 'unsupported' row instead
+of failing the run, a 16-bit cell is also compared with AutoSpMMConv's own
+float32 row, and the verdict flags a slower cell."""
+import torch
+
+from pyg_fusesample.bench import conv_runner
+from pyg_fusesample.datasets import power_law_graph
+
+
+def test_rows_and_verdicts(tmp_path, monkeypatch):
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', str(tmp_path / 'at.json'))
+    data = power_law_graph(300, 5.0, num_features=4, num_classes=3, seed=2)
+    rows = conv_runner.layer_rows('g', data, torch.device('cpu'), [8],
+                                  ['float32', 'bfloat16'], steps=1)
+    assert [(r['dtype'], r['variant']) for r in rows] == [
+        (d, v) for d in ('float32', 'bfloat16') for v in conv_runner.VARIANTS]
+    for r in rows:
+        assert set(r) <= set(conv_runner.COLUMNS)
+        assert ('warm_ms' in r) != r.get('note', '').startswith('unsupported')
+    path = tmp_path / 'conv.csv'
+    conv_runner.write(str(path), rows)
+    written = list(__import__('csv').DictReader(open(path)))
+    v = {x['dtype']: x for x in conv_runner.verdicts(written)}
+    assert set(v['float32']['rivals']) == {'gcnconv', 'gcnconv-csr'}
+    assert 'autospmm-fp32' in v['bfloat16']['rivals']
+    assert v['bfloat16']['rivals']['autospmm-fp32'] == float(
+        rows[0]['warm_ms'])
+    md = conv_runner.markdown(str(path))
+    assert md.count('\n| g | 8 |') == 2
+
+
+def test_verdict_flags_a_slower_cell():
+    base = dict(graph='g', features='8', cold_ms='1')
+    rows = [dict(base, dtype='float32', variant='autospmm', warm_ms='2.0'),
+            dict(base, dtype='float32', variant='gcnconv', warm_ms='1.0'),
+            dict(base, dtype='float32', variant='gcnconv-csr', warm_ms='',
+                 note='unsupported: x')]
+    (v, ) = conv_runner.verdicts(rows)
+    assert v['best_rival'] == 'gcnconv' and v['ratio'] == 2.0
+    assert v['rivals'] == {'gcnconv': 1.0}
