@@ -5,6 +5,7 @@ float32 row, and the verdict flags a slower cell."""
 import torch
 
 from pyg_fusesample.bench import conv_runner
+from pyg_fusesample.bench.csv_schema import append_rows, read_rows
 from pyg_fusesample.datasets import power_law_graph
 
 
@@ -19,8 +20,8 @@ def test_rows_and_verdicts(tmp_path, monkeypatch):
         assert set(r) <= set(conv_runner.COLUMNS)
         assert ('warm_ms' in r) != r.get('note', '').startswith('unsupported')
     path = tmp_path / 'conv.csv'
-    conv_runner.write(str(path), rows)
-    written = list(__import__('csv').DictReader(open(path)))
+    append_rows(str(path), rows, columns=conv_runner.COLUMNS)
+    written = read_rows(str(path))
     v = {x['dtype']: x for x in conv_runner.verdicts(written)}
     assert set(v['float32']['rivals']) == {'gcnconv', 'gcnconv-csr'}
     assert 'autospmm-fp32' in v['bfloat16']['rivals']

@@ -22,7 +22,6 @@ so the backward's transposed SpMM is timed too. All variants share one set
 of weights. Synchronised, eager.
 """
 import contextlib
-import csv
 import os
 import tempfile
 from typing import Callable, Dict, List, Optional
@@ -31,6 +30,7 @@ import torch
 from torch_geometric.data import HeteroData
 
 from ..environment import device_name, versions
+from .csv_schema import append_rows, read_rows
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
@@ -110,17 +110,6 @@ def layer_rows(graph_name: str, data, device: torch.device,
     return rows
 
 
-def write(path: str, rows: List[Dict]):
-    new = not os.path.exists(path) or os.path.getsize(path) == 0
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, 'a', newline='') as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        if new:
-            w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k, '') for k in COLUMNS})
-
-
 def verdicts(rows: List[Dict[str, str]]) -> List[Dict]:
     r"""Per (graph, F, dtype): AutoSpMMConv's warm time, its fastest rival
     (the other variants of the cell and, for a 16-bit cell, AutoSpMMConv's
@@ -151,8 +140,7 @@ def verdicts(rows: List[Dict[str, str]]) -> List[Dict]:
 
 
 def markdown(path: str) -> str:
-    with open(path, newline='') as f:
-        rows = list(csv.DictReader(f))
+    rows = read_rows(path)
     lines = [f'<!-- generated from {os.path.basename(path)}; do not edit -->',
              '', '| graph | F | dtype | AutoSpMMConv ms | GCNConv ms | '
              'GCNConv CSR (cuSPARSE) ms | AutoSpMMConv fp32 ms | '
@@ -186,8 +174,9 @@ def main(args) -> int:
         label = getattr(data, 'name', name)
         print(f'SYNTHETIC graph {label}: {data.num_nodes:,} nodes, '
               f'{data.num_edges:,} edges', flush=True)
-        write(args.out, layer_rows(label, data, device, args.features,
-                                   args.dtypes, args.steps))
+        append_rows(args.out, layer_rows(label, data, device, args.features,
+                                         args.dtypes, args.steps),
+                    columns=COLUMNS)
         del data
         if device.type == 'cuda':
             torch.cuda.empty_cache()

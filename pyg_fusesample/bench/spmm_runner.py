@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch_geometric.data import HeteroData
 
 from ..environment import device_name, versions
+from .csv_schema import append_rows
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
@@ -135,17 +136,6 @@ def gcn_rows(graph_name: str, data, device: torch.device, steps: int,
     return rows
 
 
-def write(path: str, rows: List[Dict]):
-    new = not os.path.exists(path) or os.path.getsize(path) == 0
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, 'a', newline='') as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        if new:
-            w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k, '') for k in COLUMNS})
-
-
 def markdown(path: str) -> str:
     with open(path, newline='') as f:
         rows = list(csv.DictReader(f))
@@ -218,7 +208,7 @@ def main(args) -> int:
                          args.steps, bandwidth)
         if not args.no_gcn:
             rows += gcn_rows(label, data, device, args.steps)
-        write(args.out, rows)
+        append_rows(args.out, rows, columns=COLUMNS)
         del data
         if device.type == 'cuda':
             torch.cuda.empty_cache()

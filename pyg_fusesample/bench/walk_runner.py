@@ -96,6 +96,7 @@ import math
 import os
 import statistics
 import time
+import types
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -439,9 +440,14 @@ def _n2v_model(variant: str, data, device: torch.device, p: float, q: float,
                 rowptr, col, start.to(device), walk_length, p, q)
 
         model.random_walk_fn = torch_cluster_walk
-        note.append(f'walks by torch_cluster on the {device.type} CSR')
+        # PyG's model as shipped but for its walks: PyG's loss too.
+        from torch_geometric.nn import Node2Vec
+        model.loss = types.MethodType(Node2Vec.loss, model)
+        note.append(f'walks by torch_cluster on the {device.type} CSR, '
+                    f"PyG's loss")
     else:
-        note.append(f'walks by fusesample on the {device.type}')
+        note.append(f'walks by fusesample on the {device.type}, loss by '
+                    f'ops.skipgram_loss')
     return model
 
 

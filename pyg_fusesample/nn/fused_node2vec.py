@@ -14,6 +14,7 @@ from torch_geometric.utils import sort_edge_index
 from torch_geometric.utils.num_nodes import maybe_num_nodes
 
 from ..ops.rng_keys import draw_rng_seeds
+from ..ops.skipgram import skipgram_loss
 from ..ops.walk import random_walk
 from ..sparse.walk_graph import WalkGraph
 
@@ -63,6 +64,13 @@ class FusedNode2Vec(Node2Vec):
       process (``model.loader(num_workers > 0)``), where CUDA cannot be used,
       the walks run on the CPU copy of the graph instead; use
       ``num_workers=0`` to walk on the GPU;
+    * :meth:`loss` is PyG's loss computed by
+      :func:`pyg_fusesample.ops.skipgram_loss` on the embeddings of the
+      windows' distinct nodes: the same value and gradient up to float
+      rounding, without PyG's copy of an embedding row per pair, and a
+      gradient (sparse with :obj:`sparse`) of one row per distinct node,
+      which ``SparseAdam`` no longer has to sort and sum (it costs one host
+      synchronisation, for the number of distinct nodes);
     * :obj:`generator` / :obj:`seed` make the walks and negative samples
       repeatable (with ``num_workers=0``: every loader worker gets a copy of
       the generator in the same state);
@@ -256,6 +264,18 @@ class FusedNode2Vec(Node2Vec):
                            dtype=batch.dtype, generator=self.generator,
                            device=self.generator.device).to(batch.device)
         return self._windows(torch.cat([batch.view(-1, 1), rw], dim=-1))
+
+    def loss(self, pos_rw: Tensor, neg_rw: Tensor) -> Tensor:
+        r"""Computes the loss given positive and negative random walks
+        (PyG's, on :func:`~pyg_fusesample.ops.skipgram_loss`)."""
+        ids = torch.cat([pos_rw.reshape(-1), neg_rw.reshape(-1)])
+        nodes, inverse = torch.unique(ids, return_inverse=True)
+        split = pos_rw.numel()
+        # (Ids from the inverse of a unique: in range by construction.)
+        return skipgram_loss(self.embedding(nodes),
+                             inverse[:split].view(pos_rw.shape),
+                             inverse[split:].view(neg_rw.shape), self.EPS,
+                             check_index=False)
 
     def _windows(self, rw: Tensor) -> Tensor:
         # Every window of context_size consecutive nodes, as PyG cuts them.

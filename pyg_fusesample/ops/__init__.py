@@ -7,6 +7,7 @@ from .sampling import (NeighborSampleOutput, PendingNeighborSample,
                        induced_subgraph,
                        neighbor_sample, neighbor_sample_async)
 from .sage_tree import sage_tree
+from .skipgram import skipgram_loss
 from .split import TypeSplit, split_by_type
 from .walk import random_walk
 
@@ -15,5 +16,5 @@ __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
            'csc_from_coo', 'gather_rows', 'gather_rows_cached',
            'gather_rows_list', 'SampleAggregateOutput',
            'TypeSplit', 'split_by_type',
-           'sample_aggregate', 'sage_tree', 'random_walk',
+           'sample_aggregate', 'sage_tree', 'random_walk', 'skipgram_loss',
            'LayerSampleOutput', 'layer_sample']
