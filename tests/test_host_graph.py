@@ -4,7 +4,7 @@ equal the all-GPU ones; the loader's argument checks."""
 import pytest
 import torch
 
-from pyg_fusesample.ops import neighbor_sample
+from pyg_fusesample.ops import neighbor_sample, neighbor_sample_async
 from pyg_fusesample.sampler.graph_store import build_csc
 from pyg_fusesample.sampler.rule_graph import weighted_csc
 
@@ -31,6 +31,28 @@ def test_host_graph_equals_device_graph(fused, fanouts):
                               rng_seed=7, fused=fused)
     for a, b in zip(on_gpu[:4], on_host[:4]):
         assert b.is_cuda and torch.equal(a, b)
+
+
+@pytest.mark.cuda
+def test_async_host_graph_waits_for_its_kernels():
+    # The loader's lookahead path. With GPU work queued before the sample,
+    # wait() finds the kernels not yet run: it must wait for them, not read
+    # the sizes before they are written (it did, for a host graph, until it
+    # took the seeds' stream instead of colptr's: the one-GPU DDP example
+    # with --host-memory all then indexed out of range).
+    graph = _graph()
+    seed = torch.arange(0, 3000, 11, device='cuda')
+    ref = neighbor_sample(graph.colptr.cuda(), graph.row.cuda(),
+                          graph.edge_id.cuda(), seed, [10, 5], rng_seed=5)
+    torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time ahead of the sample
+    pending = neighbor_sample_async(_pinned(graph.colptr), _pinned(graph.row),
+                                    _pinned(graph.edge_id), seed, [10, 5],
+                                    rng_seed=5)
+    out = pending.wait()
+    for a, b in zip(ref[:4], out[:4]):
+        assert torch.equal(a, b)
+    assert torch.equal(ref.num_sampled_nodes, out.num_sampled_nodes.to(
+        ref.num_sampled_nodes.device))
 
 
 @pytest.mark.cuda

@@ -189,8 +189,10 @@ def neighbor_sample_async(colptr: Tensor, row: Tensor,
         list(edge_type_offsets), list(edge_type_nodes), edge_time, seed_time,
         _temporal_last(temporal_strategy), weight_cumsum)
     event = stream = None
-    if colptr.is_cuda:
-        stream = torch.cuda.current_stream(colptr.device)
+    # The kernels run on the seeds' GPU, also for a graph in pinned host
+    # memory (a CPU colptr, read in place): wait() must wait for that stream.
+    if seed.is_cuda:
+        stream = torch.cuda.current_stream(seed.device)
         event = torch.cuda.Event()
         event.record(stream)
     return PendingNeighborSample(buffers, meta, event, stream,
