@@ -159,6 +159,8 @@ def _report(path: str) -> int:
     if 'cusparse_ms' in columns:
         from . import spmm_runner as runner
         runner.plot(path, base + '.png')
+    elif {'loader', 'batch_edges'} <= columns:
+        from . import subgraph_runner as runner
     elif {'nnz', 'warm_ms'} <= columns:
         from . import conv_runner as runner
     elif 'walk_steps_per_s' in columns:
@@ -242,6 +244,21 @@ def main(argv=None):
     cp.add_argument('--steps', type=_positive, default=10)
     cp.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
     cp.add_argument('--out', default='benchmarks/results/conv.csv')
+    gp2 = sub.add_parser('subgraph', help='GraphSAINT / ShaDow / LADIES / '
+                         'FastGCN loaders in a training step vs the model on '
+                         'pre-sampled batches (bench/subgraph_runner.py)')
+    gp2.add_argument('--graphs', nargs='+', default=['products', 'reddit'])
+    gp2.add_argument('--loaders', nargs='+',
+                     default=['saint', 'shadow', 'ladies', 'fastgcn'],
+                     choices=['saint', 'shadow', 'ladies', 'fastgcn'])
+    gp2.add_argument('--scale', type=float, default=1.0)
+    gp2.add_argument('--seed', type=int, default=0)
+    gp2.add_argument('--steps', type=_positive, default=30)
+    gp2.add_argument('--warmup', type=int, default=5)
+    gp2.add_argument('--cached', type=_positive, default=8,
+                     help="batches the 'pre-sampled' floor cycles through")
+    gp2.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    gp2.add_argument('--out', default='benchmarks/results/subgraph.csv')
     wp = sub.add_parser('walk', help='random-walk throughput vs a memory '
                         'bound, and Node2Vec training steps, fused vs '
                         'torch_cluster (bench/walk_runner.py)')
@@ -315,6 +332,9 @@ def main(argv=None):
     if args.cmd == 'conv':
         from . import conv_runner
         return conv_runner.main(args)
+    if args.cmd == 'subgraph':
+        from . import subgraph_runner
+        return subgraph_runner.main(args)
     if args.cmd == 'walk':
         from . import walk_runner
         return walk_runner.main(args)

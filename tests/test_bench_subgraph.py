@@ -1,0 +1,27 @@
+"""`bench subgraph` on the CPU: each loader trains its model for a step
+through the loader and on pre-sampled batches, rows fill the CSV's columns,
+and the markdown gives the loader / pre-sampled ratio."""
+import torch
+
+from pyg_fusesample.bench import subgraph_runner
+from pyg_fusesample.bench.csv_schema import append_rows
+from pyg_fusesample.datasets import power_law_graph
+
+
+def test_every_loader_steps_and_reports(tmp_path):
+    data = power_law_graph(400, 6.0, num_features=8, num_classes=3, seed=1)
+    rows = subgraph_runner.loader_rows('g', data, torch.device('cpu'),
+                                       list(subgraph_runner.LOADERS),
+                                       steps=1, warmup=1, cached=1)
+    assert [(r['loader'], r['variant']) for r in rows] == [
+        (name, v) for name in subgraph_runner.LOADERS
+        for v in ('loader', 'pre-sampled')]
+    for r in rows:
+        assert set(r) <= set(subgraph_runner.COLUMNS)
+        assert float(r['step_ms']) > 0 and r['batch_edges'] > 0
+    path = str(tmp_path / 'subgraph.csv')
+    append_rows(path, rows, columns=subgraph_runner.COLUMNS)
+    md = subgraph_runner.markdown(path)
+    for name in subgraph_runner.LOADERS:
+        line = next(x for x in md.splitlines() if f'| {name} |' in x)
+        assert float(line.rstrip(' |').split('|')[-1]) > 0  # the ratio
