@@ -519,12 +519,32 @@ def test_close_probe_is_confirmed_on_the_whole_graph(
     monkeypatch.setattr(scheduler, 'measure', t)
     d = autotune.choose(g, 16, torch.float32)
     assert (d.variant, d.source) == (expect, source)
-    assert [graph is g for _, graph in t.calls] == [False] * 3 + [True] * 3
+    # (PyG's scatter path, 5x cuSPARSE on the probe, is not timed again)
+    assert [graph is g for _, graph in t.calls] == [False] * 3 + [True] * 2
     assert d.timings['cpu@full'] == full_cpu
+    assert 'scatter@full' not in d.timings
     lines = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [r['stage'] for r in lines] == ['probe'] * 3 + ['confirm'] * 3
+    assert [r['stage'] for r in lines] == ['probe'] * 3 + ['confirm'] * 2
     assert lines[-1]['probe_nnz'] == g.nnz
     assert {r['candidate'] for r in lines if r['chosen']} == {expect}
+
+
+@pytest.mark.parametrize('scatter', [2.0, 3.9, 4.1])
+def test_confirm_retimes_the_references_that_could_still_win(scatter,
+                                                             monkeypatch):
+    # A reference within CUT_FACTOR of the probe's fastest one is timed on
+    # the whole graph too (and may become the guardrail's reference there);
+    # one further behind is not.
+    monkeypatch.setitem(scheduler.PROBE_NNZ, 'cpu', 2000)
+    g = skewed_graph(rows=20000, hubs=20, hub_degree=900)
+    t = SplitTimer({'cusparse': 1.0, 'scatter': scatter, 'cpu': 0.97},
+                   {'cusparse': 1.0, 'scatter': 0.5, 'cpu': 0.9}, g)
+    monkeypatch.setattr(scheduler, 'measure', t)
+    d = autotune.choose(g, 16, torch.float32)
+    retimed = scatter <= scheduler.CUT_FACTOR * 1.0
+    assert ('scatter@full' in d.timings) == retimed
+    # on the whole graph scatter beats the kernel: it wins when re-timed
+    assert d.variant == ('scatter' if retimed else 'cpu')
 
 
 @pytest.mark.parametrize('probe_cpu', [0.40, 2.0])
@@ -560,10 +580,11 @@ def test_close_kernels_are_ranked_on_the_whole_graph(cuda_rules, monkeypatch):
     d = autotune.choose(g, 32, torch.float32)
     assert (d.variant, d.source) == ('hub-subwarp', 'confirm')
     confirmed = [c for c, graph in t.calls if graph is g]
-    assert [c.variant for c in confirmed[:2]] == ['cusparse', 'scatter']
-    assert 1 < len(confirmed) - 2 <= scheduler.MAX_RIVALS
-    assert confirmed[2].variant == 'hub'  # the probe's best first
-    assert {c.variant for c in confirmed[2:]} <= {'hub', 'hub-subwarp'}
+    # (scatter, 5x cuSPARSE on the probe, is not timed again)
+    assert confirmed[0].variant == 'cusparse'
+    assert 1 < len(confirmed) - 1 <= scheduler.MAX_RIVALS
+    assert confirmed[1].variant == 'hub'  # the probe's best first
+    assert {c.variant for c in confirmed[1:]} <= {'hub', 'hub-subwarp'}
     # no rival close enough and a clear win over cuSPARSE: no confirmation
     autotune.forget(g)
     monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', '')
@@ -749,6 +770,21 @@ def test_time_ms_stops_a_candidate_that_cannot_win():
     calls.clear()
     scheduler.time_ms(slow, torch.device('cpu'), 1000.0)
     assert len(calls) > scheduler.WARMUP
+    # no one-time set-up to excuse the first call: it is the answer
+    calls.clear()
+    ms = scheduler.time_ms(slow, torch.device('cpu'), 1000.0, cutoff_ms=1.0,
+                           first_call_counts=True)
+    assert ms >= 10 and len(calls) == 1
+
+
+def test_which_candidates_pay_a_first_call_setup():
+    C = candidates.Candidate
+    assert candidates.pays_setup(C('cusparse'))
+    assert candidates.pays_setup(C('hub', {'hub_threshold': 64}))
+    assert candidates.pays_setup(C('hub-subwarp', {'hub_threshold': 64}))
+    assert candidates.pays_setup(C('fp32:warp'))  # the cast's buffers
+    for variant in ('warp', 'subwarp', 'scatter', 'cpu'):
+        assert not candidates.pays_setup(C(variant))
 
 
 def test_probe_cutoffs_follow_the_best_time_so_far(timer, cuda_rules):
