@@ -26,8 +26,8 @@ COLUMNS = [
 # COLUMNS files are unaffected.
 WALK_COLUMNS = COLUMNS + [
     'task', 'walk_steps', 'p', 'q', 'walk_steps_per_s', 'sector_bytes',
-    'sectors_per_s', 'sectors_per_step', 'bound_steps_per_s', 'epoch_steps',
-    'epoch_s', 'note',
+    'sectors_per_s', 'sectors_per_step', 'bound_steps_per_s',
+    'graph_read_steps_per_s', 'epoch_steps', 'epoch_s', 'note',
 ]
 
 
