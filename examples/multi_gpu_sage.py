@@ -79,7 +79,10 @@ from _common import (DEFAULT_ROOT, SPECS, DataMissing, load_real,
                      pyg_safe_globals)
 
 GRAPHS = ('products', 'papers100m')
+LOADER_NAMES = {'fused': 'FusedNeighborLoader',
+                'pyg': 'PyG NeighborLoader ({} workers per rank)'}
 CSV_FIELDS = ('time', 'device', 'device_name', 'backend', 'world_size',
+              'loader', 'num_workers',
               'graph', 'data', 'synthetic', 'scale', 'num_nodes', 'num_edges',
               'fan_out', 'batch_size_per_rank', 'amp', 'epoch',
               'steps_per_rank', 'epoch_time_s', 'seeds_per_s', 'loss',
@@ -170,10 +173,28 @@ def make_train_loader(data: Data, rank: int, world_size: int, args,
     from pyg_fusesample.loader import rank_seed, rank_seeds
     shard = rank_seeds(data.train_mask.cpu(), rank, world_size,
                        seed=args.seed)
+    if args.loader == 'pyg':
+        return pyg_loader(data, args, shard, shuffle=True,
+                          batch_size=args.batch_size,
+                          seed=rank_seed(args.seed, rank))
     return FusedNeighborLoader(data, num_neighbors=args.num_neighbors,
                                input_nodes=shard, batch_size=args.batch_size,
                                shuffle=True, seed=rank_seed(args.seed, rank),
                                **placement)
+
+
+def pyg_loader(data: Data, args, input_nodes, shuffle: bool, batch_size: int,
+               seed: int):
+    """The baseline (``--loader pyg``): PyG's ``NeighborLoader`` over the
+    rank's CPU copy of the graph, ``--num-workers`` worker processes
+    (persistent), batches moved to the GPU by the training loop."""
+    from torch_geometric.loader import NeighborLoader
+    workers = args.num_workers
+    return NeighborLoader(data, num_neighbors=args.num_neighbors,
+                          input_nodes=input_nodes.cpu(), batch_size=batch_size,
+                          shuffle=shuffle, num_workers=workers,
+                          persistent_workers=workers > 0,
+                          generator=torch.Generator().manual_seed(seed))
 
 
 def place(data: Data, device: torch.device, args) -> Tuple[Data, dict]:
@@ -184,7 +205,7 @@ def place(data: Data, device: torch.device, args) -> Tuple[Data, dict]:
     hottest rows when ``--cache-mb`` > 0). ``all``: the graph too, sampled
     by the GPU in place (``graph_in_host_memory``). On a CPU everything is
     where it is."""
-    if device.type != 'cuda':
+    if device.type != 'cuda' or args.loader == 'pyg':  # (pyg: samples on the CPU)
         return data, {}
     if args.host_memory == 'none':
         return data.to(device), {}
@@ -344,7 +365,10 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
     if rank == 0:
         from pyg_fusesample import FusedNeighborLoader
         for split in ('val', 'test'):
-            eval_loaders[split] = FusedNeighborLoader(
+            eval_loaders[split] = pyg_loader(
+                data, args, data[f'{split}_mask'], shuffle=False,
+                batch_size=args.eval_batch_size, seed=args.seed) \
+                if args.loader == 'pyg' else FusedNeighborLoader(
                 data, num_neighbors=args.num_neighbors,
                 input_nodes=data[f'{split}_mask'],
                 batch_size=args.eval_batch_size, shuffle=False,
@@ -367,7 +391,8 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
     if args.max_steps is not None:
         steps = min(steps, args.max_steps)
     say(f'Model: PyG GraphSAGE ({len(args.num_neighbors)} layers, hidden '
-        f'{args.hidden}) in DDP, loader: FusedNeighborLoader, fan-out '
+        f'{args.hidden}) in DDP, loader: '
+        f'{LOADER_NAMES[args.loader].format(args.num_workers)}, fan-out '
         f'{args.num_neighbors}, batch {args.batch_size} per rank, world size '
         f'{world_size} ({backend}, {device_name}), '
         f'{len(train_loader.input_data.node):,} seeds and {steps} '
@@ -430,7 +455,10 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
                 append_csv(args.csv, dict(
                     time=datetime.datetime.now().isoformat(timespec='seconds'),
                     device=device.type, device_name=device_name,
-                    backend=backend, world_size=world_size, graph=args.graph,
+                    backend=backend, world_size=world_size,
+                    loader=args.loader,
+                    num_workers=args.num_workers if args.loader == 'pyg' else 0,
+                    graph=args.graph,
                     data=label, synthetic=bool(prefix),
                     scale=args.scale if prefix else 1.0,
                     num_nodes=data.num_nodes, num_edges=data.num_edges,
@@ -513,6 +541,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument('--cache-mb', type=float, default=0.0,
                    help='with --host-memory: MiB of the hottest feature '
                         'rows (by out-degree) cached on each GPU')
+    p.add_argument('--loader', choices=['fused', 'pyg'], default='fused',
+                   help="'pyg': PyG's NeighborLoader on the CPU with "
+                        "--num-workers workers per rank (the baseline)")
+    p.add_argument('--num-workers', type=int, default=8,
+                   help="--loader pyg: loader worker processes per rank")
     p.add_argument('--csv', default=None,
                    help='append one row per epoch to this CSV file')
     p.add_argument('--save-model', default=None,
@@ -524,6 +557,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         p.error('--device cuda: no CUDA device is available')
     if args.max_steps is not None and args.max_steps < 1:
         p.error('--max-steps must be at least 1')
+    if args.loader == 'pyg' and args.host_memory != 'none':
+        p.error('--loader pyg samples on the CPU: --host-memory is for the '
+                'fused loader')
+    if args.num_workers < 0:
+        p.error('--num-workers must be >= 0')
     return args
 
 

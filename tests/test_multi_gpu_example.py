@@ -263,6 +263,26 @@ def test_world_size_one_in_process(tmp_path, capsys, one_thread):
     assert_same_model(got, reference_run(argv, world_size=1))
 
 
+@needs_gloo
+def test_pyg_loader_baseline_in_process(tmp_path, capsys, one_thread):
+    # --loader pyg: PyG's NeighborLoader over the rank's CPU graph (the
+    # scaling run's baseline) trains, and the CSV says which loader ran.
+    table = tmp_path / 'epochs.csv'
+    argv = TINY + ['--epochs', '1', '--max-steps', '2', '--world-size', '1',
+                   '--loader', 'pyg', '--num-workers', '0', '--csv', table]
+    code, out, err = run_inprocess(SCRIPT, argv, capsys)
+    assert code == 0, out + err
+    assert 'loader: PyG NeighborLoader (0 workers per rank)' in out, out
+    assert [int(e[0]) for e in EPOCH.findall(out)] == [1], out
+    with open(table, newline='') as f:
+        rows = list(csv.DictReader(f))
+    assert [(r['loader'], r['num_workers']) for r in rows] == [('pyg', '0')]
+    code, out, err = run_inprocess(
+        SCRIPT, TINY + ['--loader', 'pyg', '--host-memory', 'features'],
+        capsys)
+    assert code == 2 and '--host-memory is for the fused loader' in err
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize('host_memory', ['features', 'all'])
 def test_one_gpu_with_host_memory(host_memory):
