@@ -27,10 +27,10 @@ import tempfile
 from typing import Callable, Dict, List, Optional
 
 import torch
-from torch_geometric.data import HeteroData
 
 from ..environment import device_name, versions
 from .csv_schema import append_rows, read_rows
+from .graph_runs import homogeneous_graphs, write_markdown
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
@@ -161,27 +161,14 @@ def markdown(path: str) -> str:
 
 
 def main(args) -> int:
-    from ..datasets import get_dataset
     device = torch.device(args.device)
     # A fresh cache file per run: first calls include the decision.
     os.environ.setdefault('FUSESAMPLE_AUTOTUNE_CACHE', os.path.join(
         tempfile.mkdtemp(prefix='autotune-'), 'autotune.json'))
-    for name in args.graphs:
-        data = get_dataset(name, scale=args.scale, seed=args.seed)
-        if isinstance(data, HeteroData):
-            raise SystemExit(f'conv measures one graph; {name!r} is a '
-                             f'heterogeneous graph (HeteroData)')
-        label = getattr(data, 'name', name)
-        print(f'SYNTHETIC graph {label}: {data.num_nodes:,} nodes, '
-              f'{data.num_edges:,} edges', flush=True)
+    for label, data in homogeneous_graphs(args.graphs, args.scale, args.seed,
+                                          device, 'conv'):
         append_rows(args.out, layer_rows(label, data, device, args.features,
                                          args.dtypes, args.steps),
                     columns=COLUMNS)
-        del data
-        if device.type == 'cuda':
-            torch.cuda.empty_cache()
-    md = os.path.splitext(args.out)[0] + '.md'
-    with open(md, 'w') as f:
-        f.write(markdown(args.out))
-    print(open(md).read())
+    write_markdown(args.out, markdown)
     return 0

@@ -23,10 +23,10 @@ from typing import Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
-from torch_geometric.data import HeteroData
 
 from ..environment import device_name, versions
 from .csv_schema import append_rows
+from .graph_runs import homogeneous_graphs, write_markdown
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
@@ -189,32 +189,19 @@ def plot(path: str, png: str) -> bool:
 
 
 def main(args) -> int:
-    from ..datasets import get_dataset
     device = torch.device(args.device)
     # A fresh cache file per run: cold times include the probes.
     os.environ.setdefault('FUSESAMPLE_AUTOTUNE_CACHE', os.path.join(
         tempfile.mkdtemp(prefix='autotune-'), 'autotune.json'))
     bandwidth = copy_bandwidth(device)
     print(f'measured copy bandwidth: {bandwidth / 1e12:.2f} TB/s', flush=True)
-    for name in args.graphs:
-        data = get_dataset(name, scale=args.scale, seed=args.seed)
-        if isinstance(data, HeteroData):
-            raise SystemExit(f'spmm measures one sparse matrix; {name!r} is '
-                             f'a heterogeneous graph (HeteroData)')
-        label = getattr(data, 'name', name)
-        print(f'SYNTHETIC graph {label}: {data.num_nodes:,} nodes, '
-              f'{data.num_edges:,} edges', flush=True)
+    for label, data in homogeneous_graphs(args.graphs, args.scale, args.seed,
+                                          device, 'spmm'):
         rows = spmm_rows(label, data, device, args.features, args.dtypes,
                          args.steps, bandwidth)
         if not args.no_gcn:
             rows += gcn_rows(label, data, device, args.steps)
         append_rows(args.out, rows, columns=COLUMNS)
-        del data
-        if device.type == 'cuda':
-            torch.cuda.empty_cache()
-    md = os.path.splitext(args.out)[0] + '.md'
-    with open(md, 'w') as f:
-        f.write(markdown(args.out))
     plot(args.out, os.path.splitext(args.out)[0] + '.png')
-    print(open(md).read())
+    write_markdown(args.out, markdown)
     return 0

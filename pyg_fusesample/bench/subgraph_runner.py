@@ -29,10 +29,10 @@ from typing import Dict, Iterator, List
 
 import torch
 import torch.nn.functional as F
-from torch_geometric.data import HeteroData
 
 from ..environment import device_name, versions
 from .csv_schema import append_rows, read_rows
+from .graph_runs import homogeneous_graphs, write_markdown
 from .timing import median
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'num_edges',
@@ -184,26 +184,12 @@ def markdown(path: str) -> str:
 
 
 def main(args) -> int:
-    from ..datasets import get_dataset
     device = torch.device(args.device)
-    for name in args.graphs:
-        data = get_dataset(name, scale=args.scale, seed=args.seed)
-        if isinstance(data, HeteroData):
-            raise SystemExit(f'subgraph samples homogeneous graphs; {name!r} '
-                             f'is heterogeneous (HeteroData)')
-        label = getattr(data, 'name', name)
-        print(f'SYNTHETIC graph {label}: {data.num_nodes:,} nodes, '
-              f'{data.num_edges:,} edges', flush=True)
+    for label, data in homogeneous_graphs(args.graphs, args.scale, args.seed,
+                                          device, 'subgraph'):
         append_rows(args.out, loader_rows(label, data, device, args.loaders,
                                           args.steps, args.warmup,
                                           args.cached, args.seed),
                     columns=COLUMNS)
-        del data
-        if device.type == 'cuda':
-            torch.cuda.empty_cache()
-    md = os.path.splitext(args.out)[0] + '.md'
-    with open(md, 'w') as f:
-        f.write(markdown(args.out))
-    print(open(md).read())
+    write_markdown(args.out, markdown)
     return 0
-

@@ -1,0 +1,39 @@
+"""What the per-graph harnesses (``spmm``, ``conv``, ``subgraph``) share: the
+SYNTHETIC graphs they loop over, and the markdown written next to a CSV."""
+import os
+from typing import Callable, Iterator, List, Tuple
+
+import torch
+from torch_geometric.data import Data, HeteroData
+
+
+def homogeneous_graphs(names: List[str], scale: float, seed: int,
+                       device: torch.device, what: str
+                       ) -> Iterator[Tuple[str, Data]]:
+    """``(label, data)`` of each named graph (``datasets.get_dataset``),
+    announced as SYNTHETIC; a heterogeneous one stops the run (``what`` the
+    harness measures, for the message). The graph is dropped, and the CUDA
+    cache emptied, before the next one is built."""
+    from ..datasets import get_dataset
+    for name in names:
+        data = get_dataset(name, scale=scale, seed=seed)
+        if isinstance(data, HeteroData):
+            raise SystemExit(f'{what} takes a homogeneous graph; {name!r} is '
+                             f'heterogeneous (HeteroData)')
+        label = getattr(data, 'name', name)
+        print(f'SYNTHETIC graph {label}: {data.num_nodes:,} nodes, '
+              f'{data.num_edges:,} edges', flush=True)
+        yield label, data
+        del data
+        if device.type == 'cuda':
+            torch.cuda.empty_cache()
+
+
+def write_markdown(csv_path: str, markdown: Callable[[str], str]) -> str:
+    """Writes ``markdown(csv_path)`` next to the CSV (``.md``), prints and
+    returns it."""
+    text = markdown(csv_path)
+    with open(os.path.splitext(csv_path)[0] + '.md', 'w') as f:
+        f.write(text)
+    print(text)
+    return text
