@@ -44,10 +44,10 @@ def test_async_host_graph_waits_for_its_kernels():
     seed = torch.arange(0, 3000, 11, device='cuda')
     ref = neighbor_sample(graph.colptr.cuda(), graph.row.cuda(),
                           graph.edge_id.cuda(), seed, [10, 5], rng_seed=5)
+    # (held until the kernels have read them: the GPU reads them in place)
+    host = [_pinned(t) for t in (graph.colptr, graph.row, graph.edge_id)]
     torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time ahead of the sample
-    pending = neighbor_sample_async(_pinned(graph.colptr), _pinned(graph.row),
-                                    _pinned(graph.edge_id), seed, [10, 5],
-                                    rng_seed=5)
+    pending = neighbor_sample_async(*host, seed, [10, 5], rng_seed=5)
     out = pending.wait()
     for a, b in zip(ref[:4], out[:4]):
         assert torch.equal(a, b)
