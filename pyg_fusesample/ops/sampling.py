@@ -117,11 +117,15 @@ class PendingNeighborSample:
     stream has produced it (one training step later it long has) and returns
     the :class:`NeighborSampleOutput`."""
     __slots__ = ('_buffers', '_meta', '_event', '_stream', '_num_hops',
-                 '_num_nodes', '_disjoint', '_out')
+                 '_num_nodes', '_disjoint', '_out', '_host_inputs')
 
     def __init__(self, buffers, meta: Tensor, event, stream, num_hops: int,
-                 num_nodes: int, disjoint: bool):
+                 num_nodes: int, disjoint: bool, host_inputs=()):
         self._buffers = buffers
+        # A graph in pinned host memory is read in place by kernels still
+        # running: kept alive until wait() (else its pages could go back to
+        # the pinned allocator and be handed out again under them).
+        self._host_inputs = host_inputs
         self._meta = meta
         self._event = event
         self._stream = stream
@@ -159,6 +163,7 @@ class PendingNeighborSample:
                 meta[2:3 + hops], meta[3 + hops:3 + 2 * hops],
                 meta[4 + 2 * hops:])
             self._buffers = self._meta = self._event = None
+            self._host_inputs = ()
         return self._out
 
 
@@ -195,10 +200,12 @@ def neighbor_sample_async(colptr: Tensor, row: Tensor,
         stream = torch.cuda.current_stream(seed.device)
         event = torch.cuda.Event()
         event.record(stream)
+    host = (colptr, row, edge_id, edge_time, weight_cumsum) \
+        if seed.is_cuda and not colptr.is_cuda else ()
     return PendingNeighborSample(buffers, meta, event, stream,
                                  len(num_neighbors) // num_edge_types,
                                  (colptr.numel() - 1) // num_edge_types,
-                                 disjoint)
+                                 disjoint, host)
 
 
 def induced_subgraph(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
