@@ -10,6 +10,7 @@ from torch_geometric.nn.resolver import activation_resolver
 
 from ..ops.aggregate import sample_aggregate
 from ..ops.sage_tree import sage_tree
+from .edge_index_aggregate import sample_aggregate_ei
 from .fused_sage_conv import FusedSAGEConv, _check_target, rng_key
 from .gather_linear import GatherLinear
 from .graph_input import as_csc
@@ -138,16 +139,29 @@ class FusedGraphSAGE(torch.nn.Module):
         ``aggr`` of :math:`\mathbf{x}` over each level-:math:`l` node's
         children, for :math:`l < L`.
         """
-        colptr, row = as_csc(edge_index, x.size(0), x.size(0))
         if rng_seed is None:
             rng_seed = rng_key(self.generator)
+        if torch.compiler.is_compiling() and isinstance(edge_index, Tensor) \
+                and edge_index.layout == torch.strided:
+            # (compiled: the ops look the memoised CSC up themselves, so it
+            # is not copied out of the memo every step)
+            def aggregate(target, k, level):
+                return sample_aggregate_ei(edge_index, x.size(0), x, target,
+                                           k, self.aggr, self.replace,
+                                           rng_seed, level)[:2]
+        else:
+            colptr, row = as_csc(edge_index, x.size(0), x.size(0))
+
+            def aggregate(target, k, level):
+                out = sample_aggregate(colptr, row, x, target, k, self.aggr,
+                                       self.replace, rng_seed, level)
+                return out.out, out.nbr
         levels, aggs = [seed_nodes], []
         for level, k in enumerate(self.num_neighbors):
-            out = sample_aggregate(colptr, row, x, levels[-1], k, self.aggr,
-                                   self.replace, rng_seed, level)
-            aggs.append(out.out)
+            out, nbr = aggregate(levels[-1], k, level)
+            aggs.append(out)
             if level + 1 < self.num_layers:
-                levels.append(out.nbr.reshape(-1))
+                levels.append(nbr.reshape(-1))
         return levels, aggs
 
     def forward(self, x: Tensor, edge_index,
