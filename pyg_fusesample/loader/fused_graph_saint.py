@@ -28,9 +28,9 @@ from torch_geometric.data import Data
 from ..ops import induced_subgraph, random_walk
 from ..ops.rng_keys import draw_rng_seeds
 from ..sparse.walk_graph import WalkGraph
-from .fused_shadow import (_Index, _check_device_kwargs, _check_edge_index,
-                           _check_int, _warn_other_devices)
 from .seeded_batches import resolve_generator
+from .subgraph_common import (BatchIndex, check_device_kwargs,
+                              check_edge_index, check_int, warn_other_devices)
 
 # Walk nodes per chunk of the normalisation pass.
 NORM_CHUNK_NODES = 1 << 20
@@ -112,10 +112,10 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
                                  f"'{key}': every step is a fresh sample")
         generator = resolve_generator(kwargs.pop('seed', None),
                                       kwargs.pop('generator', None))
-        _check_int('batch_size', batch_size, 1)
-        _check_int('walk_length', walk_length, 0)
-        _check_int('num_steps', num_steps, 1)
-        _check_int('sample_coverage', sample_coverage, 0)
+        check_int('batch_size', batch_size, 1)
+        check_int('walk_length', walk_length, 0)
+        check_int('num_steps', num_steps, 1)
+        check_int('sample_coverage', sample_coverage, 0)
         if not isinstance(data, Data):
             raise TypeError(f"{type(self).__name__} samples a 'Data' object, "
                             f"got {type(data).__name__}")
@@ -139,12 +139,12 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
         self.E = data.num_edges
         if N is None or N <= 0:
             raise ValueError("the graph has no nodes to start walks from")
-        _check_edge_index(edge_index, N, type(self).__name__)
+        check_edge_index(edge_index, N, type(self).__name__)
         self.graph = WalkGraph.from_edge_index(edge_index, N)
         self.data = data
         device = self.graph.device
-        _check_device_kwargs(kwargs, device, type(self).__name__)
-        _warn_other_devices(data, device, type(self).__name__)
+        check_device_kwargs(kwargs, device, type(self).__name__)
+        warn_other_devices(data, device, type(self).__name__)
 
         super().__init__(self, batch_size=1,
                          sampler=_StepKeys(num_steps, generator),
@@ -208,7 +208,7 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
         data.num_nodes = node_idx.size(0)
         data.edge_index = edge_index
 
-        index = _Index(node_idx, edge_idx, node_idx)
+        index = BatchIndex(node_idx, edge_idx, node_idx)
         for key, item in self.data:
             if key in ['edge_index', 'num_nodes']:
                 continue

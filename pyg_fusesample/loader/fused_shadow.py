@@ -20,7 +20,6 @@ for a whole batch on the device the graph lives on:
    every distinct node's list down to the batch's nodes, once.
 """
 import copy
-import warnings
 from typing import List, Optional, Tuple
 
 import torch
@@ -34,6 +33,9 @@ from ..ops.rng_keys import draw_rng_seeds
 from ..sampler.graph_store import CSCGraph
 from ..sparse.walk_graph import WalkGraph
 from .seeded_batches import resolve_generator
+from .subgraph_common import (BatchIndex, check_device_kwargs,
+                              check_edge_index, check_int,
+                              warn_other_devices)
 
 # Adjacency entries (or candidate pairs) one pass of grouped_induced_edges
 # materialises (each costs about 50 bytes of temporaries); larger passes are
@@ -261,53 +263,6 @@ def _has_parallel_edges(graph: CSCGraph) -> bool:
     return bool(same.any())
 
 
-def _check_edge_index(edge_index, num_nodes, cls: str):
-    if not isinstance(edge_index, Tensor) or edge_index.dim() != 2 \
-            or edge_index.size(0) != 2:
-        raise ValueError(f"{cls}: 'edge_index' must be a tensor of shape "
-                         f"[2, num_edges]")
-    if edge_index.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"{cls}: 'edge_index' must be int64 (or int32), "
-                         f"got {edge_index.dtype}")
-    if num_nodes is None:
-        raise ValueError(f"{cls}: the graph needs 'num_nodes'")
-    if edge_index.numel():
-        lo, hi = torch.aminmax(edge_index)
-        if int(lo) < 0 or int(hi) >= num_nodes:
-            raise ValueError(f"{cls}: 'edge_index' holds ids outside "
-                             f"[0, {num_nodes})")
-
-
-def _check_int(name: str, value, minimum: int):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"'{name}' must be an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"'{name}' must be >= {minimum}, got {value}")
-
-
-def _check_device_kwargs(kwargs: dict, device: torch.device, cls: str):
-    # DataLoader arguments that do not fit a graph on a GPU.
-    if device.type != 'cuda':
-        return
-    if kwargs.get('num_workers', 0) > 0:
-        raise ValueError(f"{cls} samples a CUDA graph in the main process: "
-                         f"use num_workers=0 (the GPU builds a batch faster "
-                         f"than a worker process could)")
-    if kwargs.pop('pin_memory', False):
-        warnings.warn(f"{cls}: 'pin_memory' is ignored: the batches are "
-                      f"built on {device} already", stacklevel=3)
-
-
-def _warn_other_devices(data, device: torch.device, cls: str):
-    others = sorted({str(v.device) for _, v in data
-                     if isinstance(v, Tensor) and v.device != device})
-    if others:
-        warnings.warn(f"{cls}: the graph is on {device} but some attributes "
-                      f"are on {', '.join(others)}; every batch copies its "
-                      f"node (edge) ids there to slice them (slow path: move "
-                      f"the whole 'data' to one device)", stacklevel=3)
-
-
 class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
     r"""The ShaDow :math:`k`-hop sampler from the `"Decoupling the Depth and
     Scope of Graph Neural Networks" <https://arxiv.org/abs/2201.07858>`_
@@ -365,8 +320,8 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
     def __init__(self, data: Data, depth: int, num_neighbors: int,
                  node_idx: Optional[Tensor] = None, replace: bool = False,
                  **kwargs):
-        _check_int('depth', depth, 0)
-        _check_int('num_neighbors', num_neighbors, -1)
+        check_int('depth', depth, 0)
+        check_int('num_neighbors', num_neighbors, -1)
         if not isinstance(data, Data):
             raise TypeError(f"FusedShaDowKHopSampler samples a 'Data' "
                             f"object, got {type(data).__name__}")
@@ -385,7 +340,7 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
         self.is_sparse_tensor = edge_index is None
         if edge_index is not None:
             num_nodes = data.num_nodes
-            _check_edge_index(edge_index, num_nodes, type(self).__name__)
+            check_edge_index(edge_index, num_nodes, type(self).__name__)
             # The in-edge CSC with every target's sources sorted (the
             # induced-subgraph pass binary-searches hubs' lists); edge ids
             # are positions in edge_index. Sampling reads the same CSC.
@@ -432,8 +387,8 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
             raise ValueError(f"'node_idx' holds ids outside [0, {self.N})")
         self.node_idx = node_idx
 
-        _check_device_kwargs(kwargs, device, type(self).__name__)
-        _warn_other_devices(data, device, type(self).__name__)
+        check_device_kwargs(kwargs, device, type(self).__name__)
+        warn_other_devices(data, device, type(self).__name__)
 
         batch_size = kwargs.pop('batch_size', 1)
         shuffle = kwargs.pop('shuffle', None)
@@ -551,7 +506,7 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
         else:
             batch.edge_index = torch.stack([src, dst], dim=0)
 
-        index = _Index(n_id, e_id, n_id.index_select(0, root_n_id))
+        index = BatchIndex(n_id, e_id, n_id.index_select(0, root_n_id))
         num_nodes, num_edges = self.data.num_nodes, self.data.num_edges
         for k, v in self.data:
             if k in ('edge_index', 'adj_t', 'num_nodes', 'batch', 'ptr'):
@@ -574,20 +529,3 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
                 f'num_neighbors={self.num_neighbors}, '
                 f'replace={self.replace}, num_roots={self.node_idx.numel()}, '
                 f'batch_size={self.batch_size}, device={self.device})')
-
-
-class _Index:
-    # A batch's node, edge and root ids, copied to another device at most
-    # once per batch when attributes live elsewhere.
-    def __init__(self, node: Tensor, edge: Tensor, root: Tensor):
-        self.ids = {'node': node, 'edge': edge, 'root': root}
-        self.moved = {}
-
-    def take(self, value: Tensor, kind: str) -> Tensor:
-        index = self.ids[kind]
-        if value.device != index.device:
-            key = (kind, value.device)
-            if key not in self.moved:
-                self.moved[key] = index.to(value.device)
-            index = self.moved[key]
-        return value.index_select(0, index)

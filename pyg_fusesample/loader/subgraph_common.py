@@ -1,0 +1,71 @@
+"""What the subgraph drop-ins (:class:`~pyg_fusesample.FusedShaDowKHopSampler`,
+:class:`~pyg_fusesample.FusedGraphSAINTRandomWalkSampler`) share: their
+argument checks and the ids a batch slices its attributes by."""
+import warnings
+
+import torch
+from torch import Tensor
+
+
+def check_edge_index(edge_index, num_nodes, cls: str):
+    if not isinstance(edge_index, Tensor) or edge_index.dim() != 2 \
+            or edge_index.size(0) != 2:
+        raise ValueError(f"{cls}: 'edge_index' must be a tensor of shape "
+                         f"[2, num_edges]")
+    if edge_index.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"{cls}: 'edge_index' must be int64 (or int32), "
+                         f"got {edge_index.dtype}")
+    if num_nodes is None:
+        raise ValueError(f"{cls}: the graph needs 'num_nodes'")
+    if edge_index.numel():
+        lo, hi = torch.aminmax(edge_index)
+        if int(lo) < 0 or int(hi) >= num_nodes:
+            raise ValueError(f"{cls}: 'edge_index' holds ids outside "
+                             f"[0, {num_nodes})")
+
+
+def check_int(name: str, value, minimum: int):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"'{name}' must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"'{name}' must be >= {minimum}, got {value}")
+
+
+def check_device_kwargs(kwargs: dict, device: torch.device, cls: str):
+    # DataLoader arguments that do not fit a graph on a GPU.
+    if device.type != 'cuda':
+        return
+    if kwargs.get('num_workers', 0) > 0:
+        raise ValueError(f"{cls} samples a CUDA graph in the main process: "
+                         f"use num_workers=0 (the GPU builds a batch faster "
+                         f"than a worker process could)")
+    if kwargs.pop('pin_memory', False):
+        warnings.warn(f"{cls}: 'pin_memory' is ignored: the batches are "
+                      f"built on {device} already", stacklevel=3)
+
+
+def warn_other_devices(data, device: torch.device, cls: str):
+    others = sorted({str(v.device) for _, v in data
+                     if isinstance(v, Tensor) and v.device != device})
+    if others:
+        warnings.warn(f"{cls}: the graph is on {device} but some attributes "
+                      f"are on {', '.join(others)}; every batch copies its "
+                      f"node (edge) ids there to slice them (slow path: move "
+                      f"the whole 'data' to one device)", stacklevel=3)
+
+
+class BatchIndex:
+    # A batch's node, edge and root ids, copied to another device at most
+    # once per batch when attributes live elsewhere.
+    def __init__(self, node: Tensor, edge: Tensor, root: Tensor):
+        self.ids = {'node': node, 'edge': edge, 'root': root}
+        self.moved = {}
+
+    def take(self, value: Tensor, kind: str) -> Tensor:
+        index = self.ids[kind]
+        if value.device != index.device:
+            key = (kind, value.device)
+            if key not in self.moved:
+                self.moved[key] = index.to(value.device)
+            index = self.moved[key]
+        return value.index_select(0, index)
