@@ -27,10 +27,11 @@ from torch_geometric.data import Data
 
 from ..ops import induced_subgraph, random_walk
 from ..ops.rng_keys import draw_rng_seeds
+from ..sparse.edge_index_checks import check_edge_index
 from ..sparse.walk_graph import WalkGraph
 from .seeded_batches import resolve_generator
-from .subgraph_common import (BatchIndex, check_device_kwargs,
-                              check_edge_index, check_int, warn_other_devices)
+from .subgraph_common import (BatchIndex, check_device_kwargs, check_int,
+                              warn_other_devices)
 
 # Walk nodes per chunk of the normalisation pass.
 NORM_CHUNK_NODES = 1 << 20

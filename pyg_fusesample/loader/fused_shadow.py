@@ -31,10 +31,10 @@ from torch_geometric.data import Batch, Data
 from ..ops import induced_subgraph, neighbor_sample
 from ..ops.rng_keys import draw_rng_seeds
 from ..sampler.graph_store import CSCGraph
+from ..sparse.edge_index_checks import check_edge_index
 from ..sparse.walk_graph import WalkGraph
 from .seeded_batches import resolve_generator
-from .subgraph_common import (BatchIndex, check_device_kwargs,
-                              check_edge_index, check_int,
+from .subgraph_common import (BatchIndex, check_device_kwargs, check_int,
                               warn_other_devices)
 
 # Adjacency entries (or candidate pairs) one pass of grouped_induced_edges

@@ -1,27 +1,12 @@
 """What the subgraph drop-ins (:class:`~pyg_fusesample.FusedShaDowKHopSampler`,
 :class:`~pyg_fusesample.FusedGraphSAINTRandomWalkSampler`) share: their
-argument checks and the ids a batch slices its attributes by."""
+argument checks and the ids a batch slices its attributes by (their
+``edge_index`` check is :mod:`pyg_fusesample.sparse.edge_index_checks`,
+shared with the walks)."""
 import warnings
 
 import torch
 from torch import Tensor
-
-
-def check_edge_index(edge_index, num_nodes, cls: str):
-    if not isinstance(edge_index, Tensor) or edge_index.dim() != 2 \
-            or edge_index.size(0) != 2:
-        raise ValueError(f"{cls}: 'edge_index' must be a tensor of shape "
-                         f"[2, num_edges]")
-    if edge_index.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"{cls}: 'edge_index' must be int64 (or int32), "
-                         f"got {edge_index.dtype}")
-    if num_nodes is None:
-        raise ValueError(f"{cls}: the graph needs 'num_nodes'")
-    if edge_index.numel():
-        lo, hi = torch.aminmax(edge_index)
-        if int(lo) < 0 or int(hi) >= num_nodes:
-            raise ValueError(f"{cls}: 'edge_index' holds ids outside "
-                             f"[0, {num_nodes})")
 
 
 def check_int(name: str, value, minimum: int):

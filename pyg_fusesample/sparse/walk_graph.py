@@ -20,6 +20,8 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from .edge_index_checks import check_edge_index
+
 
 @dataclass(frozen=True)
 class WalkGraph:
@@ -66,20 +68,9 @@ class WalkGraph:
                 weights; a step draws an out-edge with probability
                 proportional to its weight.
         """
-        if not isinstance(edge_index, Tensor) or edge_index.dim() != 2 \
-                or edge_index.size(0) != 2:
-            raise ValueError("random_walk: 'edge_index' must be a Tensor of "
-                             "shape [2, num_edges]")
-        if edge_index.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"random_walk: 'edge_index' must be int64 (or "
-                             f"int32), got {edge_index.dtype}")
+        num_nodes = check_edge_index(edge_index, num_nodes, 'random_walk',
+                                     infer_num_nodes=True)
         row, col = edge_index.long()
-        if num_nodes is None:
-            num_nodes = int(edge_index.max()) + 1 if row.numel() else 0
-        if row.numel() and (int(edge_index.min()) < 0
-                            or int(edge_index.max()) >= num_nodes):
-            raise ValueError(f"random_walk: 'edge_index' holds ids outside "
-                             f"[0, {num_nodes})")
         return cls._build(row, col, num_nodes, edge_weight)
 
     @classmethod
