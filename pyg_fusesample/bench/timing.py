@@ -1,7 +1,8 @@
 """Timers that are honest on both devices: either a CUDA device is
 synchronised before each host clock read, so asynchronous work is counted
-where it runs (:func:`timed_calls`), or nothing waits and CUDA events time
-the device's period per call (:func:`pipelined_periods`)."""
+where it runs (:func:`timed_calls`), or CUDA events time each call's own
+device work (:func:`event_timed_calls`), or nothing waits and CUDA events
+time the device's period per call (:func:`pipelined_periods`)."""
 import statistics
 import time
 from typing import Callable, List
@@ -22,6 +23,32 @@ def timed_calls(fn: Callable[[], object], steps: int, warmup: int,
         fn()
         sync()
         if i >= warmup:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def event_timed_calls(fn: Callable[[], object], repeats: int, warmup: int,
+                      device: torch.device) -> List[float]:
+    """``warmup`` untimed calls, then the times (ms) of ``repeats`` calls:
+    CUDA events around each call on a GPU, ``time.perf_counter`` on a
+    CPU."""
+    for _ in range(warmup):
+        fn()
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+    times = []
+    for _ in range(repeats):
+        if device.type == 'cuda':
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            fn()
             times.append((time.perf_counter() - t0) * 1e3)
     return times
 

@@ -108,6 +108,7 @@ import torch
 
 from ..environment import device_name, versions
 from .csv_schema import WALK_COLUMNS, append_rows, read_rows
+from .timing import event_timed_calls
 
 WALK_VARIANTS = ('fused-uniform', 'fused-node2vec', 'fused-weighted',
                  'torch-cluster-uniform', 'torch-cluster-node2vec')
@@ -129,31 +130,6 @@ FULL_NODES = {'products': 2_449_029, 'products_like': 2_449_029,
 def _sync(device: torch.device):
     if device.type == 'cuda':
         torch.cuda.synchronize(device)
-
-
-def time_passes(fn: Callable[[], object], repeats: int, warmup: int,
-                device: torch.device) -> List[float]:
-    """``warmup`` untimed calls, then the times (ms) of ``repeats`` calls:
-    CUDA events around each call on a GPU, ``time.perf_counter`` on a
-    CPU."""
-    for _ in range(warmup):
-        fn()
-    _sync(device)
-    times = []
-    for _ in range(repeats):
-        if device.type == 'cuda':
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-    return times
 
 
 def sector_bytes(device: torch.device) -> int:
@@ -197,7 +173,7 @@ def random_sector_rate(device: torch.device,
                         dtype=torch.long).to(torch.int32 if n < 2**31
                                               else torch.long)
     out = torch.empty(count, dtype=torch.long, device=device)
-    ms = statistics.median(time_passes(
+    ms = statistics.median(event_timed_calls(
         lambda: torch.index_select(buf, 0, idx, out=out), repeats, 2, device))
     del buf, idx, out
     if cuda:
@@ -306,7 +282,7 @@ def graph_read_rate(rowptr: torch.Tensor, col: torch.Tensor,
         torch.index_select(col, 0, slot, out=node)
         torch.index_select(rowptr, 0, node, out=lo)
         torch.index_select(rowptr, 0, node + 1, out=hi)
-    ms = statistics.median(time_passes(reads, repeats, 2, device))
+    ms = statistics.median(event_timed_calls(reads, repeats, 2, device))
     return count / (ms / 1e3)
 
 
@@ -437,7 +413,7 @@ def walk_row(bench: WalkBench, variant: str, repeats: int, warmup: int,
                         f'--variant-seconds {budget_s:g} '
                         f'(one pass ~{last:.1f} s)')
     before = _peak_start(dev)
-    ms = statistics.median(time_passes(fn, count, 0, dev))
+    ms = statistics.median(event_timed_calls(fn, count, 0, dev))
     steps = bench.start.numel() * bench.walk_length
     rate = steps / (ms / 1e3)
     row = bench.row(variant, p, q)
