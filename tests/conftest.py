@@ -31,6 +31,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture
+def one_thread():
+    """One intra-op thread for the test: float sums then add in one order
+    (torchrun's processes run with OMP_NUM_THREADS=1, and the references
+    they are compared with must too), and on the 2 shared CI cores one
+    thread is ~4x faster than two contending ones."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 def devices():
     """CPU always; CUDA as a marked parameter (skipped without a GPU)."""
     return ['cpu', pytest.param('cuda', marks=pytest.mark.cuda)]

@@ -1,6 +1,7 @@
 """Running the example scripts from the tests: in this interpreter (their
 own ``__main__``; importing torch_geometric costs seconds per interpreter)
-or, as a user starts them, in a subprocess."""
+or, as a user starts them, in a subprocess; or loading one as a module."""
+import importlib.util
 import runpy
 import subprocess
 import sys
@@ -32,3 +33,18 @@ def run_subprocess(script, args, timeout=120):
                           cwd=REPO, capture_output=True, text=True,
                           timeout=timeout)
     return proc.returncode, proc.stdout, proc.stderr
+
+
+def load_script(script):
+    """A script (an example, a benchmark driver) as a module, its main()
+    and helpers defined, nothing run; examples/ is on sys.path while it
+    loads, as when it runs."""
+    script = Path(script)
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        spec = importlib.util.spec_from_file_location(script.stem, script)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    return module

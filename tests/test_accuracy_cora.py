@@ -28,16 +28,6 @@ EVAL_LAST = 5
 BOUND = 0.01
 
 
-@pytest.fixture
-def one_thread():
-    # The 2 CI cores are shared; one intra-op thread is ~4x faster here than
-    # two contending ones, and keeps the runs bitwise repeatable.
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def eval_test_accuracy(model, data) -> float:
     model.eval()
     with torch.no_grad():

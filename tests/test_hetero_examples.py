@@ -14,7 +14,6 @@ as a script for its table::
 """
 import gzip
 import os
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -23,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from example_runner import EXAMPLES, REPO, run_inprocess, run_subprocess
+from example_runner import EXAMPLES, load_script, run_inprocess, run_subprocess
 MAG = EXAMPLES / 'ogbn_mag_sage.py'
 LINK = EXAMPLES / 'link_pred.py'
 
@@ -150,18 +149,6 @@ def mag_root(tmp_path_factory):
 
 
 # -- running the scripts ------------------------------------------------------
-def load_example(script):
-    """The script as a module (its main() and helpers), not run."""
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        spec = importlib.util.spec_from_file_location(script.stem, script)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(EXAMPLES))
-    return module
-
-
 def check_mag(out, epochs=1):
     found = MAG_EPOCH.findall(out)
     assert [int(e[1]) for e in found] == list(range(1, epochs + 1)), out
@@ -240,7 +227,7 @@ def test_mag_raw_reader(mag_root):
 
 def test_mean_features():
     from torch_geometric.data import HeteroData
-    mag = load_example(MAG)
+    mag = load_script(MAG)
     data = HeteroData()
     data['paper'].x = torch.tensor([[1., 0.], [3., 2.], [5., 4.]])
     data['author'].num_nodes = 3
@@ -393,7 +380,7 @@ def test_link_pred_temporal(capsys):
 def test_temporal_split_holds_only_the_past():
     """Each split's graph holds only edges before its supervision edges,
     whose times are one less than their own."""
-    module = load_example(LINK)
+    module = load_script(LINK)
     args = module.make_parser().parse_args(['--graph', 'hetero', '--temporal',
                                             '--scale', '0.1'])
     name, data, splits = module.load(args)
@@ -422,7 +409,7 @@ def test_link_pred_dot_subprocess():
 def test_roc_auc():
     """The rank-based AUC equals the pairwise definition (ties count half)
     and sklearn's roc_auc_score where installed."""
-    roc_auc = load_example(LINK).roc_auc
+    roc_auc = load_script(LINK).roc_auc
     g = torch.Generator().manual_seed(0)
     for n in (2, 7, 50, 301):
         score = torch.randint(0, 6, (n,), generator=g).float()  # many ties
@@ -502,7 +489,7 @@ def parity(seeds, device='cpu', stream=None, mag_args=PARITY_MAG,
     at the best validation epoch, and the last epoch's val and test."""
     import contextlib
     import io
-    mag, link = load_example(MAG), load_example(LINK)
+    mag, link = load_script(MAG), load_script(LINK)
     results = {}
     for name, module, args in (('mag_like acc', mag, mag_args),
                                ('user_item AUC', link, link_args)):

@@ -25,7 +25,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from example_runner import EXAMPLES, REPO, run_inprocess, run_subprocess
+from example_runner import (EXAMPLES, REPO, load_script, run_inprocess,
+                            run_subprocess)
 from pyg_fusesample.loader import rank_seed, rank_seeds
 
 SCRIPT = EXAMPLES / 'multi_gpu_sage.py'
@@ -124,36 +125,13 @@ def test_rank_seed():
 
 
 # -- the example ------------------------------------------------------------
-def load_example():
-    import importlib.util
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        spec = importlib.util.spec_from_file_location('multi_gpu_sage', SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(EXAMPLES))
-    return module
-
-
-@pytest.fixture
-def one_thread():
-    # torchrun gives each of its processes OMP_NUM_THREADS=1; the references
-    # here run with one thread too, so that their float sums add in the
-    # same order.
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def reference_run(argv, world_size, ranks=None):
     """What DDP over ``world_size`` ranks computes, in this process: each
     rank's loader (its shard, ``rank_seed``), the same initial model, each
     rank's dropout stream; every step averages the gradients of the ranks'
     batches (of ``ranks`` only, for a control) and takes one Adam step.
     Returns the final state_dict."""
-    ex = load_example()
+    ex = load_script(SCRIPT)
     args = ex.parse_args(argv)
     data, _, _ = ex.load_graph(args, lambda msg: None)
     device = torch.device('cpu')

@@ -3,19 +3,16 @@ efficiency against one process, speed-up against PyG's loader) on made-up
 rows, and one real run of 1 and 2 gloo processes with both loaders on a
 tiny SYNTHETIC graph."""
 import csv
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
 
-from example_runner import REPO
+from example_runner import REPO, load_script
 
 SCRIPT = REPO / 'benchmarks' / 'scaling.py'
-spec = importlib.util.spec_from_file_location('scaling', SCRIPT)
-scaling = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(scaling)
+scaling = load_script(SCRIPT)
 
 
 def _row(loader, n, epoch, seeds_per_s, acc=0.5):
