@@ -30,7 +30,7 @@ import torch
 
 from ..environment import device_name, versions
 from .csv_schema import append_rows, read_rows
-from .graph_runs import homogeneous_graphs, write_markdown
+from .graph_runs import for_each_graph, write_markdown
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
@@ -165,10 +165,11 @@ def main(args) -> int:
     # A fresh cache file per run: first calls include the decision.
     os.environ.setdefault('FUSESAMPLE_AUTOTUNE_CACHE', os.path.join(
         tempfile.mkdtemp(prefix='autotune-'), 'autotune.json'))
-    for label, data in homogeneous_graphs(args.graphs, args.scale, args.seed,
-                                          device, 'conv'):
+    def measure(label, data):
         append_rows(args.out, layer_rows(label, data, device, args.features,
                                          args.dtypes, args.steps),
                     columns=COLUMNS)
+    for_each_graph(args.graphs, args.scale, args.seed, device, 'conv',
+                   measure)
     write_markdown(args.out, markdown)
     return 0

@@ -1,29 +1,33 @@
-"""What the per-graph harnesses (``spmm``, ``conv``, ``subgraph``) share: the
+"""What the per-graph harnesses (``spmm``, ``conv``, ``subgraph``, ``walk``) share: the
 SYNTHETIC graphs they loop over, and the markdown written next to a CSV."""
 import os
-from typing import Callable, Iterator, List, Tuple
+from typing import Callable, List, Union
 
 import torch
 from torch_geometric.data import Data, HeteroData
 
 
-def homogeneous_graphs(names: List[str], scale: float, seed: int,
-                       device: torch.device, what: str
-                       ) -> Iterator[Tuple[str, Data]]:
-    """``(label, data)`` of each named graph (``datasets.get_dataset``),
-    announced as SYNTHETIC; a heterogeneous one stops the run (``what`` the
-    harness measures, for the message). The graph is dropped, and the CUDA
+def for_each_graph(names: List[str],
+                   scale: Union[float, Callable[[str], float]], seed: int,
+                   device: torch.device, what: str,
+                   measure: Callable[[str, Data], None]) -> None:
+    """Calls ``measure(label, data)`` on each named graph
+    (``datasets.get_dataset`` at ``scale``, or ``scale(name)``), announced as
+    SYNTHETIC; a heterogeneous one stops the run (``what`` the harness
+    measures, for the message). A callback rather than a generator, so that
+    no reference to a graph outlives its call: it is freed, and the CUDA
     cache emptied, before the next one is built."""
     from ..datasets import get_dataset
     for name in names:
-        data = get_dataset(name, scale=scale, seed=seed)
+        data = get_dataset(name, seed=seed,
+                           scale=scale(name) if callable(scale) else scale)
         if isinstance(data, HeteroData):
             raise SystemExit(f'{what} takes a homogeneous graph; {name!r} is '
                              f'heterogeneous (HeteroData)')
         label = getattr(data, 'name', name)
         print(f'SYNTHETIC graph {label}: {data.num_nodes:,} nodes, '
               f'{data.num_edges:,} edges', flush=True)
-        yield label, data
+        measure(label, data)
         del data
         if device.type == 'cuda':
             torch.cuda.empty_cache()

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from ..environment import device_name, versions
 from .csv_schema import append_rows
-from .graph_runs import homogeneous_graphs, write_markdown
+from .graph_runs import for_each_graph, write_markdown
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
@@ -195,13 +195,14 @@ def main(args) -> int:
         tempfile.mkdtemp(prefix='autotune-'), 'autotune.json'))
     bandwidth = copy_bandwidth(device)
     print(f'measured copy bandwidth: {bandwidth / 1e12:.2f} TB/s', flush=True)
-    for label, data in homogeneous_graphs(args.graphs, args.scale, args.seed,
-                                          device, 'spmm'):
+    def measure(label, data):
         rows = spmm_rows(label, data, device, args.features, args.dtypes,
                          args.steps, bandwidth)
         if not args.no_gcn:
             rows += gcn_rows(label, data, device, args.steps)
         append_rows(args.out, rows, columns=COLUMNS)
+    for_each_graph(args.graphs, args.scale, args.seed, device, 'spmm',
+                   measure)
     plot(args.out, os.path.splitext(args.out)[0] + '.png')
     write_markdown(args.out, markdown)
     return 0

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from ..environment import device_name, versions
 from .csv_schema import append_rows, read_rows
-from .graph_runs import homogeneous_graphs, write_markdown
+from .graph_runs import for_each_graph, write_markdown
 from .timing import median
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'num_edges',
@@ -185,11 +185,12 @@ def markdown(path: str) -> str:
 
 def main(args) -> int:
     device = torch.device(args.device)
-    for label, data in homogeneous_graphs(args.graphs, args.scale, args.seed,
-                                          device, 'subgraph'):
+    def measure(label, data):
         append_rows(args.out, loader_rows(label, data, device, args.loaders,
                                           args.steps, args.warmup,
                                           args.cached, args.seed),
                     columns=COLUMNS)
+    for_each_graph(args.graphs, args.scale, args.seed, device, 'subgraph',
+                   measure)
     write_markdown(args.out, markdown)
     return 0

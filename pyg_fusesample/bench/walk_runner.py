@@ -108,6 +108,7 @@ import torch
 
 from ..environment import device_name, versions
 from .csv_schema import WALK_COLUMNS, append_rows, read_rows
+from .graph_runs import for_each_graph, write_markdown
 from .timing import event_timed_calls
 
 WALK_VARIANTS = ('fused-uniform', 'fused-node2vec', 'fused-weighted',
@@ -597,9 +598,6 @@ def markdown(path: str) -> str:
 
 
 def main(args) -> int:
-    from torch_geometric.data import HeteroData
-
-    from ..datasets import get_dataset
     from .timing import warm_up_device
     device = torch.device(args.device)
     if args.threads:
@@ -623,15 +621,9 @@ def main(args) -> int:
           f'steps/s',
           flush=True)
     ok = True
-    for graph in args.graphs:
-        data = get_dataset(graph, scale=_resolve_scale(args.scale, graph),
-                           seed=args.seed)
-        if isinstance(data, HeteroData):
-            raise SystemExit(f'walk takes a homogeneous graph; {graph!r} is '
-                             f'heterogeneous (HeteroData)')
-        name = getattr(data, 'name', graph)
-        print(f'SYNTHETIC graph {name}: {data.num_nodes:,} nodes, '
-              f'{data.num_edges:,} edges', flush=True)
+
+    def measure(name, data):
+        nonlocal ok
         # (each row is appended as soon as it is measured: a run cut short
         # keeps what it measured)
         if args.variants:
@@ -674,9 +666,8 @@ def main(args) -> int:
                 ok &= good
                 append_rows(args.out, [row], columns=WALK_COLUMNS)
                 _print_row(row)
-        del data
-    md = os.path.splitext(args.out)[0] + '.md'
-    with open(md, 'w') as f:
-        f.write(markdown(args.out))
-    print(open(md).read())
+    for_each_graph(args.graphs,
+                   lambda graph: _resolve_scale(args.scale, graph),
+                   args.seed, device, 'walk', measure)
+    write_markdown(args.out, markdown)
     return 0 if ok else 1
