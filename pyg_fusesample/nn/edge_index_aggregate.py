@@ -14,7 +14,7 @@ from typing import Tuple
 import torch
 from torch import Tensor
 
-from ..ops import aggregate  # noqa: F401  (registers sample_aggregate's fakes)
+from .. import _extension  # noqa: F401  (registers the ops)
 from .graph_input import _edge_index_csc
 
 _ops = torch.ops.fusesample
