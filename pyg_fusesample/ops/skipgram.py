@@ -39,7 +39,10 @@ def skipgram_loss(h: Tensor, pos: Tensor, neg: Tensor, eps: float = 1e-15,
             synchronisation); ``False`` when the caller guarantees them.
 
     Returns:
-        A 0-dim tensor of :obj:`h`'s dtype, differentiable in :obj:`h`.
+        A 0-dim tensor of :obj:`h`'s dtype, differentiable in :obj:`h`. On
+        CUDA the gradient is scattered with atomics, so its last bits may
+        differ between runs (as ``index_add_``'s do); the CPU's is
+        deterministic.
     """
     return _ops.skipgram_loss(h, pos, neg, float(eps), bool(check_index))
 
