@@ -2,6 +2,7 @@
 own ``__main__``; importing torch_geometric costs seconds per interpreter)
 or, as a user starts them, in a subprocess; or loading one as a module."""
 import importlib.util
+import os
 import runpy
 import subprocess
 import sys
@@ -29,9 +30,15 @@ def run_inprocess(script, args, capsys):
 
 
 def run_subprocess(script, args, timeout=120):
+    # The repository on the path: the package may be built in place rather
+    # than installed (as on the GPU machine), and a script's own folder is
+    # what Python puts first.
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(
+        p for p in (str(REPO), env.get('PYTHONPATH')) if p)
     proc = subprocess.run([sys.executable, str(script), *map(str, args)],
                           cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
     return proc.returncode, proc.stdout, proc.stderr
 
 
