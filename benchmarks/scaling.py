@@ -51,11 +51,20 @@ def run(args, graph: str, world_size: int, loader: str, amp: str,
            '--csv', epochs_csv]
     if args.synthetic:
         cmd.append('--synthetic')
+    if args.graph_cache:
+        cmd += ['--graph-cache', args.graph_cache]
+    if args.eval_last:
+        cmd += ['--eval-every', str(args.epochs)]
     if args.max_steps:
         cmd += ['--max-steps', str(args.max_steps)]
     cmd += args.extra
     print('$', ' '.join(cmd), flush=True)
-    return subprocess.call(cmd)
+    # The example imports pyg_fusesample: the repository on the path for a
+    # package built in place (python setup.py build_ext --inplace).
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(
+        p for p in (os.path.dirname(HERE), env.get('PYTHONPATH')) if p)
+    return subprocess.call(cmd, env=env)
 
 
 def summarise(rows: List[Dict[str, str]]) -> List[Dict]:
@@ -140,7 +149,9 @@ def plot(summary: List[Dict], png: str) -> bool:
         ax.set_yscale('log')
         ax.set_xlabel('GPUs (processes)')
         ax.set_ylabel('training seeds/s')
-        ax.set_title(graph)
+        synthetic = any(s['data'].startswith('SYNTHETIC') for s in summary
+                        if s['graph'] == graph)
+        ax.set_title(f'{graph}-like (SYNTHETIC)' if synthetic else graph)
         ax.legend(fontsize=7)
     fig.suptitle('Scaling (dotted: linear from 1 GPU)')
     fig.tight_layout()
@@ -162,6 +173,12 @@ def main(argv=None) -> int:
     p.add_argument('--synthetic', action='store_true')
     p.add_argument('--epochs', type=int, default=3)
     p.add_argument('--max-steps', type=int, default=None)
+    p.add_argument('--graph-cache', default=None,
+                   help="the example's --graph-cache: generate each "
+                        'synthetic graph once for all runs')
+    p.add_argument('--eval-last', action='store_true',
+                   help='evaluate after the last epoch only (the summary '
+                        "reports the last epoch's accuracy either way)")
     p.add_argument('--batch-size', type=int, default=1024)
     p.add_argument('--num-neighbors', type=int, nargs='+', default=[15, 10, 5])
     p.add_argument('--num-workers', type=int, default=8)
@@ -169,12 +186,16 @@ def main(argv=None) -> int:
     p.add_argument('--extra', action='append', default=[],
                    help='a further argument for the example (repeatable)')
     p.add_argument('--out', default='benchmarks/results/scaling.csv')
+    p.add_argument('--summarise-only', action='store_true',
+                   help='run nothing: rewrite the summary, markdown and plot '
+                        'from an existing <out>_epochs.csv (e.g. one merged '
+                        'from runs split over several calls)')
     args = p.parse_args(argv)
     base = os.path.splitext(args.out)[0]
     epochs_csv = base + '_epochs.csv'
     os.makedirs(os.path.dirname(os.path.abspath(base)), exist_ok=True)
     failed = []
-    for graph in args.graphs:
+    for graph in args.graphs if not args.summarise_only else ():
         for loader in args.loaders:
             for amp in args.amp:
                 for n in args.gpus:

@@ -146,14 +146,44 @@ def load_graph(args, say=print) -> Tuple[Data, str, str]:
         if not args.synthetic:
             raise
         why = str(e)
-    from pyg_fusesample.datasets import papers100m_like, products_like
-    make = products_like if args.graph == 'products' else papers100m_like
-    data = make(scale=args.scale, seed=args.seed)
+    data = synthetic_graph(args)
     prefix = f'[SYNTHETIC {data.name}] '
     say(f'{prefix}{why}')
     say(f"{prefix}--synthetic: running on a generated graph of {real}'s "
         f"shape; its numbers say nothing about {real}")
     return data, f'SYNTHETIC {data.name}, not {real}', prefix
+
+
+def synthetic_graph(args) -> Data:
+    """The generated graph of ``--graph``/``--scale``/``--seed``. With
+    ``--graph-cache DIR`` it is generated once and read from
+    ``DIR/<graph>_scale<scale>_seed<seed>.pt`` by every later rank and run
+    (a full-size graph takes a minute or more to generate on the one thread
+    torchrun gives each process; reading it back, seconds)."""
+    from pyg_fusesample.datasets import papers100m_like, products_like
+    path = None
+    if args.graph_cache:
+        path = osp.join(args.graph_cache,
+                        f'{args.graph}_scale{args.scale:g}_seed{args.seed}.pt')
+        if osp.exists(path):
+            return torch.load(path, weights_only=False)
+    make = products_like if args.graph == 'products' else papers100m_like
+    threads = torch.get_num_threads()
+    # torchrun sets OMP_NUM_THREADS=1 for training; the generator is
+    # vectorised and gains from every core while nothing else runs.
+    torch.set_num_threads(max(threads, len(os.sched_getaffinity(0))
+                              if hasattr(os, 'sched_getaffinity')
+                              else (os.cpu_count() or 1)))
+    try:
+        data = make(scale=args.scale, seed=args.seed)
+    finally:
+        torch.set_num_threads(threads)
+    if path is not None:
+        os.makedirs(args.graph_cache, exist_ok=True)
+        tmp = f'{path}.{os.getpid()}.tmp'
+        torch.save(data, tmp)
+        os.replace(tmp, path)  # no rank ever reads a half-written file
+    return data
 
 
 # -- per-rank pieces (the test rebuilds a rank's run from these) ------------
@@ -326,7 +356,8 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
     # Every rank reads its own copy. Where ogb is installed it may process
     # the raw files on first use and write the result: local rank 0 then
     # reads first, the others after it.
-    serial = importlib.util.find_spec('ogb') is not None
+    serial = (importlib.util.find_spec('ogb') is not None
+              or bool(args.graph_cache))
     if serial and local_rank != 0:
         dist.barrier()
     missing = None
@@ -432,12 +463,17 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
         peaks = [None] * world_size
         dist.all_gather_object(peaks, peak_memory_mib(device))
 
+        evaluate = args.eval_every > 0 and (
+            epoch % args.eval_every == 0 or epoch == args.epochs)
         if rank == 0:
             start = time.perf_counter()
             module = model.module
-            val_acc = accuracy(module, eval_loaders['val'], device, args.amp)
-            test_acc = accuracy(module, eval_loaders['test'], device,
-                                args.amp)
+            val_acc = test_acc = float('nan')
+            if evaluate:
+                val_acc = accuracy(module, eval_loaders['val'], device,
+                                   args.amp)
+                test_acc = accuracy(module, eval_loaders['test'], device,
+                                    args.amp)
             eval_time = time.perf_counter() - start
             loss_value = float(totals[0] / totals[1].clamp(min=1))
             seeds_per_s = float(totals[1]) / train_time
@@ -530,6 +566,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument('--seed', type=int, default=0,
                    help="the run's seed; rank r uses seed + r for its "
                    'batches and dropout')
+    p.add_argument('--eval-every', type=int, default=1,
+                   help='evaluate (rank 0) after every this many epochs and '
+                        'after the last (0: never); other epochs report nan '
+                        'accuracy')
+    p.add_argument('--graph-cache', default=None,
+                   help='with --synthetic: save the generated graph in this '
+                        'folder once, and read it from there afterwards')
     p.add_argument('--max-steps', type=int, default=None,
                    help='at most this many steps per epoch on each rank')
     p.add_argument('--host-memory', choices=['none', 'features', 'all'],
@@ -555,6 +598,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         args.device = 'cuda' if torch.cuda.is_available() else 'cpu'
     if args.device == 'cuda' and not torch.cuda.is_available():
         p.error('--device cuda: no CUDA device is available')
+    if args.eval_every < 0:
+        p.error('--eval-every must be at least 0')
     if args.max_steps is not None and args.max_steps < 1:
         p.error('--max-steps must be at least 1')
     if args.loader == 'pyg' and args.host_memory != 'none':

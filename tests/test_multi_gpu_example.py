@@ -242,6 +242,38 @@ def test_world_size_one_in_process(tmp_path, capsys, one_thread):
 
 
 @needs_gloo
+def test_graph_cache_and_eval_every(tmp_path, capsys, one_thread):
+    # --graph-cache: the generated graph is written once and read back by
+    # the next run (same data, so the same trained model); --eval-every 2
+    # over 3 epochs evaluates after epochs 2 and 3 only, 0 never.
+    cache = tmp_path / 'graphs'
+    argv = TINY + ['--epochs', '3', '--max-steps', '1', '--world-size', '1',
+                   '--graph-cache', cache]
+    models = []
+    for run, every in enumerate(('2', '0')):
+        model, table = tmp_path / f'm{run}.pt', tmp_path / f'e{run}.csv'
+        code, out, err = run_inprocess(
+            SCRIPT, argv + ['--eval-every', every, '--save-model', model,
+                            '--csv', table], capsys)
+        assert code == 0, out + err
+        assert [p.name for p in cache.iterdir()] == [
+            'products_scale0.002_seed3.pt']
+        written = next(cache.iterdir()).stat().st_mtime_ns
+        if run == 0:
+            first = written
+        assert written == first  # read, not written again
+        with open(table, newline='') as f:
+            evaluated = [r['test_acc'] != 'nan' for r in csv.DictReader(f)]
+        assert evaluated == ([False, True, True] if every == '2'
+                             else [False, False, False])
+        models.append(torch.load(model, weights_only=True))
+    assert_same_model(models[0], models[1])
+    code, out, err = run_inprocess(SCRIPT, TINY + ['--eval-every', '-1'],
+                                   capsys)
+    assert code == 2 and '--eval-every must be at least 0' in err
+
+
+@needs_gloo
 def test_pyg_loader_baseline_in_process(tmp_path, capsys, one_thread):
     # --loader pyg: PyG's NeighborLoader over the rank's CPU graph (the
     # scaling run's baseline) trains, and the CSV says which loader ran.

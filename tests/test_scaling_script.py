@@ -61,3 +61,13 @@ def test_two_gloo_processes_both_loaders(tmp_path):
     assert float(fused2['efficiency']) > 0 and float(fused2['speedup_vs_pyg']) > 0
     assert (tmp_path / 'scaling.md').exists()
     assert (tmp_path / 'scaling_epochs.csv').exists()
+    # --summarise-only rewrites the summary from the epochs CSV, running
+    # nothing (a merged file of runs split over several calls).
+    (tmp_path / 'scaling.csv').unlink()
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), '--summarise-only', '--out', str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert '$ ' not in proc.stdout  # no run started
+    with open(out, newline='') as f:
+        assert list(csv.DictReader(f)) == rows
