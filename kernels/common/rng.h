@@ -26,20 +26,12 @@ FS_HOST_DEVICE uint64_t mix64(uint64_t z) {
 
 // 64 random bits keyed by (seed, a, b, c). Each word is mixed before the next
 // is folded in, so keys that differ in any one field give unrelated outputs.
-// random_bits_prefix and random_bits_from split it for loops that fix
-// (seed, a): random_bits_from(random_bits_prefix(seed, a), b, c) is
-// random_bits(seed, a, b, c), with the first two mixes done once.
-FS_HOST_DEVICE uint64_t random_bits_prefix(uint64_t seed, uint64_t a) {
-  return mix64(mix64(seed + 0x9e3779b97f4a7c15ULL) ^ (a + 0x632be59bd9b4e019ULL));
-}
-
-FS_HOST_DEVICE uint64_t random_bits_from(uint64_t prefix, uint64_t b, uint64_t c) {
-  return mix64(mix64(prefix ^ (b + 0x8cb92ba72f3d8dd7ULL)) ^ (c + 0xd6e8feb86659fd93ULL));
-}
-
 FS_HOST_DEVICE uint64_t random_bits(uint64_t seed, uint64_t a, uint64_t b,
                                     uint64_t c) {
-  return random_bits_from(random_bits_prefix(seed, a), b, c);
+  uint64_t h = mix64(seed + 0x9e3779b97f4a7c15ULL);
+  h = mix64(h ^ (a + 0x632be59bd9b4e019ULL));
+  h = mix64(h ^ (b + 0x8cb92ba72f3d8dd7ULL));
+  return mix64(h ^ (c + 0xd6e8feb86659fd93ULL));
 }
 
 // Maps 64 random bits to [0, n) by a multiply-high (Lemire). The bias is at

@@ -132,41 +132,6 @@ FS_HOST_DEVICE int64_t step_slot(const WalkGraph<index_t>& g,
   return exact_second_order(g, w, begin, end, prev, random_bits(s, i, t, kExactDraw));
 }
 
-// A first-order, unweighted walk without restarts (DeepWalk's), for which
-// walk_one below reduces to this: the same draws (propose's uniform branch,
-// keyed (walk, step, 0)) and the same writes. Written out on its own so that
-// a kernel running it compiles none of the other branches (the CUDA one then
-// fits 32 registers: full occupancy, for a loop bound by the latency of its
-// random reads), and the walk's part of every key is hashed once per walk.
-template <typename index_t>
-FS_HOST_DEVICE void uniform_walk_one(const WalkGraph<index_t>& g,
-                                     uint64_t rng_seed, int64_t walk_length,
-                                     int64_t walk, int64_t start, int64_t* node,
-                                     int64_t* edge) {
-  const uint64_t key = random_bits_prefix(rng_seed, static_cast<uint64_t>(walk));
-  int64_t v = start;
-  node[0] = v;
-  for (int64_t step = 0; step < walk_length; ++step) {
-    const int64_t begin = g.rowptr[v], end = g.rowptr[v + 1];
-    int64_t slot = -1;
-    if (begin != end) {  // else a sink: stay, edge -1
-      slot = begin + static_cast<int64_t>(uniform_below(
-                         random_bits_from(key, static_cast<uint64_t>(step), 0),
-                         static_cast<uint64_t>(end - begin)));
-      v = static_cast<int64_t>(g.col[slot]);
-    }
-    node[step + 1] = v;
-    if (edge != nullptr)
-      edge[step] = slot < 0 ? -1 : (g.edge_id != nullptr ? g.edge_id[slot] : slot);
-  }
-}
-
-// Whether walk_one reduces to uniform_walk_one.
-template <typename index_t>
-FS_HOST_DEVICE bool is_uniform_walk(const WalkGraph<index_t>& g, const WalkParams& w) {
-  return !w.second_order && w.restart_prob == 0.0 && g.weight_cumsum == nullptr;
-}
-
 // Walk `walk` from `start`: writes walk_length + 1 nodes and, unless `edge`
 // is null, walk_length edge ids.
 template <typename index_t>

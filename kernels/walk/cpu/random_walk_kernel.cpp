@@ -49,14 +49,9 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cpu(
     // scheduling.
     at::parallel_for(0, num_walks, 64, [&](int64_t lo, int64_t hi) {
       if (start_c.dim() == 1) {
-        const bool uniform = is_uniform_walk(g, w);
-        for (int64_t i = lo; i < hi; ++i) {
-          int64_t* node_i = node_out + i * (walk_length + 1);
-          if (uniform)
-            uniform_walk_one(g, w.rng_seed, walk_length, i, s[i], node_i, edge_row(i));
-          else
-            walk_one(g, w, i, s[i], node_i, edge_row(i));
-        }
+        for (int64_t i = lo; i < hi; ++i)
+          walk_one(g, w, i, s[i], node_out + i * (walk_length + 1),
+                   edge_row(i));
         return;
       }
       std::vector<int64_t> frontier(roots);

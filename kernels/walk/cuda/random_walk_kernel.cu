@@ -2,9 +2,6 @@
 // walk_one() (walk_step.h), the same code as the CPU kernel, so the two
 // agree bitwise.
 //
-// Uniform first-order walks without restarts (DeepWalk) take their own
-// kernel, uniform_walk_kernel, with none of the other branches compiled in.
-//
 // Why a thread per walk and not NextDoor's transit-parallel grouping: a
 // first-order step reads two row pointers and one neighbour, whatever the
 // degree, so a hub costs a walker no more than a leaf and there is no
@@ -33,55 +30,24 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// The grid-stride loop over single-start walks: walk i writes its rows of
-// `node` and `edge` (null: no edge ids) through `walk_fn(i, start, node_i,
-// edge_i)`, or rows of -1 for a start outside [0, num_nodes).
-template <typename WalkFn>
-__device__ __forceinline__ void each_walk(const int64_t* __restrict__ start,
-                                          int64_t num_walks, int64_t num_nodes,
-                                          int64_t walk_length,
-                                          int64_t* __restrict__ node,
-                                          int64_t* __restrict__ edge,
-                                          WalkFn walk_fn) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < num_walks; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    int64_t* node_i = node + i * (walk_length + 1);
-    int64_t* edge_i = edge == nullptr ? nullptr : edge + i * walk_length;
-    const int64_t s = start[i];
-    if (s < 0 || s >= num_nodes) {
-      for (int64_t k = 0; k <= walk_length; ++k) node_i[k] = -1;
-      for (int64_t k = 0; edge_i != nullptr && k < walk_length; ++k) edge_i[k] = -1;
-      continue;
-    }
-    walk_fn(i, s, node_i, edge_i);
-  }
-}
-
 template <typename index_t>
 __global__ void random_walk_kernel(WalkGraph<index_t> g, WalkParams w,
                                    const int64_t* __restrict__ start,
                                    int64_t num_walks, int64_t num_nodes,
                                    int64_t* __restrict__ node,
                                    int64_t* __restrict__ edge) {
-  each_walk(start, num_walks, num_nodes, w.walk_length, node, edge,
-            [&](int64_t i, int64_t s, int64_t* node_i, int64_t* edge_i) {
-              walk_one(g, w, i, s, node_i, edge_i);
-            });
-}
-
-// is_uniform_walk: 8 blocks of kThreads per SM asked for (at most 32
-// registers a thread), the full 2048 threads that a loop waiting on random
-// reads needs in flight; random_walk_kernel, with every branch, takes 48.
-template <typename index_t>
-__global__ void __launch_bounds__(kThreads, 8)
-    uniform_walk_kernel(WalkGraph<index_t> g, uint64_t rng_seed,
-                        int64_t walk_length, const int64_t* __restrict__ start,
-                        int64_t num_walks, int64_t num_nodes,
-                        int64_t* __restrict__ node, int64_t* __restrict__ edge) {
-  each_walk(start, num_walks, num_nodes, walk_length, node, edge,
-            [&](int64_t i, int64_t s, int64_t* node_i, int64_t* edge_i) {
-              uniform_walk_one(g, rng_seed, walk_length, i, s, node_i, edge_i);
-            });
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+       i < num_walks; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t* node_i = node + i * (w.walk_length + 1);
+    int64_t* edge_i = edge == nullptr ? nullptr : edge + i * w.walk_length;
+    const int64_t s = start[i];
+    if (s < 0 || s >= num_nodes) {
+      for (int64_t k = 0; k <= w.walk_length; ++k) node_i[k] = -1;
+      for (int64_t k = 0; edge_i != nullptr && k < w.walk_length; ++k) edge_i[k] = -1;
+      continue;
+    }
+    walk_one(g, w, i, s, node_i, edge_i);
+  }
 }
 
 // Multi-root walks: a thread per walk, its frontier in `frontier` [S, R].
@@ -136,11 +102,7 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
   const int64_t blocks = grid_blocks(num_walks, kThreads, 8);
   AT_DISPATCH_INDEX_TYPES(in.col.scalar_type(), "random_walk_cuda", [&] {
     const auto g = in.graph<index_t>();
-    if (start_c.dim() == 1 && is_uniform_walk(g, w)) {
-      uniform_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
-          g, w.rng_seed, walk_length, start_c.data_ptr<int64_t>(), num_walks,
-          in.num_nodes(), node.data_ptr<int64_t>(), edge_out);
-    } else if (start_c.dim() == 1) {
+    if (start_c.dim() == 1) {
       random_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
           g, w, start_c.data_ptr<int64_t>(), num_walks, in.num_nodes(),
           node.data_ptr<int64_t>(), edge_out);
