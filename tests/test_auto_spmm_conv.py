@@ -524,3 +524,53 @@ def test_compiled_copy_has_its_own_handle():
     gc.collect()
     torch.testing.assert_close(torch.compile(clone, fullgraph=True)(x, ei),
                                want, **TOL)
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16])
+def test_autocast_runs_the_16_bit_kernels(device, dtype, monkeypatch,
+                                          tmp_path):
+    # Under autocast, x stays float32 and lin's output is 16-bit: the graph's
+    # values must follow the latter, or every kernel of the shortlist refuses
+    # the input ('value' is Float but 'x' is BFloat16) and the decision,
+    # forward and backward, silently falls back to a reference.
+    if device == 'cpu' and dtype == torch.float16:
+        pytest.skip('CPU autocast takes bfloat16')
+    log = tmp_path / 'telemetry.jsonl'
+    monkeypatch.setenv(config.PREFIX + 'TELEMETRY', str(log))
+    ei = graph()
+    torch.manual_seed(0)
+    x = torch.randn(N, IN, device=device, requires_grad=True)
+    conv = AutoSpMMConv(IN, OUT).to(device)
+    with torch.autocast(device, dtype=dtype):
+        out = conv(x, ei.to(device))
+    out.float().sum().backward()
+    ref_x = x.detach().clone().requires_grad_(True)
+    ref = conv(ref_x, ei.to(device))
+    ref.sum().backward()
+    torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(x.grad, ref_x.grad, rtol=2e-2, atol=2e-2)
+    import json
+    lines = [json.loads(l) for l in log.read_text().splitlines()]
+    kernels = [l for l in lines if l['candidate'] not in ('cusparse', 'scatter')
+               and not l['candidate'].startswith('fp32:')]
+    assert kernels and all(l['error'] is None for l in kernels), [
+        (l['candidate'], l['error']) for l in kernels if l['error']]
+
+
+def test_no_kernel_running_warns(monkeypatch):
+    # A decision whose shortlist all failed falls back to a reference: not
+    # silently.
+    from pyg_fusesample.autotune import scheduler
+    real = scheduler.measure
+
+    def refuse_kernels(c, *args, **kwargs):
+        if not pyg_fusesample.autotune.candidates.is_reference(c):
+            raise RuntimeError('refused for the test')
+        return real(c, *args, **kwargs)
+    monkeypatch.setattr(scheduler, 'measure', refuse_kernels)
+    ei = graph()
+    conv = AutoSpMMConv(IN, OUT)
+    with pytest.warns(RuntimeWarning, match='no kernel of the shortlist ran'
+                      '.*refused for the test'):
+        conv(torch.randn(N, IN), ei)

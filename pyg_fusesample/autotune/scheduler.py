@@ -109,7 +109,8 @@ def dispatch(variant: str, params: Dict[str, int], graph: CSRGraph, x: Tensor,
     if variant == SCATTER:
         return spmm_scatter(graph, x, reduce)
     if variant.startswith(CAST):  # the float32 decision's kernel, cast back
-        return dispatch(variant[len(CAST):], params, graph, x.float(),
+        return dispatch(variant[len(CAST):], params,
+                        valued_as(graph, torch.float32), x.float(),
                         reduce).to(x.dtype)
     return spmm(graph, x, reduce, variant=variant,
                     hub_threshold=params.get('hub_threshold', -1),
@@ -117,10 +118,28 @@ def dispatch(variant: str, params: Dict[str, int], graph: CSRGraph, x: Tensor,
                     light_order='index' if params.get('index_order') else 'length')
 
 
+def valued_as(graph: CSRGraph, dtype: torch.dtype) -> CSRGraph:
+    """:obj:`graph` with its edge values in :obj:`dtype`, which the kernels
+    require of them (the features' dtype): the graph itself when they
+    already are (or it has none), else a copy with cast values, made once per
+    graph and dtype. Learnable values are left as they are (a cast copy
+    would cut their gradient)."""
+    v = graph.value
+    if v is None or v.dtype == dtype or v.requires_grad:
+        return graph
+    key = ('valued_as', dtype)
+    g = graph._cache.get(key)
+    if g is None:
+        g = graph._cache[key] = graph.with_value(v.to(dtype))
+    return g
+
+
 def run_spmm(graph: CSRGraph, x: Tensor, reduce: str = 'sum') -> Tensor:
     """``A @ x`` (``mean``: divided by row degree) with the chosen kernel;
     differentiable in ``x`` with :func:`run_spmm_grad` as its backward (and
-    in learnable edge values through the kernel's own autograd)."""
+    in learnable edge values through the kernel's own autograd). Edge
+    values of another dtype than ``x`` are cast once (:func:`valued_as`)."""
+    graph = valued_as(graph, x.dtype)
     d = choose(graph, x.size(-1), x.dtype, 'spmm', reduce, x=x)
     learnable = graph.value is not None and graph.value.requires_grad
     if x.requires_grad and not learnable and torch.is_grad_enabled():
@@ -134,6 +153,7 @@ def run_spmm_grad(graph: CSRGraph, grad: Tensor, reduce: str = 'sum') -> Tensor:
     the forward's)."""
     if reduce == 'mean':
         grad = grad * row_scale(graph, grad.dtype).unsqueeze(-1)
+    graph = valued_as(graph, grad.dtype)  # (before transposing: cached there)
     return run_spmm(transposed(graph), grad.contiguous(), 'sum')
 
 
@@ -196,9 +216,11 @@ def _probe(graph, F, dtype, reduce, x, s):
     Without the caller's ``x`` the probe input is ``rand(num_cols, F)``:
     the subgraph keeps the full column space, so does its input."""
     dev = graph.device
+    graph = valued_as(graph, dtype)  # (the kernels' requirement)
     fp32 = None
     if dtype in LOW_PRECISION:  # its own decision (memoised, cached) first
-        d = choose(graph, F, torch.float32, 'spmm', reduce)
+        d = choose(valued_as(graph, torch.float32), F, torch.float32, 'spmm',
+                   reduce)
         fp32 = Candidate(d.variant, dict(d.params))
     refs = candidates.references(fp32)
     shortlist = candidates.shortlist(graph.stats(), F, dtype, dev.type)
@@ -231,6 +253,14 @@ def _probe(graph, F, dtype, reduce, x, s):
             probed = probed + [twin]
             timings[twin.label] = _timed(twin, sub, x, reduce, budget, errors,
                                          twin.label)
+        if shortlist and all(timings[c.label] is None for c in shortlist):
+            # Not a guardrail verdict: the kernels refused the input, and a
+            # reference would be chosen silently.
+            first = next(errors[c.label] for c in shortlist
+                         if c.label in errors)
+            warnings.warn(f'autotune: no kernel of the shortlist ran on the '
+                          f'probe (F={F}, {dtype}), the decision falls back '
+                          f'to a reference: {first}', RuntimeWarning)
         ref = _fastest(refs, timings)  # the guardrail's reference
         base = timings[ref.label] if ref is not None else None
         limit = s.alpha * base if base is not None else math.inf

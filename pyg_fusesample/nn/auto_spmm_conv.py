@@ -178,8 +178,12 @@ class AutoSpMMConv(MessagePassing):
             out = layer_spmm(self.lin(x), edge_index, edge_weight, x.size(0),
                              self._handle, reduce)
         else:
-            graph = self.csr(edge_index, x.size(0), edge_weight, x.dtype)
             h = self.lin(x)
+            # The graph's values in the dtype the SpMM sees: under autocast
+            # that is lin's 16-bit output, not x's float32 (values of x's
+            # dtype made every 16-bit kernel refuse the input, and the
+            # decision fell back to the float32 kernel with casts).
+            graph = self.csr(edge_index, x.size(0), edge_weight, h.dtype)
             if self.attention:
                 shape = (x.size(0), self.heads, self.out_channels // self.heads)
                 out = csr_attention(graph, self.lin_query(x).view(shape),
