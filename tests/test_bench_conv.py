@@ -19,6 +19,8 @@ def test_rows_and_verdicts(tmp_path, monkeypatch):
     for r in rows:
         assert set(r) <= set(conv_runner.COLUMNS)
         assert ('warm_ms' in r) != r.get('note', '').startswith('unsupported')
+        if r['variant'] == 'autospmm':  # the kernels it ran, both ways
+            assert r['note'].startswith('forward ') and '; backward ' in r['note']
     path = tmp_path / 'conv.csv'
     append_rows(str(path), rows, columns=conv_runner.COLUMNS)
     written = read_rows(str(path))

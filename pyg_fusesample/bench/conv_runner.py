@@ -71,6 +71,21 @@ def _step_fn(layer, x, graph, device, dtype) -> Callable[[], None]:
     return step
 
 
+def _decisions(layer, edge_index, num_nodes: int, f: int,
+               dtype: torch.dtype) -> str:
+    r"""The kernels AutoSpMMConv's SpMM ran, forward (the graph) and
+    backward (its transpose), in the dtype they saw (lin's output: the
+    cell's dtype under autocast): the memoised decisions, looked up again."""
+    from ..autotune import Candidate, choose
+    from ..autotune.scheduler import valued_as
+    from ..ops.spmm import transposed
+    graph = valued_as(layer.csr(edge_index, num_nodes, None, dtype), dtype)
+    labels = [Candidate(d.variant, dict(d.params)).label
+              for d in (choose(graph, f, dtype),
+                        choose(transposed(graph), f, dtype))]
+    return f'forward {labels[0]}; backward {labels[1]}'
+
+
 def layer_rows(graph_name: str, data, device: torch.device,
                features: List[int], dtypes: List[str], steps: int,
                variants=VARIANTS) -> List[Dict]:
@@ -99,6 +114,9 @@ def layer_rows(graph_name: str, data, device: torch.device,
                     cold = timed_calls(step, 1, 0, device)[0]
                     warm = median(timed_calls(step, steps, 2, device))
                     row.update(cold_ms=f'{cold:.4f}', warm_ms=f'{warm:.4f}')
+                    if variant == 'autospmm':
+                        row['note'] = _decisions(layer, ei, data.num_nodes,
+                                                 f, dtype)
                 except (RuntimeError, NotImplementedError) as e:
                     first = str(e).strip().splitlines()[0][:160]
                     row['note'] = f'unsupported: {type(e).__name__}: {first}'
