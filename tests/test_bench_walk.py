@@ -7,6 +7,7 @@ import importlib.util
 import math
 
 import pytest
+import torch
 
 from pyg_fusesample.bench.__main__ import main
 from pyg_fusesample.bench.csv_schema import WALK_COLUMNS, read_rows
@@ -95,3 +96,26 @@ def test_walk_bench_cpu(tmp_path, capsys):
         assert by['node2vec', 'pyg-node2vec']['note'].startswith(
             'skipped: ')
     assert (tmp_path / 'walk.md').read_text().count('\n') == 4 + len(rows)
+
+
+def test_hub_starts(tmp_path):
+    # --hub-starts K: the walks start from the K nodes of highest out-degree
+    # in equal shares, and the rows say so.
+    from pyg_fusesample.bench.walk_runner import WalkBench
+    from pyg_fusesample.datasets import products_like
+    data = products_like(scale=2000 / 2449029)
+    bench = WalkBench(data, 'g', torch.device('cpu'), 100, 5, 1.0, 1.0, 0,
+                      1e9, hubs=4)
+    deg = bench.graph.rowptr.diff()
+    top = set(torch.topk(deg, 4).indices.tolist())
+    assert bench.start.numel() == 100
+    assert set(bench.start.tolist()) == top
+    assert sorted(torch.bincount(bench.start).tolist())[-4:] == [25] * 4
+    out = tmp_path / 'walk.csv'
+    assert main(['walk', '--graphs', 'products', '--scale', 'small',
+                 '--device', 'cpu', '--walk-length', '5', '--repeats', '1',
+                 '--warmup', '0', '--n2v-steps', '0', '--hub-starts', '8',
+                 '--variants', 'fused-uniform', '--out', str(out)]) == 0
+    row, = read_rows(str(out))
+    assert 'starts: the 8 highest out-degree nodes, 250 walks each' in \
+        row['note'] and row['batch_size'] == '2000'

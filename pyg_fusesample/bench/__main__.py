@@ -272,6 +272,10 @@ def main(argv=None):
     wp.add_argument('--walks', type=int, default=0,
                     help='walks per pass from random starts (0: one walk '
                          'from every node)')
+    wp.add_argument('--hub-starts', type=int, default=0,
+                    help='start the walks (--walks, or one per node) from '
+                         'this many highest out-degree nodes in equal '
+                         'shares instead (0: random / every node)')
     wp.add_argument('--walk-length', type=_positive, default=80,
                     help='steps per walk')
     wp.add_argument('--p', type=float, default=1.0,

@@ -5,7 +5,9 @@ Node2Vec training step, fused against torch_cluster.
 device in one process, for every graph (SYNTHETIC, :mod:`..datasets`):
 
 **Walk throughput** (``task=walk``): one walk per node (or ``--walks N``
-random starts) of ``--walk-length`` steps, per variant:
+random starts; or, with ``--hub-starts K``, as many walks split evenly over
+the K nodes of highest out-degree: many walkers on few nodes, the case
+NextDoor's load balancing is for) of ``--walk-length`` steps, per variant:
 
 * ``fused-uniform``: :func:`~pyg_fusesample.ops.random_walk` with p = q = 1;
 * ``fused-node2vec``: the same with ``--p``/``--q`` (default 1 and 0.5);
@@ -292,7 +294,7 @@ class WalkBench:
     the starts, and the measured random-read rate."""
     def __init__(self, data, name: str, device: torch.device, walks: int,
                  walk_length: int, p: float, q: float, seed: int,
-                 sectors_per_s: float):
+                 sectors_per_s: float, hubs: int = 0):
         from ..sparse import WalkGraph
         self.name, self.device = name, device
         self.num_nodes, self.num_edges = data.num_nodes, data.num_edges
@@ -310,7 +312,16 @@ class WalkBench:
         self._weighted = None
         self._edge_index = ei
         g = torch.Generator(device=device).manual_seed(seed)
-        if walks:
+        count = walks or data.num_nodes
+        self.hubs = min(hubs, data.num_nodes)
+        if self.hubs:
+            # Many walkers on few nodes (NextDoor's load-balancing case):
+            # the walks start, in equal shares, from the `hubs` nodes of
+            # highest out-degree, whose rows they all read first.
+            top = torch.topk(self.graph.rowptr.diff(), self.hubs).indices
+            self.start = top.repeat_interleave(
+                -(-count // self.hubs))[:count].contiguous()
+        elif walks:
             self.start = torch.randint(data.num_nodes, (walks, ),
                                        generator=g, device=device)
         else:
@@ -401,6 +412,9 @@ def walk_row(bench: WalkBench, variant: str, repeats: int, warmup: int,
             break
     note = ['timer=cuda-events' if dev.type == 'cuda'
             else 'timer=perf_counter']
+    if bench.hubs:
+        note.append(f'starts: the {bench.hubs} highest out-degree nodes, '
+                    f'{bench.start.numel() // bench.hubs} walks each')
     if bench.csr_bytes < 4 * bench.cache_bytes:
         note.append(f'CSR ({bench.csr_bytes / 2**20:.1f} MiB) within 4x the '
                     f'last-level cache ({bench.cache_bytes / 2**20:.0f} MiB): '
@@ -629,7 +643,7 @@ def main(args) -> int:
         if args.variants:
             bench = WalkBench(data, name, device, args.walks,
                               args.walk_length, p, q, args.seed,
-                              sectors_per_s)
+                              sectors_per_s, hubs=args.hub_starts)
             for variant in args.variants:
                 skip = (tc_skip if variant.startswith('torch-cluster-')
                         else '')
