@@ -184,3 +184,72 @@ def test_loader_feature_cache_errors():
     with pytest.raises(ValueError, match="holds rows of shape"):
         FusedNeighborLoader(data, [2], feature_cache={
             'x': GPUFeatureCache(torch.randn(10, 5), 64, 'cpu')})
+
+
+def _hetero(device):
+    from torch_geometric.data import HeteroData
+    g = torch.Generator().manual_seed(1)
+    data = HeteroData()
+    data['paper'].x = torch.randn(300, 8, generator=g)
+    data['paper'].y = torch.randint(3, (300, ), generator=g)
+    data['author'].x = torch.randn(100, 4, generator=g)
+    data['paper', 'cites', 'paper'].edge_index = torch.randint(
+        300, (2, 2000), generator=g)
+    data['author', 'writes', 'paper'].edge_index = torch.stack([
+        torch.randint(100, (900, ), generator=g),
+        torch.randint(300, (900, ), generator=g)])
+    data['paper', 'rev_writes', 'author'].edge_index = \
+        data['author', 'writes', 'paper'].edge_index.flip(0)
+    return data.to(device)
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('prefetch', [False, True, 'thread'])
+def test_hetero_loader_with_feature_cache(device, prefetch):
+    # HeteroData: caches keyed by (node type, attribute); the batches equal
+    # the uncached loader's, the cached rows come through the cache.
+    from pyg_fusesample import FusedNeighborLoader
+    if device == 'cpu' and prefetch:
+        pytest.skip('prefetch on CPU data is for plain Data batches')
+    data = _hetero(device)
+    cached = data.clone()
+    caches = {}
+    for nt in ('paper', 'author'):
+        host = data[nt].x.cpu()
+        if device == 'cuda':
+            host = host.pin_memory()
+        cached[nt].x = host
+        et = [e for e in data.edge_types if e[0] == nt][0]
+        caches[nt, 'x'] = GPUFeatureCache.from_degree(
+            host, data[et].edge_index, host.size(0) // 4 * host[0].numel()
+            * 4, device)
+
+    def batches(d, **kwargs):
+        return list(FusedNeighborLoader(
+            d, num_neighbors=[4, 3], input_nodes='paper', batch_size=32,
+            seed=5, prefetch=prefetch, **kwargs))
+    for a, b in zip(batches(data), batches(cached, feature_cache=caches)):
+        for nt in ('paper', 'author'):
+            assert torch.equal(a[nt].n_id, b[nt].n_id)
+            assert b[nt].x.device == a[nt].x.device
+            assert torch.equal(a[nt].x, b[nt].x)
+        assert torch.equal(a['paper'].y, b['paper'].y)
+    for cache in caches.values():
+        assert 0.0 < cache.hit_rate < 1.0
+
+
+def test_hetero_feature_cache_errors():
+    from pyg_fusesample import FusedNeighborLoader
+    data = _hetero('cpu')
+    cache = GPUFeatureCache(data['paper'].x, 64, 'cpu')
+    kw = dict(num_neighbors=[2], input_nodes='paper')
+    with pytest.raises(TypeError, match=r"\(node type, attribute\) pairs"):
+        FusedNeighborLoader(data, feature_cache={'x': cache}, **kw)
+    with pytest.raises(ValueError, match="node type 'venue'"):
+        FusedNeighborLoader(data, feature_cache={('venue', 'x'): cache}, **kw)
+    with pytest.raises(ValueError, match=r"not a node attribute of "
+                       r"'data\['paper'\]'"):
+        FusedNeighborLoader(data, feature_cache={('paper', 'z'): cache}, **kw)
+    with pytest.raises(ValueError, match="holds rows of shape"):
+        FusedNeighborLoader(data, feature_cache={('author', 'x'): cache},
+                            **kw)

@@ -130,10 +130,15 @@ class HeteroPlans:
     def __init__(self):
         self.signature = None
 
-    def get(self, data: HeteroData, device: torch.device) -> 'HeteroPlans':
+    def get(self, data: HeteroData, device: torch.device,
+            cached: Optional[Dict[str, Dict]] = None) -> 'HeteroPlans':
+        # cached: {node type: {attribute: cache}} gathered elsewhere (a
+        # GPUFeatureCache), fixed for the loader's life.
         sig = tuple(signature(s) for s in data.stores)
         if sig != self.signature:
-            self.node = {nt: StorePlan(data[nt], data, device)
+            cached = cached or {}
+            self.node = {nt: StorePlan(data[nt], data, device,
+                                       skip=tuple(cached.get(nt, {})))
                          for nt in data.node_types}
             self.edge = {et: StorePlan(data[et], data, device)
                          for et in data.edge_types}
@@ -155,18 +160,24 @@ def _edge_index(out: HeteroSamplerOutput, edge_type, empty: Tensor) -> Tensor:
 
 
 def assemble_hetero(data: HeteroData, plans: HeteroPlans,
-                    out: HeteroSamplerOutput, input_type: str) -> HeteroData:
+                    out: HeteroSamplerOutput, input_type: str,
+                    cached: Optional[Dict[str, Dict]] = None) -> HeteroData:
     r"""What :class:`~torch_geometric.loader.NodeLoader` makes of a
     :class:`~torch_geometric.sampler.HeteroSamplerOutput`: every node and
     edge storage sliced, plus ``n_id``, ``e_id``, ``batch``,
     ``num_sampled_nodes`` / ``num_sampled_edges``, and ``input_id``,
-    ``seed_time``, ``batch_size`` on the input node type."""
+    ``seed_time``, ``batch_size`` on the input node type. :obj:`cached`:
+    ``{node type: {attribute: GPUFeatureCache}}``, rows gathered through
+    the cache (the plans skip them)."""
     batch = copy.copy(data)
     empty = torch.empty(0, dtype=torch.long)
+    cached = cached or {}
     for nt, plan in plans.node.items():
         node = out.node.get(nt, empty)
-        mapping = store_mapping(plan, node, None, None,
-                                gather_on_device(plan, node, None))
+        rows = gather_on_device(plan, node, None)
+        for key, cache in cached.get(nt, {}).items():
+            rows[key] = cache.gather(node)
+        mapping = store_mapping(plan, node, None, None, rows)
         mapping.setdefault('n_id', node)
         if out.batch is not None and nt in out.batch:
             mapping['batch'] = out.batch[nt]

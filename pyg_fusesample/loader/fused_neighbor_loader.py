@@ -39,36 +39,53 @@ def _input_type(data: HeteroData, input_nodes) -> str:
 
 def _check_feature_cache(feature_cache, data, device: torch.device,
                          transform_sampler_output, num_workers: int
-                         ) -> Dict[str, GPUFeatureCache]:
-    # {attribute: cache} of node attributes the batches gather through a
-    # GPUFeatureCache (plain Data batches, in the main process).
+                         ) -> Dict[str, Dict[str, GPUFeatureCache]]:
+    # The node attributes the batches gather through a GPUFeatureCache, as
+    # {node type: {attribute: cache}} (node type None for a Data), in the
+    # main process. A Data's are keyed by attribute name, a HeteroData's by
+    # (node type, attribute), as a FeatureStore names them.
     if not feature_cache:
         return {}
+    hetero = isinstance(data, HeteroData)
+    key_ok = ((lambda k: isinstance(k, tuple) and len(k) == 2
+               and all(isinstance(part, str) for part in k)) if hetero
+              else (lambda k: isinstance(k, str)))
     if not isinstance(feature_cache, dict) or not all(
-            isinstance(k, str) and isinstance(v, GPUFeatureCache)
+            key_ok(k) and isinstance(v, GPUFeatureCache)
             for k, v in feature_cache.items()):
-        raise TypeError("'feature_cache' must map attribute names to "
-                        "GPUFeatureCache objects")
-    if type(data) is not Data or transform_sampler_output is not None:
-        raise NotImplementedError("'feature_cache' serves plain Data batches "
-                                  "(no HeteroData, no "
+        raise TypeError("'feature_cache' must map " + (
+            "(node type, attribute) pairs" if hetero else "attribute names")
+            + " to GPUFeatureCache objects")
+    if type(data) not in (Data, HeteroData) or \
+            transform_sampler_output is not None:
+        raise NotImplementedError("'feature_cache' serves Data and "
+                                  "HeteroData batches (no "
                                   "transform_sampler_output) for now")
     if num_workers > 0:
         raise ValueError("'feature_cache' gathers in the main process: use "
                          "num_workers=0")
+    out: Dict[Optional[str], Dict[str, GPUFeatureCache]] = {}
     for key, cache in feature_cache.items():
-        value = data.get(key)
-        if not isinstance(value, Tensor) or not data.is_node_attr(key):
-            raise ValueError(f"'feature_cache' names '{key}', which is not a "
-                             f"node attribute of 'data'")
+        node_type, attr = key if hetero else (None, key)
+        if hetero and node_type not in data.node_types:
+            raise ValueError(f"'feature_cache' names node type "
+                             f"'{node_type}', which 'data' does not have "
+                             f"({', '.join(map(repr, data.node_types))})")
+        store = data[node_type] if hetero else data
+        value = store.get(attr)
+        if not isinstance(value, Tensor) or not store.is_node_attr(attr):
+            raise ValueError(f"'feature_cache' names '{attr}', which is not a "
+                             f"node attribute of 'data"
+                             + (f"['{node_type}']'" if hetero else "'"))
         if cache.num_rows != value.size(0) or cache.src.shape != value.shape:
-            raise ValueError(f"the cache of '{key}' holds rows of shape "
-                             f"{list(cache.src.shape)}, but 'data.{key}' has "
-                             f"shape {list(value.shape)}")
+            raise ValueError(f"the cache of '{attr}' holds rows of shape "
+                             f"{list(cache.src.shape)}, but the attribute "
+                             f"has shape {list(value.shape)}")
         if cache.device != device:
-            raise ValueError(f"the cache of '{key}' is on {cache.device}, but "
+            raise ValueError(f"the cache of '{attr}' is on {cache.device}, but "
                              f"the loader samples on {device}")
-    return dict(feature_cache)
+        out.setdefault(node_type, {})[attr] = cache
+    return out
 
 
 def _check_input_nodes(input_nodes, num_nodes: int):
@@ -389,11 +406,13 @@ class FusedNeighborLoader(NodeLoader):
             (default: ``'thread'`` for plain batches, else ``True``, when the
             graph is on a GPU, ``fused=True`` and ``num_workers=0``;
             otherwise ``False``)
-        feature_cache (Dict[str, GPUFeatureCache], optional): node attributes
-            of a :class:`Data` gathered through a
+        feature_cache (Dict[str, GPUFeatureCache] or Dict[Tuple[str, str],
+            GPUFeatureCache], optional): node attributes gathered through a
             :class:`~pyg_fusesample.sampler.GPUFeatureCache` (hot rows on
             the sampling GPU, the others read in place from pinned host
-            memory), keyed by attribute name; each cache must hold that
+            memory), keyed by attribute name for a :class:`Data` and by
+            ``(node type, attribute)`` for a :class:`HeteroData` (as a
+            ``FeatureStore`` names them); each cache must hold that
             attribute's rows. Its ``hit_rate`` reports how many rows it
             served. (default: ``None``)
         graph_in_host_memory (bool): keep the graph (CSC) in pinned host
@@ -431,7 +450,8 @@ class FusedNeighborLoader(NodeLoader):
         generator: Optional[torch.Generator] = None,
         fused: bool = True,
         prefetch: Union[bool, str, None] = None,
-        feature_cache: Optional[Dict[str, GPUFeatureCache]] = None,
+        feature_cache: Optional[Dict[Union[str, Tuple[str, str]],
+                                     GPUFeatureCache]] = None,
         graph_in_host_memory: bool = False,
         device=None,
         batch_size: int = 1,
@@ -644,8 +664,9 @@ class FusedNeighborLoader(NodeLoader):
         if isinstance(out, HeteroSamplerOutput) and type(self.data) is HeteroData:
             batch = assemble_hetero(
                 self.data, self._hetero_plans.get(self.data,
-                                                  self.node_sampler.device),
-                out, self.input_data.input_type)
+                                                  self.node_sampler.device,
+                                                  self.feature_cache),
+                out, self.input_data.input_type, self.feature_cache)
             return batch if self.transform is None else self.transform(batch)
         if not self._plain_batches() or not isinstance(out, SamplerOutput):
             return super().filter_fn(out)
@@ -679,7 +700,7 @@ class FusedNeighborLoader(NodeLoader):
                   rows: dict) -> Data:
         # The mini-batch of one homogeneous sample; `rows` holds the
         # attributes already gathered by node (edge) id.
-        for key, cache in self.feature_cache.items():
+        for key, cache in self.feature_cache.get(None, {}).items():
             rows[key] = cache.gather(node)
         mapping = store_mapping(plan, node, edge, edge_index, rows)
         mapping.setdefault('n_id', node)
@@ -706,6 +727,7 @@ class FusedNeighborLoader(NodeLoader):
         if getattr(self, '_plan_signature', None) != sig:
             self._plan = StorePlan(self.data._store, self.data,
                                    self.node_sampler.device,
-                                   skip=tuple(self.feature_cache))
+                                   skip=tuple(self.feature_cache.get(None,
+                                                                     {})))
             self._plan_signature = sig
         return self._plan
