@@ -253,3 +253,55 @@ def test_hetero_feature_cache_errors():
     with pytest.raises(ValueError, match="holds rows of shape"):
         FusedNeighborLoader(data, feature_cache={('author', 'x'): cache},
                             **kw)
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('neg', ['binary', 'triplet'])
+def test_link_loader_with_feature_cache(device, neg):
+    # FusedLinkNeighborLoader takes the same feature_cache (Data: by
+    # attribute, HeteroData: by (node type, attribute)); its batches equal
+    # the uncached loader's.
+    from torch_geometric.data import Data
+    from pyg_fusesample import FusedLinkNeighborLoader
+    g = torch.Generator().manual_seed(2)
+    n = 300
+    data = Data(x=torch.randn(n, 8, generator=g),
+                edge_index=torch.randint(n, (2, 3000), generator=g))
+    hetero = _hetero('cpu')
+    for d, key, seeds in (
+            (data, 'x', data.edge_index[:, :200]),
+            (hetero, ('paper', 'x'),
+             (('paper', 'cites', 'paper'),
+              hetero['paper', 'cites', 'paper'].edge_index[:, :200]))):
+        d = d.to(device)
+        store = d if isinstance(key, str) else d[key[0]]
+        host = store.x.cpu()
+        if device == 'cuda':
+            host = host.pin_memory()
+        et = d.edge_index if isinstance(key, str) else \
+            d['paper', 'cites', 'paper'].edge_index
+        cache = GPUFeatureCache.from_degree(host, et, 60 * 8 * 4, device)
+        cached = d.clone()
+        (cached if isinstance(key, str) else cached[key[0]]).x = host
+        if not isinstance(key, str):
+            seeds = (seeds[0], seeds[1].to(device))
+        else:
+            seeds = seeds.to(device)
+
+        def batches(graph, **kwargs):
+            return list(FusedLinkNeighborLoader(
+                graph, num_neighbors=[3, 2], edge_label_index=seeds,
+                neg_sampling=neg, batch_size=32, seed=4, **kwargs))
+        for a, b in zip(batches(d), batches(cached,
+                                            feature_cache={key: cache})):
+            assert a.keys() == b.keys()
+            sa = a if isinstance(key, str) else a[key[0]]
+            sb = b if isinstance(key, str) else b[key[0]]
+            assert torch.equal(sa.n_id, sb.n_id)
+            assert sb.x.device == sa.x.device and torch.equal(sa.x, sb.x)
+            for name in ('edge_label_index', 'src_index', 'dst_pos_index',
+                         'dst_neg_index'):
+                for s1, s2 in zip(a.stores, b.stores):
+                    if name in s1:
+                        assert torch.equal(s1[name], s2[name])
+        assert 0.0 < cache.hit_rate < 1.0

@@ -534,3 +534,40 @@ def test_prefetch_needs_gpu_data():
                                 prefetch=True)
     assert not FusedLinkNeighborLoader(data, [3],
                                        edge_label_index=eli).prefetch
+
+
+# The batch assembly against PyG's LinkLoader.filter_fn ####################
+
+@pytest.mark.parametrize('kind', list(GRAPHS))
+@pytest.mark.parametrize('mode', ['none', 'binary', 'triplet'])
+@pytest.mark.parametrize('time', [False, True])
+def test_filter_fn_equals_pyg_link_loader(kind, mode, time):
+    # The loader's own assembly (batch_assembly, as FusedNeighborLoader's)
+    # gives, for the same sampler output, exactly what PyG's
+    # LinkLoader.filter_fn gives: the same stores, keys in the same order,
+    # equal values.
+    from torch_geometric.loader import LinkLoader
+    data, et, seeds, eli = setup(kind)
+    kwargs = dict(num_neighbors=[3, 2], edge_label_index=eli, batch_size=8,
+                  seed=1, filter_per_worker=False, **NEG_MODES[mode])
+    if time:
+        for store in data.node_stores:
+            store.time = torch.arange(store.num_nodes)
+        kwargs.update(time_attr='time', edge_label_time=torch.full(
+            (seeds.size(1), ), 1000))
+        if mode == 'triplet':
+            kwargs['edge_label_time'] = None
+            kwargs.pop('time_attr')
+    loader = FusedLinkNeighborLoader(data, **kwargs)
+    for item in loader.sampler:
+        out = loader.collate_fn(item)
+        ours, theirs = loader.filter_fn(out), LinkLoader.filter_fn(loader, out)
+        assert [s._key for s in ours.stores] == [s._key for s in theirs.stores]
+        for a, b in zip(ours.stores, theirs.stores):
+            assert list(a.keys()) == list(b.keys()), (a._key, a.keys(),
+                                                      b.keys())
+            for key in a.keys():
+                if isinstance(a[key], torch.Tensor):
+                    assert torch.equal(a[key], b[key]), (a._key, key)
+                else:
+                    assert a[key] == b[key], (a._key, key)

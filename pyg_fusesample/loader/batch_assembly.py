@@ -124,6 +124,31 @@ def store_mapping(plan: StorePlan, node: Optional[Tensor],
     return mapping
 
 
+def sampled_mapping(plan: StorePlan, node: Tensor, edge: Optional[Tensor],
+                    edge_index: Tensor, batch: Optional[Tensor],
+                    num_sampled_nodes, num_sampled_edges,
+                    rows: Dict[str, Tensor],
+                    cached: Optional[Dict] = None) -> dict:
+    r"""The storage of a homogeneous batch as PyG's loaders fill it before
+    their own metadata: every attribute sliced (:func:`store_mapping`; the
+    :obj:`cached` ones, ``{attribute: GPUFeatureCache}``, through their
+    caches), then ``n_id``, ``e_id``, ``batch``, ``num_sampled_nodes`` and
+    ``num_sampled_edges``."""
+    for key, cache in (cached or {}).items():
+        rows[key] = cache.gather(node)
+    mapping = store_mapping(plan, node, edge, edge_index, rows)
+    mapping.setdefault('n_id', node)
+    if edge is not None:
+        mapping.setdefault('e_id', edge)
+    if batch is not None:
+        mapping['batch'] = batch
+    if num_sampled_nodes is not None:
+        mapping['num_sampled_nodes'] = num_sampled_nodes
+    if num_sampled_edges is not None:
+        mapping['num_sampled_edges'] = num_sampled_edges
+    return mapping
+
+
 class HeteroPlans:
     r""":class:`StorePlan` of every node and edge storage of a
     :class:`HeteroData`, rebuilt when a storage changes."""
@@ -163,12 +188,27 @@ def assemble_hetero(data: HeteroData, plans: HeteroPlans,
                     out: HeteroSamplerOutput, input_type: str,
                     cached: Optional[Dict[str, Dict]] = None) -> HeteroData:
     r"""What :class:`~torch_geometric.loader.NodeLoader` makes of a
-    :class:`~torch_geometric.sampler.HeteroSamplerOutput`: every node and
-    edge storage sliced, plus ``n_id``, ``e_id``, ``batch``,
-    ``num_sampled_nodes`` / ``num_sampled_edges``, and ``input_id``,
-    ``seed_time``, ``batch_size`` on the input node type. :obj:`cached`:
-    ``{node type: {attribute: GPUFeatureCache}}``, rows gathered through
-    the cache (the plans skip them)."""
+    :class:`~torch_geometric.sampler.HeteroSamplerOutput`: the storages of
+    :func:`sampled_hetero`, and ``input_id``, ``seed_time``, ``batch_size``
+    on the input node type."""
+    batch = sampled_hetero(data, plans, out, cached)
+    input_id, seed_time = out.metadata[0], out.metadata[1]
+    store = batch[input_type]._mapping
+    store['input_id'] = input_id
+    if seed_time is not None:
+        store['seed_time'] = seed_time
+    store['batch_size'] = input_id.size(0)
+    return batch
+
+
+def sampled_hetero(data: HeteroData, plans: HeteroPlans,
+                   out: HeteroSamplerOutput,
+                   cached: Optional[Dict[str, Dict]] = None) -> HeteroData:
+    r"""A heterogeneous batch as PyG's loaders fill it before their own
+    metadata: every node and edge storage sliced, plus ``n_id``, ``e_id``,
+    ``batch``, ``num_sampled_nodes`` / ``num_sampled_edges``.
+    :obj:`cached`: ``{node type: {attribute: GPUFeatureCache}}``, rows
+    gathered through the cache (the plans skip them)."""
     batch = copy.copy(data)
     empty = torch.empty(0, dtype=torch.long)
     cached = cached or {}
@@ -194,10 +234,4 @@ def assemble_hetero(data: HeteroData, plans: HeteroPlans,
         if out.num_sampled_edges is not None and et in out.num_sampled_edges:
             mapping['num_sampled_edges'] = out.num_sampled_edges[et]
         fill(batch[et]._mapping, mapping)
-    input_id, seed_time = out.metadata[0], out.metadata[1]
-    store = batch[input_type]._mapping
-    store['input_id'] = input_id
-    if seed_time is not None:
-        store['seed_time'] = seed_time
-    store['batch_size'] = input_id.size(0)
     return batch

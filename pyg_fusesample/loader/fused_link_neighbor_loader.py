@@ -1,15 +1,18 @@
 """FusedLinkNeighborLoader: a drop-in for PyG's LinkNeighborLoader."""
-from typing import Callable, Dict, Iterator, List, Optional, Union
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader import LinkLoader
-from torch_geometric.sampler import NegativeSampling
+from torch_geometric.sampler import HeteroSamplerOutput, NegativeSampling
 from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputEdges, OptTensor
 
-from ..sampler import FusedNeighborSampler
+from ..sampler import FusedNeighborSampler, GPUFeatureCache
+from .batch_assembly import (HeteroPlans, StorePlan, fill, gather_on_device,
+                             sampled_hetero, sampled_mapping, signature)
+from .feature_caches import check_feature_cache
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
                              resolve_generator)
 from .side_stream import SideStreamIterator
@@ -89,6 +92,11 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
             wait only for sampling, never for a training step (default:
             ``True`` for graphs on a GPU and ``num_workers=0``). The batches
             are the same either way.
+        feature_cache (Dict[str, GPUFeatureCache] or Dict[Tuple[str, str],
+            GPUFeatureCache], optional): node attributes gathered through a
+            :class:`~pyg_fusesample.sampler.GPUFeatureCache`, as in
+            :class:`~pyg_fusesample.FusedNeighborLoader` (``num_workers=0``,
+            no ``transform_sampler_output``).
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
             (``batch_size``, ``shuffle``, ``num_workers``, ...).
     """
@@ -117,6 +125,8 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
         generator: Optional[torch.Generator] = None,
         fused: bool = True,
         prefetch: Optional[bool] = None,
+        feature_cache: Optional[Dict[Union[str, Tuple[str, str]],
+                                     GPUFeatureCache]] = None,
         **kwargs,
     ):
         if (edge_label_time is not None) != (time_attr is not None):
@@ -159,6 +169,12 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
             **kwargs,
         )
 
+        self.feature_cache = check_feature_cache(
+            feature_cache, data, self.link_sampler.device,
+            transform_sampler_output, self.num_workers)
+        self._plan, self._plan_signature = None, None
+        self._hetero_plans = HeteroPlans()
+
         on_gpu = self.link_sampler.device.type == 'cuda'
         if prefetch is None:
             prefetch = on_gpu and self.num_workers == 0
@@ -178,6 +194,81 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
 
         return SideStreamIterator(iter(self.sampler), make,
                                   self.link_sampler.device)
+
+    def filter_fn(self, out):
+        r"""Joins the sampled subgraph with the node and edge attributes,
+        returning what :class:`~torch_geometric.loader.LinkLoader` returns.
+
+        Batches of a :class:`Data` or :class:`HeteroData` without a
+        sampler-output transform are filled as
+        :class:`~pyg_fusesample.FusedNeighborLoader` fills its own
+        (:mod:`~pyg_fusesample.loader.batch_assembly`: attributes classified
+        once per set of keys, device rows gathered in one call, the
+        :obj:`feature_cache` attributes through their caches), then given
+        LinkLoader's metadata; anything else goes through PyG's
+        ``filter_fn``."""
+        if self.transform_sampler_output is not None or type(
+                self.data) not in (Data, HeteroData) or getattr(
+                out, 'orig_row', None) is not None:
+            return super().filter_fn(out)
+        if isinstance(out, HeteroSamplerOutput):
+            batch = sampled_hetero(
+                self.data, self._hetero_plans.get(
+                    self.data, self.link_sampler.device, self.feature_cache),
+                out, self.feature_cache)
+            self._hetero_link_metadata(batch, out.metadata)
+        else:
+            plan = self._filter_plan()
+            mapping = sampled_mapping(
+                plan, out.node, out.edge, torch.stack([out.row, out.col]),
+                out.batch, out.num_sampled_nodes, out.num_sampled_edges,
+                gather_on_device(plan, out.node, out.edge),
+                self.feature_cache.get(None))
+            mapping.update(self._link_metadata(out.metadata))
+            batch = Data()
+            fill(batch._store._mapping, mapping)
+        return batch if self.transform is None else self.transform(batch)
+
+    def _link_metadata(self, metadata) -> dict:
+        # LinkLoader's attributes of a homogeneous batch (None: removed).
+        if self.neg_sampling is None or self.neg_sampling.is_binary():
+            return dict(input_id=metadata[0], edge_label_index=metadata[1],
+                        edge_label=metadata[2], edge_label_time=metadata[3])
+        return dict(input_id=metadata[0], src_index=metadata[1],
+                    dst_pos_index=metadata[2], dst_neg_index=metadata[3],
+                    seed_time=metadata[4], edge_label_index=None,
+                    edge_label_time=None)
+
+    def _hetero_link_metadata(self, batch: HeteroData, metadata):
+        # LinkLoader's attributes of a heterogeneous batch, on the seed edge
+        # type (binary) or its end node types (triplet).
+        input_type = self.input_data.input_type
+        fill(batch[input_type]._mapping, {'input_id': metadata[0]})
+        if self.neg_sampling is None or self.neg_sampling.is_binary():
+            fill(batch[input_type]._mapping, dict(
+                edge_label_index=metadata[1], edge_label=metadata[2],
+                edge_label_time=metadata[3]))
+            return
+        fill(batch[input_type[0]]._mapping,
+             dict(src_index=metadata[1], seed_time=metadata[4]))
+        fill(batch[input_type[-1]]._mapping,
+             dict(dst_pos_index=metadata[2], dst_neg_index=metadata[3],
+                  seed_time=metadata[4]))
+        if input_type in batch.edge_types:
+            fill(batch[input_type]._mapping,
+                 dict(edge_label_index=None, edge_label_time=None))
+
+    def _filter_plan(self) -> StorePlan:
+        # As FusedNeighborLoader's: rebuilt when the data's keys or tensors
+        # change.
+        sig = signature(self.data._store)
+        if self._plan_signature != sig:
+            self._plan = StorePlan(self.data._store, self.data,
+                                   self.link_sampler.device,
+                                   skip=tuple(self.feature_cache.get(None,
+                                                                     {})))
+            self._plan_signature = sig
+        return self._plan
 
     def collate_fn(self, index) -> object:
         r"""Samples the subgraph of one mini-batch of seed edges:

@@ -16,7 +16,8 @@ from torch_geometric.typing import InputNodes, OptTensor
 
 from ..sampler import FusedNeighborSampler, GPUFeatureCache
 from .batch_assembly import (HeteroPlans, StorePlan, assemble_hetero, fill,
-                             gather_on_device, signature, store_mapping)
+                             gather_on_device, sampled_mapping, signature)
+from .feature_caches import check_feature_cache
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
                              resolve_generator)
 
@@ -35,57 +36,6 @@ def _input_type(data: HeteroData, input_nodes) -> str:
                          f"{input_nodes!r}, which the graph does not have "
                          f"({', '.join(map(repr, data.node_types))})")
     return input_nodes
-
-
-def _check_feature_cache(feature_cache, data, device: torch.device,
-                         transform_sampler_output, num_workers: int
-                         ) -> Dict[str, Dict[str, GPUFeatureCache]]:
-    # The node attributes the batches gather through a GPUFeatureCache, as
-    # {node type: {attribute: cache}} (node type None for a Data), in the
-    # main process. A Data's are keyed by attribute name, a HeteroData's by
-    # (node type, attribute), as a FeatureStore names them.
-    if not feature_cache:
-        return {}
-    hetero = isinstance(data, HeteroData)
-    key_ok = ((lambda k: isinstance(k, tuple) and len(k) == 2
-               and all(isinstance(part, str) for part in k)) if hetero
-              else (lambda k: isinstance(k, str)))
-    if not isinstance(feature_cache, dict) or not all(
-            key_ok(k) and isinstance(v, GPUFeatureCache)
-            for k, v in feature_cache.items()):
-        raise TypeError("'feature_cache' must map " + (
-            "(node type, attribute) pairs" if hetero else "attribute names")
-            + " to GPUFeatureCache objects")
-    if type(data) not in (Data, HeteroData) or \
-            transform_sampler_output is not None:
-        raise NotImplementedError("'feature_cache' serves Data and "
-                                  "HeteroData batches (no "
-                                  "transform_sampler_output) for now")
-    if num_workers > 0:
-        raise ValueError("'feature_cache' gathers in the main process: use "
-                         "num_workers=0")
-    out: Dict[Optional[str], Dict[str, GPUFeatureCache]] = {}
-    for key, cache in feature_cache.items():
-        node_type, attr = key if hetero else (None, key)
-        if hetero and node_type not in data.node_types:
-            raise ValueError(f"'feature_cache' names node type "
-                             f"'{node_type}', which 'data' does not have "
-                             f"({', '.join(map(repr, data.node_types))})")
-        store = data[node_type] if hetero else data
-        value = store.get(attr)
-        if not isinstance(value, Tensor) or not store.is_node_attr(attr):
-            raise ValueError(f"'feature_cache' names '{attr}', which is not a "
-                             f"node attribute of 'data"
-                             + (f"['{node_type}']'" if hetero else "'"))
-        if cache.num_rows != value.size(0) or cache.src.shape != value.shape:
-            raise ValueError(f"the cache of '{attr}' holds rows of shape "
-                             f"{list(cache.src.shape)}, but the attribute "
-                             f"has shape {list(value.shape)}")
-        if cache.device != device:
-            raise ValueError(f"the cache of '{attr}' is on {cache.device}, but "
-                             f"the loader samples on {device}")
-        out.setdefault(node_type, {})[attr] = cache
-    return out
 
 
 def _check_input_nodes(input_nodes, num_nodes: int):
@@ -503,7 +453,7 @@ class FusedNeighborLoader(NodeLoader):
         self.custom_cls = None
         self.input_id = None
         self._hetero_plans = HeteroPlans()
-        self.feature_cache = _check_feature_cache(
+        self.feature_cache = check_feature_cache(
             feature_cache, data, neighbor_sampler.device,
             transform_sampler_output, kwargs.get('num_workers', 0))
 
@@ -700,18 +650,9 @@ class FusedNeighborLoader(NodeLoader):
                   rows: dict) -> Data:
         # The mini-batch of one homogeneous sample; `rows` holds the
         # attributes already gathered by node (edge) id.
-        for key, cache in self.feature_cache.get(None, {}).items():
-            rows[key] = cache.gather(node)
-        mapping = store_mapping(plan, node, edge, edge_index, rows)
-        mapping.setdefault('n_id', node)
-        if edge is not None:
-            mapping.setdefault('e_id', edge)
-        if batch is not None:
-            mapping['batch'] = batch
-        if num_sampled_nodes is not None:
-            mapping['num_sampled_nodes'] = num_sampled_nodes
-        if num_sampled_edges is not None:
-            mapping['num_sampled_edges'] = num_sampled_edges
+        mapping = sampled_mapping(plan, node, edge, edge_index, batch,
+                                  num_sampled_nodes, num_sampled_edges, rows,
+                                  self.feature_cache.get(None))
         mapping['input_id'] = input_id
         if seed_time is not None:
             mapping['seed_time'] = seed_time
