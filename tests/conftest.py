@@ -79,3 +79,25 @@ def cora_root(tmp_path_factory):
 def cora(cora_root):
     from torch_geometric.datasets import Planetoid
     return Planetoid(str(cora_root), 'Cora')[0]
+
+
+def paper_author_graph(papers: int, authors: int, cites: int, writes: int,
+                       seed: int = 0, features=(4, 3), labels: int = 0):
+    """A small HeteroData: papers citing papers, authors writing papers and
+    the reverse relation; random features (and paper labels when
+    `labels` > 0)."""
+    from torch_geometric.data import HeteroData
+    g = torch.Generator().manual_seed(seed)
+    data = HeteroData()
+    data['paper'].x = torch.randn(papers, features[0], generator=g)
+    if labels:
+        data['paper'].y = torch.randint(labels, (papers, ), generator=g)
+    data['author'].x = torch.randn(authors, features[1], generator=g)
+    data['paper', 'cites', 'paper'].edge_index = torch.randint(
+        papers, (2, cites), generator=g)
+    data['author', 'writes', 'paper'].edge_index = torch.stack([
+        torch.randint(authors, (writes, ), generator=g),
+        torch.randint(papers, (writes, ), generator=g)])
+    data['paper', 'rev_writes', 'author'].edge_index = \
+        data['author', 'writes', 'paper'].edge_index.flip(0)
+    return data

@@ -3,7 +3,7 @@ pinned host memory (zero-copy on a GPU) and gather_rows_cached."""
 import pytest
 import torch
 
-from conftest import devices
+from conftest import devices, paper_author_graph
 from pyg_fusesample.ops import gather_rows, gather_rows_cached
 from pyg_fusesample.sampler import GPUFeatureCache
 
@@ -187,20 +187,8 @@ def test_loader_feature_cache_errors():
 
 
 def _hetero(device):
-    from torch_geometric.data import HeteroData
-    g = torch.Generator().manual_seed(1)
-    data = HeteroData()
-    data['paper'].x = torch.randn(300, 8, generator=g)
-    data['paper'].y = torch.randint(3, (300, ), generator=g)
-    data['author'].x = torch.randn(100, 4, generator=g)
-    data['paper', 'cites', 'paper'].edge_index = torch.randint(
-        300, (2, 2000), generator=g)
-    data['author', 'writes', 'paper'].edge_index = torch.stack([
-        torch.randint(100, (900, ), generator=g),
-        torch.randint(300, (900, ), generator=g)])
-    data['paper', 'rev_writes', 'author'].edge_index = \
-        data['author', 'writes', 'paper'].edge_index.flip(0)
-    return data.to(device)
+    return paper_author_graph(300, 100, 2000, 900, seed=1, features=(8, 4),
+                              labels=3).to(device)
 
 
 @pytest.mark.parametrize('device', devices())

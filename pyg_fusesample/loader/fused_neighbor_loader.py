@@ -457,10 +457,11 @@ class FusedNeighborLoader(NodeLoader):
             feature_cache, data, neighbor_sampler.device,
             transform_sampler_output, kwargs.get('num_workers', 0))
 
-        input_type, num_input_nodes = None, data.num_nodes
-        if isinstance(data, HeteroData):
-            input_type = _input_type(data, input_nodes)
-            num_input_nodes = data[input_type].num_nodes
+        graph = neighbor_sampler.graph_data  # (store data: its structure)
+        input_type, num_input_nodes = None, graph.num_nodes
+        if isinstance(graph, HeteroData):
+            input_type = _input_type(graph, input_nodes)
+            num_input_nodes = graph[input_type].num_nodes
         _check_input_nodes(input_nodes[1] if isinstance(input_nodes, tuple)
                            else input_nodes, num_input_nodes)
         input_type, nodes, input_id = get_input_nodes(data, input_nodes)

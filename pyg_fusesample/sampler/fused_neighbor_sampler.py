@@ -21,6 +21,7 @@ from .hetero_output import check_seed_range, to_hetero_output, typed_seeds
 from .rule_graph import RuleCSC
 from .sampling_rule import SamplingRule, sampling_rule
 from .negative_sampling import KeyedNegativeSampling
+from .remote_store import is_remote, remote_graph
 from .typed_graph import TypedCSC, build_typed_csc
 
 
@@ -119,9 +120,12 @@ class FusedNeighborSampler(BaseSampler):
             attribute (finite, non-negative): draws proportional to weight,
             zero-weight edges never drawn.
 
-    Backward sampling, weights together with time, remote-store data, and
-    ``subgraph_type='induced'`` on heterogeneous graphs raise
-    :class:`NotImplementedError`.
+    ``data`` may also be a ``(FeatureStore, GraphStore)`` pair, as for PyG's
+    loaders (its structure is read once; uniform sampling).
+
+    Backward sampling, weights together with time, temporal or weighted
+    sampling of store data, and ``subgraph_type='induced'`` on
+    heterogeneous graphs raise :class:`NotImplementedError`.
     """
     def __init__(
         self,
@@ -142,11 +146,24 @@ class FusedNeighborSampler(BaseSampler):
         fused: bool = True,
         graph_in_host_memory: bool = False,
     ):
+        self._edge_permutation = None
+        if is_remote(data):
+            if time_attr is not None or weight_attr is not None:
+                raise NotImplementedError(
+                    "temporal and weighted sampling of (FeatureStore, "
+                    "GraphStore) data are not supported yet")
+            if graph_in_host_memory:
+                raise NotImplementedError(
+                    "'graph_in_host_memory' takes Data, not (FeatureStore, "
+                    "GraphStore) data")
+            data, self._edge_permutation = remote_graph(data)
         if not isinstance(data, (Data, HeteroData)):
             raise NotImplementedError(
-                f"FusedNeighborSampler samples 'Data' and 'HeteroData' "
-                f"objects, got {type(data).__name__} (use PyG's "
-                f"NeighborSampler for FeatureStore/GraphStore data)")
+                f"FusedNeighborSampler samples 'Data', 'HeteroData' and "
+                f"(FeatureStore, GraphStore) data, got {type(data).__name__}")
+        # The graph it samples (for store data, the structure read from the
+        # stores; remote_store.py).
+        self.graph_data = data
         if sample_direction != 'forward':
             raise NotImplementedError("only sample_direction='forward' is "
                                       "supported")
@@ -259,9 +276,11 @@ class FusedNeighborSampler(BaseSampler):
         return max(len(self.edge_types), 1) if self.is_hetero else 1
 
     @property
-    def edge_permutation(self) -> None:
-        # The op already returns global edge ids.
-        return None
+    def edge_permutation(self):
+        # The op returns the graph's own edge ids; for store data, positions
+        # in GraphStore.coo()'s order, which this maps to the stored layout's
+        # (None: the same), as PyG's sampler's perm does.
+        return self._edge_permutation
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
                           rng_seed: Optional[int] = None) -> SamplerOutput:

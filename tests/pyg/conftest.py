@@ -12,8 +12,8 @@ from typing import Callable
 
 import pytest
 
-REMOTE = ("FeatureStore/GraphStore remote backends are not supported: "
-          "FusedNeighborSampler takes Data/HeteroData")
+REMOTE = ("temporal sampling of (FeatureStore, GraphStore) data is not "
+          "supported (FusedNeighborSampler raises NotImplementedError)")
 HETERO_INDUCED = ("subgraph_type='induced' on HeteroData is not supported "
                   "(FusedNeighborSampler raises NotImplementedError, as "
                   "pyg-lib's hetero sampler lacks it too)")
@@ -43,12 +43,7 @@ OUT_OF_SCOPE = {
         (_param('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
     'test_hetero_neighbor_loader_on_karate': [
         (_param('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
-    'test_custom_neighbor_loader': [(_always, REMOTE)],
-    'test_custom_hetero_neighbor_loader': [(_always, REMOTE)],
-    'test_custom_hetero_neighbor_loader_duplicate': [(_always, REMOTE)],
     'test_temporal_custom_neighbor_loader_on_karate': [(_always, REMOTE)],
-    # test_link_neighbor_loader.py
-    'test_custom_hetero_link_neighbor_loader': [(_always, REMOTE)],
 }
 
 if importlib.util.find_spec('pyg_lib') is None:
