@@ -2,8 +2,8 @@
 FusedLinkNeighborLoader: the structure read from the stores is sampled as
 the same graph given as Data / HeteroData is (bitwise, for edges stored in
 the same COO order), e_id indexes each edge type's stored layout as in PyG,
-features come from the feature store; temporal and weighted sampling of
-stores raise. PyG's own custom-store loader tests run in tests/pyg."""
+features come from the feature store, times too; weighted sampling of
+stores raises (as in PyG). PyG's own custom-store loader tests run in tests/pyg."""
 import pytest
 import torch
 from torch_geometric.data import Data, HeteroData
@@ -109,9 +109,35 @@ def test_link_loader_on_stores():
         assert torch.equal(a[et].edge_label_index, b[et].edge_label_index)
 
 
+def test_temporal_sampling_of_stores_equals_data():
+    # Node times in the feature store: the same temporal batches as the
+    # HeteroData with those times (seed times from input_time).
+    data = hetero()
+    for nt in data.node_types:
+        data[nt].time = torch.randint(10, (data[nt].num_nodes, ),
+                                      generator=torch.Generator().manual_seed(
+                                          len(nt)))
+    fs, gs = stores_of(data)
+    for nt in data.node_types:
+        fs.put_tensor(data[nt].time, group_name=nt, attr_name='time',
+                      index=None)
+    kw = dict(num_neighbors=[4, 3], input_nodes=('paper', torch.arange(40)),
+              input_time=torch.full((40, ), 6), time_attr='time',
+              batch_size=16, seed=9)
+    for a, b in zip(FusedNeighborLoader(data, **kw),
+                    FusedNeighborLoader((fs, gs), **kw)):
+        for nt in data.node_types:
+            assert torch.equal(a[nt].n_id, b[nt].n_id)
+            assert torch.equal(a[nt].time, b[nt].time)
+        for et in data.edge_types:
+            assert torch.equal(a[et].edge_index, b[et].edge_index)
+
+
 def test_store_errors():
     fs, gs = stores_of(homo())
-    with pytest.raises(NotImplementedError, match='temporal and weighted'):
+    with pytest.raises(NotImplementedError, match="'weight_attr'"):
+        FusedNeighborLoader((fs, gs), num_neighbors=[2], weight_attr='w')
+    with pytest.raises(ValueError, match="no 'time' tensor"):
         FusedNeighborLoader((fs, gs), num_neighbors=[2], time_attr='time')
     with pytest.raises(ValueError, match='holds no edges'):
         FusedNeighborLoader((MyFeatureStore(), MyGraphStore()),

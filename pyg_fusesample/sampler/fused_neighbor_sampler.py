@@ -121,11 +121,11 @@ class FusedNeighborSampler(BaseSampler):
             zero-weight edges never drawn.
 
     ``data`` may also be a ``(FeatureStore, GraphStore)`` pair, as for PyG's
-    loaders (its structure is read once; uniform sampling).
+    loaders (its structure, and the times of ``time_attr``, read once).
 
-    Backward sampling, weights together with time, temporal or weighted
-    sampling of store data, and ``subgraph_type='induced'`` on
-    heterogeneous graphs raise :class:`NotImplementedError`.
+    Backward sampling, weights together with time, weighted sampling of
+    store data, and ``subgraph_type='induced'`` on heterogeneous graphs
+    raise :class:`NotImplementedError`.
     """
     def __init__(
         self,
@@ -148,15 +148,15 @@ class FusedNeighborSampler(BaseSampler):
     ):
         self._edge_permutation = None
         if is_remote(data):
-            if time_attr is not None or weight_attr is not None:
+            if weight_attr is not None:  # (PyG's sampler raises too)
                 raise NotImplementedError(
-                    "temporal and weighted sampling of (FeatureStore, "
-                    "GraphStore) data are not supported yet")
+                    "'weight_attr' is not supported for (FeatureStore, "
+                    "GraphStore) data")
             if graph_in_host_memory:
                 raise NotImplementedError(
                     "'graph_in_host_memory' takes Data, not (FeatureStore, "
                     "GraphStore) data")
-            data, self._edge_permutation = remote_graph(data)
+            data, self._edge_permutation = remote_graph(data, time_attr)
         if not isinstance(data, (Data, HeteroData)):
             raise NotImplementedError(
                 f"FusedNeighborSampler samples 'Data', 'HeteroData' and "

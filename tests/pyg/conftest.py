@@ -12,8 +12,6 @@ from typing import Callable
 
 import pytest
 
-REMOTE = ("temporal sampling of (FeatureStore, GraphStore) data is not "
-          "supported (FusedNeighborSampler raises NotImplementedError)")
 HETERO_INDUCED = ("subgraph_type='induced' on HeteroData is not supported "
                   "(FusedNeighborSampler raises NotImplementedError, as "
                   "pyg-lib's hetero sampler lacks it too)")
@@ -43,7 +41,6 @@ OUT_OF_SCOPE = {
         (_param('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
     'test_hetero_neighbor_loader_on_karate': [
         (_param('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
-    'test_temporal_custom_neighbor_loader_on_karate': [(_always, REMOTE)],
 }
 
 if importlib.util.find_spec('pyg_lib') is None:
