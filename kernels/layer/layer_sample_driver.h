@@ -60,7 +60,9 @@ inline at::Tensor segment_of_positions(const at::Tensor& ends, int64_t m) {
 //   std::tuple<Tensor, Tensor> ladies_keys(seg_ptr, val2, cand, rng_seed, l)
 //     -> importance q and key of every candidate (layer_draws.h: ladies_key)
 //   Tensor fastgcn_draws(node_cumsum, s, rng_seed, l)
-//     -> s node ids (layer_draws.h: fastgcn_draw).
+//     -> s node ids (layer_draws.h: fastgcn_draw)
+//   Tensor sorted_position(sorted, query)
+//     -> searchsorted(sorted, query), int64 ids (left).
 template <class Kernels>
 LayerSampleResult layer_sample_driver(
     const at::Tensor& colptr, const at::Tensor& row,
@@ -173,7 +175,7 @@ LayerSampleResult layer_sample_driver(
     at::Tensor local, where;
     if (pool.numel() > 0 && m > 0) {
       const auto sorted_pool = at::sort(pool);
-      where = at::searchsorted(std::get<0>(sorted_pool), src)
+      where = Kernels::sorted_position(std::get<0>(sorted_pool), src)
                   .clamp_max(pool.numel() - 1);
       keep = std::get<0>(sorted_pool).index_select(0, where) == src;
       local = std::get<1>(sorted_pool).index_select(0, where);  // in pool
@@ -183,7 +185,8 @@ LayerSampleResult layer_sample_driver(
     if (fastgcn && kept.numel() > 0) {
       const auto sorted_node = at::sort(node);
       src_local = std::get<1>(sorted_node).index_select(
-          0, at::searchsorted(std::get<0>(sorted_node), src.index_select(0, kept)));
+          0, Kernels::sorted_position(std::get<0>(sorted_node),
+                                      src.index_select(0, kept)));
     } else {
       src_local = kept.numel() > 0 ? local.index_select(0, kept)
                                    : at::empty({0}, index);

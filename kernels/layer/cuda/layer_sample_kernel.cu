@@ -62,6 +62,11 @@ struct CudaKernels {
     return {q, key};
   }
 
+  static at::Tensor sorted_position(const at::Tensor& sorted,
+                                    const at::Tensor& query) {
+    return at::searchsorted(sorted, query);
+  }
+
   static at::Tensor fastgcn_draws(const at::Tensor& node_cumsum, int64_t s,
                                   int64_t rng_seed, int64_t l) {
     auto out = at::empty({s}, node_cumsum.options().dtype(at::kLong));
