@@ -87,7 +87,7 @@ CSV_FIELDS = ('time', 'device', 'device_name', 'backend', 'world_size',
               'fan_out', 'batch_size_per_rank', 'amp', 'epoch',
               'steps_per_rank', 'epoch_time_s', 'seeds_per_s', 'loss',
               'val_acc', 'test_acc', 'peak_mem_kind', 'peak_mem_mib_max',
-              'peak_mem_mib_per_rank', 'torch')
+              'peak_mem_mib_per_rank', 'peak_host_rss_mib_max', 'torch')
 
 
 # -- data -------------------------------------------------------------------
@@ -293,7 +293,12 @@ def accuracy(module, loader, device: torch.device, amp: str) -> float:
 def peak_memory_mib(device: torch.device) -> float:
     if device.type == 'cuda':
         return torch.cuda.max_memory_allocated(device) / 2**20
-    # Linux reports ru_maxrss in KiB.
+    return peak_host_rss_mib()
+
+
+def peak_host_rss_mib() -> float:
+    # The process's peak resident set (Linux reports ru_maxrss in KiB): on
+    # a GPU the host side of the run (the graph as loaded, pinned features).
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -440,9 +445,14 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
         total_loss = torch.zeros((), dtype=torch.float64, device=device)
         seeds = done = 0
         batches = iter(train_loader)
+        progress = itertools.islice(batches, steps)
+        if args.progress and rank == 0:
+            from tqdm import tqdm
+            progress = tqdm(progress, total=steps, desc=f'Epoch {epoch:02d}',
+                            unit='step', leave=False)
         try:
             # Equal shards: every rank runs `steps` steps.
-            for batch in itertools.islice(batches, steps):
+            for batch in progress:
                 optimizer.zero_grad()
                 loss = batch_loss(model, batch, device, args.amp)
                 loss.backward()
@@ -462,6 +472,8 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
         train_time = time.perf_counter() - start
         peaks = [None] * world_size
         dist.all_gather_object(peaks, peak_memory_mib(device))
+        host_peaks = [None] * world_size
+        dist.all_gather_object(host_peaks, peak_host_rss_mib())
 
         evaluate = args.eval_every > 0 and (
             epoch % args.eval_every == 0 or epoch == args.epochs)
@@ -482,6 +494,9 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
                 f'Time: {train_time:.2f}s, Seeds/s: {seeds_per_s:,.0f}, '
                 f'Eval: {eval_time:.2f}s, Peak memory per rank ({mem_kind}, '
                 f'MiB): {", ".join(f"{p:.0f}" for p in peaks)}'
+                + ('' if device.type != 'cuda' else
+                   f', host peak RSS (MiB, largest rank): '
+                   f'{max(host_peaks):.0f}')
                 + ('' if cache is None else
                    f', Cache hit rate (rank 0, train + eval): '
                    f'{cache.hit_rate:.3f}'))
@@ -507,6 +522,7 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
                     test_acc=f'{test_acc:.6f}', peak_mem_kind=mem_kind,
                     peak_mem_mib_max=f'{max(peaks):.1f}',
                     peak_mem_mib_per_rank=';'.join(f'{p:.1f}' for p in peaks),
+                    peak_host_rss_mib_max=f'{max(host_peaks):.1f}',
                     torch=torch.__version__))
         dist.barrier()  # the other ranks wait for rank 0's evaluation
 
@@ -589,6 +605,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         "--num-workers workers per rank (the baseline)")
     p.add_argument('--num-workers', type=int, default=8,
                    help="--loader pyg: loader worker processes per rank")
+    p.add_argument('--progress', action='store_true',
+                   help='a progress bar per training epoch (rank 0; tqdm)')
     p.add_argument('--csv', default=None,
                    help='append one row per epoch to this CSV file')
     p.add_argument('--save-model', default=None,

@@ -237,6 +237,7 @@ def test_world_size_one_in_process(tmp_path, capsys, one_thread):
     with open(table, newline='') as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 1 and rows[0]['world_size'] == '1'
+    assert float(rows[0]['peak_host_rss_mib_max']) > 0
     got = torch.load(model, weights_only=True)
     assert_same_model(got, reference_run(argv, world_size=1))
 
@@ -248,7 +249,7 @@ def test_graph_cache_and_eval_every(tmp_path, capsys, one_thread):
     # over 3 epochs evaluates after epochs 2 and 3 only, 0 never.
     cache = tmp_path / 'graphs'
     argv = TINY + ['--epochs', '3', '--max-steps', '1', '--world-size', '1',
-                   '--graph-cache', cache]
+                   '--graph-cache', cache, '--progress']
     models = []
     for run, every in enumerate(('2', '0')):
         model, table = tmp_path / f'm{run}.pt', tmp_path / f'e{run}.csv'
