@@ -286,3 +286,17 @@ def test_papers100m_like_shape():
     labelled = data.train_mask | data.val_mask | data.test_mask
     assert abs(float(data.train_mask.float().mean()) - 1_207_179 / 111_059_956) < 2e-3
     assert float(labelled.float().mean()) < 0.03  # most papers in no split
+
+
+@pytest.mark.cuda
+def test_features_generated_pinned():
+    # pin_memory=True: x in page-locked memory from the start (no copy),
+    # the same values as the default.
+    if not torch.cuda.is_available():
+        pytest.skip('needs a CUDA GPU')
+    from pyg_fusesample.datasets import papers100m_like
+    pinned = papers100m_like(scale=0.0005, pin_memory=True)
+    plain = papers100m_like(scale=0.0005)
+    assert pinned.x.is_pinned() and not plain.x.is_pinned()
+    assert torch.equal(pinned.x, plain.x)
+    assert pinned.x.pin_memory().data_ptr() == pinned.x.data_ptr()

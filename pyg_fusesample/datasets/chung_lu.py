@@ -41,7 +41,7 @@ def _build(*, num_nodes: int, num_edges: int, num_features: int,
            out_weights: Optional[Callable[[], Tensor]],
            homophily: float, feature_noise: float, class_skew: float,
            undirected: bool, dedup: bool, split: Sequence[float], seed: int,
-           name: str) -> Data:
+           name: str, pin_memory: bool = False) -> Data:
     """Shared generator.  ``in_weights()`` returns descending target weights
     (they define the internal id order); ``out_weights()`` (directed only,
     ``None`` = same as in) returns source weights over the same ids."""
@@ -97,7 +97,8 @@ def _build(*, num_nodes: int, num_edges: int, num_features: int,
     y = torch.empty_like(y_int)
     y[perm] = y_int
     del y_int, perm
-    x = _features(y, num_features, num_classes, feature_noise, gen)
+    x = _features(y, num_features, num_classes, feature_noise, gen,
+                  pin_memory=pin_memory)
     train_mask, val_mask, test_mask = _split_masks(num_nodes, split, gen)
 
     data = Data(x=x, edge_index=edge_index, y=y, train_mask=train_mask,

@@ -16,9 +16,12 @@ from .chunking import _CHUNK
 
 
 def _features(y: Tensor, num_features: int, num_classes: int,
-              feature_noise: float, gen: torch.Generator) -> Tensor:
+              feature_noise: float, gen: torch.Generator,
+              pin_memory: bool = False) -> Tensor:
     centroids = torch.randn(num_classes, num_features, generator=gen)
-    x = torch.randn(y.numel(), num_features, generator=gen)
+    # (randn is empty + normal_: the same draws, into pinned memory if asked)
+    x = torch.empty(y.numel(), num_features, pin_memory=pin_memory)
+    x.normal_(generator=gen)
     if feature_noise != 1.0:
         x.mul_(feature_noise)
     # Add centroids chunk by chunk to avoid an [N, F] temporary.

@@ -21,7 +21,8 @@ def power_law_graph(num_nodes: int, avg_degree: float, num_features: int,
                     max_out_degree: Optional[float] = None,
                     dedup: bool = True,
                     split: SplitT = (0.6, 0.2, 0.2), seed: int = 0,
-                    name: Optional[str] = None) -> Data:
+                    name: Optional[str] = None,
+                    pin_memory: bool = False) -> Data:
     r"""A synthetic Chung-Lu power-law graph with homophilous labels.
 
     This is the core generator behind all presets.  It mimics the statistics
@@ -65,6 +66,10 @@ def power_law_graph(num_nodes: int, avg_degree: float, num_features: int,
             set is all remaining nodes.
         seed: Seed of the local generator; same seed, same tensors.
         name: ``data.name``; defaults to ``"power_law(N=..,d=..)"``.
+        pin_memory: Generate ``x`` straight into pinned (page-locked) host
+            memory, for a GPU to read in place: ``x.pin_memory()`` would copy
+            it, which for papers100M's 57 GB of features does not fit a
+            128 GiB host beside the graph. Needs CUDA. Same values.
 
     Returns:
         ``Data(x float32 [N, F], edge_index int64 [2, E], y int64 [N],
@@ -97,4 +102,4 @@ def power_law_graph(num_nodes: int, avg_degree: float, num_features: int,
                   in_weights=in_weights, out_weights=out_weights,
                   homophily=homophily, feature_noise=feature_noise,
                   class_skew=class_skew, undirected=undirected, dedup=dedup,
-                  split=split, seed=seed, name=name)
+                  split=split, seed=seed, name=name, pin_memory=pin_memory)
