@@ -152,6 +152,7 @@ def verdicts(rows: List[Dict[str, str]]) -> List[Dict]:
         best = min(rivals, key=rivals.get) if rivals else None
         out.append({'graph': graph, 'features': f, 'dtype': dname,
                     'autospmm_ms': ms(ours), 'cold_ms': ours['cold_ms'],
+                    'kernels': ours.get('note', ''),
                     'rivals': rivals, 'best_rival': best,
                     'ratio': ms(ours) / rivals[best] if best else None})
     return out
@@ -162,7 +163,7 @@ def markdown(path: str) -> str:
     lines = [f'<!-- generated from {os.path.basename(path)}; do not edit -->',
              '', '| graph | F | dtype | AutoSpMMConv ms | GCNConv ms | '
              'GCNConv CSR (cuSPARSE) ms | AutoSpMMConv fp32 ms | '
-             'vs fastest rival | first call ms |', '|' + '---|' * 9]
+             'vs fastest rival | first call ms | kernels |', '|' + '---|' * 10]
     for v in verdicts(rows):
         r = v['rivals']
 
@@ -174,7 +175,7 @@ def markdown(path: str) -> str:
         lines.append(f"| {v['graph']} | {v['features']} | {v['dtype']} | "
                      f"{v['autospmm_ms']:.4f} | {cell('gcnconv')} | "
                      f"{cell('gcnconv-csr')} | {cell('autospmm-fp32')} | "
-                     f"{ratio} | {v['cold_ms']} |")
+                     f"{ratio} | {v['cold_ms']} | {v['kernels'] or '-'} |")
     return '\n'.join(lines) + '\n'
 
 
