@@ -334,3 +334,23 @@ def test_gather_rows_list_matches_gather_rows(device):
     torch.library.opcheck(torch.ops.fusesample.gather_rows_list.default,
                           (srcs, index, True),
                           test_utils=('test_schema', 'test_faketensor'))
+
+
+@pytest.mark.parametrize('device', devices())
+def test_induced_subgraph_small_and_large_node_sets(device):
+    # The CPU kernel maps ids through a dense table when the node set's
+    # in-edges are many next to the graph's nodes, else through a hash map:
+    # both against the reference (and CUDA's kernel), duplicates refused.
+    from pyg_fusesample.ops import induced_subgraph
+    ei, colptr, row, perm = graph(num_nodes=5000, num_edges=20000, seed=6)
+    gen = torch.Generator().manual_seed(1)
+    for size in (3, 8, 4000):  # (hash map, hash map, dense table on CPU)
+        node = torch.randperm(5000, generator=gen)[:size]
+        want = ref.induced_subgraph(colptr, row, perm, node)
+        got = induced_subgraph(colptr.to(device), row.to(device),
+                               perm.to(device), node.to(device))
+        for a, b in zip(got, want):
+            assert torch.equal(a.cpu(), b)
+    for node in (torch.tensor([7, 7]), torch.arange(4000).repeat(2)):
+        with pytest.raises(RuntimeError, match="'node' must hold unique ids"):
+            induced_subgraph(colptr, row, perm, node)
