@@ -555,9 +555,6 @@ def test_filter_fn_equals_pyg_link_loader(kind, mode, time):
             store.time = torch.arange(store.num_nodes)
         kwargs.update(time_attr='time', edge_label_time=torch.full(
             (seeds.size(1), ), 1000))
-        if mode == 'triplet':
-            kwargs['edge_label_time'] = None
-            kwargs.pop('time_attr')
     loader = FusedLinkNeighborLoader(data, **kwargs)
     for item in loader.sampler:
         out = loader.collate_fn(item)

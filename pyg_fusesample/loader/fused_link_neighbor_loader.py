@@ -249,11 +249,12 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
                 edge_label_index=metadata[1], edge_label=metadata[2],
                 edge_label_time=metadata[3]))
             return
-        fill(batch[input_type[0]]._mapping,
-             dict(src_index=metadata[1], seed_time=metadata[4]))
-        fill(batch[input_type[-1]]._mapping,
-             dict(dst_pos_index=metadata[2], dst_neg_index=metadata[3],
-                  seed_time=metadata[4]))
+        # (in LinkLoader's order: the keys' order shows in the batch)
+        fill(batch[input_type[0]]._mapping, {'src_index': metadata[1]})
+        fill(batch[input_type[-1]]._mapping, dict(dst_pos_index=metadata[2],
+                                                  dst_neg_index=metadata[3]))
+        fill(batch[input_type[0]]._mapping, {'seed_time': metadata[4]})
+        fill(batch[input_type[-1]]._mapping, {'seed_time': metadata[4]})
         if input_type in batch.edge_types:
             fill(batch[input_type]._mapping,
                  dict(edge_label_index=None, edge_label_time=None))
