@@ -28,7 +28,7 @@ from torch.utils.data import (BatchSampler, RandomSampler, Sampler,
                               SequentialSampler)
 from torch_geometric.data import Batch, Data
 
-from ..ops import induced_subgraph, neighbor_sample
+from ..ops import induced_subgraph, neighbor_sample, segment_search
 from ..ops.rng_keys import draw_rng_seeds
 from ..sampler.graph_store import CSCGraph
 from ..sparse.edge_index_checks import check_edge_index
@@ -81,23 +81,6 @@ def _expand(count: Tensor, lo: int, hi: int, base: int, size: int,
     index = torch.arange(base, base + size, device=device)
     index += shift.index_select(0, pos)
     return pos, index
-
-
-def _bound(nbr: Tensor, first: Tensor, length: Tensor, value: Tensor,
-           steps: int, upper: bool) -> Tensor:
-    # Vectorised branchless binary search in the sorted, non-empty runs
-    # nbr[first:first + length] (2^steps >= the longest): the first slot
-    # holding a value >= (upper: >) `value`, or the run's end.
-    base, length = first, length
-    for _ in range(steps):
-        half = length >> 1
-        probe = base + half  # < first + length: in range
-        probe_value = nbr.index_select(0, probe)
-        go = (probe_value <= value) if upper else (probe_value < value)
-        base = torch.where(go, probe, base)
-        length = length - half
-    last = nbr.index_select(0, base)
-    return base + ((last <= value) if upper else (last < value)).long()
 
 
 def grouped_induced_edges(ptr: Tensor, nbr: Tensor, edge_id: Optional[Tensor],
@@ -170,16 +153,13 @@ def grouped_induced_edges(ptr: Tensor, nbr: Tensor, edge_id: Optional[Tensor],
     shift = set_ptr.index_select(0, group) - (pair_count.cumsum(0)
                                               - pair_count)
     pair_chunks = _chunks(pair_count, budget)
-    if pair_chunks:
-        steps = int(torch.where(hub, deg, torch.zeros_like(deg)).max()
-                    ).bit_length()
     for lo, hi, base, size in pair_chunks:
         pos, other = _expand(pair_count, lo, hi, base, size, shift)
         value = node.index_select(0, other).to(nbr.dtype)
         first, length = begin.index_select(0, pos), deg.index_select(0, pos)
-        low = _bound(nbr, first, length, value, steps, upper=False)
+        low = segment_search(nbr, first, length, value)
         if parallel_edges:
-            mult = _bound(nbr, first, length, value, steps, upper=True) - low
+            mult = segment_search(nbr, first, length, value, upper=True) - low
         else:
             stop = first + length
             mult = ((low < stop) & (nbr.index_select(

@@ -7,6 +7,7 @@ from .sampling import (NeighborSampleOutput, PendingNeighborSample,
                        induced_subgraph,
                        neighbor_sample, neighbor_sample_async)
 from .sage_tree import sage_tree
+from .search import segment_search
 from .skipgram import skipgram_loss
 from .split import TypeSplit, split_by_type
 from .walk import random_walk
@@ -17,4 +18,4 @@ __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
            'gather_rows_list', 'SampleAggregateOutput',
            'TypeSplit', 'split_by_type',
            'sample_aggregate', 'sage_tree', 'random_walk', 'skipgram_loss',
-           'LayerSampleOutput', 'layer_sample']
+           'LayerSampleOutput', 'layer_sample', 'segment_search']
