@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import HeteroData
+from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader.utils import index_select
 from torch_geometric.sampler import HeteroSamplerOutput
 
@@ -147,6 +147,24 @@ def sampled_mapping(plan: StorePlan, node: Tensor, edge: Optional[Tensor],
     if num_sampled_edges is not None:
         mapping['num_sampled_edges'] = num_sampled_edges
     return mapping
+
+
+class DataPlan:
+    r""":class:`StorePlan` of a :class:`Data`'s storage, rebuilt when the
+    storage's keys or tensors change (the twin of :class:`HeteroPlans`)."""
+    def __init__(self):
+        self.signature = self.plan = None
+
+    def get(self, data: Data, device: torch.device,
+            cached: Optional[Dict] = None) -> StorePlan:
+        # cached: {attribute: cache} gathered elsewhere (a GPUFeatureCache),
+        # fixed for the loader's life.
+        sig = signature(data._store)
+        if sig != self.signature:
+            self.plan = StorePlan(data._store, data, device,
+                                  skip=tuple(cached or {}))
+            self.signature = sig
+        return self.plan
 
 
 class HeteroPlans:

@@ -10,8 +10,8 @@ from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputEdges, OptTensor
 
 from ..sampler import FusedNeighborSampler, GPUFeatureCache
-from .batch_assembly import (HeteroPlans, StorePlan, fill, gather_on_device,
-                             sampled_hetero, sampled_mapping, signature)
+from .batch_assembly import (DataPlan, HeteroPlans, fill, gather_on_device,
+                             sampled_hetero, sampled_mapping)
 from .feature_caches import check_feature_cache
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
                              resolve_generator)
@@ -172,8 +172,7 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
         self.feature_cache = check_feature_cache(
             feature_cache, data, self.link_sampler.device,
             transform_sampler_output, self.num_workers)
-        self._plan, self._plan_signature = None, None
-        self._hetero_plans = HeteroPlans()
+        self._data_plan, self._hetero_plans = DataPlan(), HeteroPlans()
 
         on_gpu = self.link_sampler.device.type == 'cuda'
         if prefetch is None:
@@ -218,7 +217,8 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
                 out, self.feature_cache)
             self._hetero_link_metadata(batch, out.metadata)
         else:
-            plan = self._filter_plan()
+            plan = self._data_plan.get(self.data, self.link_sampler.device,
+                                       self.feature_cache.get(None))
             mapping = sampled_mapping(
                 plan, out.node, out.edge, torch.stack([out.row, out.col]),
                 out.batch, out.num_sampled_nodes, out.num_sampled_edges,
@@ -258,18 +258,6 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
         if input_type in batch.edge_types:
             fill(batch[input_type]._mapping,
                  dict(edge_label_index=None, edge_label_time=None))
-
-    def _filter_plan(self) -> StorePlan:
-        # As FusedNeighborLoader's: rebuilt when the data's keys or tensors
-        # change.
-        sig = signature(self.data._store)
-        if self._plan_signature != sig:
-            self._plan = StorePlan(self.data._store, self.data,
-                                   self.link_sampler.device,
-                                   skip=tuple(self.feature_cache.get(None,
-                                                                     {})))
-            self._plan_signature = sig
-        return self._plan
 
     def collate_fn(self, index) -> object:
         r"""Samples the subgraph of one mini-batch of seed edges:

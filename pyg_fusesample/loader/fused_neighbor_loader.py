@@ -15,8 +15,9 @@ from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputNodes, OptTensor
 
 from ..sampler import FusedNeighborSampler, GPUFeatureCache
-from .batch_assembly import (HeteroPlans, StorePlan, assemble_hetero, fill,
-                             gather_on_device, sampled_mapping, signature)
+from .batch_assembly import (DataPlan, HeteroPlans, StorePlan,
+                             assemble_hetero, fill, gather_on_device,
+                             sampled_mapping)
 from .feature_caches import check_feature_cache
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
                              resolve_generator)
@@ -452,7 +453,7 @@ class FusedNeighborLoader(NodeLoader):
         self.filter_per_worker = filter_per_worker
         self.custom_cls = None
         self.input_id = None
-        self._hetero_plans = HeteroPlans()
+        self._data_plan, self._hetero_plans = DataPlan(), HeteroPlans()
         self.feature_cache = check_feature_cache(
             feature_cache, data, neighbor_sampler.device,
             transform_sampler_output, kwargs.get('num_workers', 0))
@@ -665,11 +666,5 @@ class FusedNeighborLoader(NodeLoader):
     def _filter_plan(self) -> StorePlan:
         # Every attribute classified as torch_geometric.loader.utils.filter_data
         # does it; rebuilt when the data's keys or tensors change.
-        sig = signature(self.data._store)
-        if getattr(self, '_plan_signature', None) != sig:
-            self._plan = StorePlan(self.data._store, self.data,
-                                   self.node_sampler.device,
-                                   skip=tuple(self.feature_cache.get(None,
-                                                                     {})))
-            self._plan_signature = sig
-        return self._plan
+        return self._data_plan.get(self.data, self.node_sampler.device,
+                                   self.feature_cache.get(None))
