@@ -29,8 +29,8 @@ from typing import Callable, Dict, List, Optional
 import torch
 
 from ..environment import device_name, versions
-from .csv_schema import append_rows, read_rows
-from .graph_runs import for_each_graph, write_markdown
+from .csv_schema import read_rows
+from .graph_runs import rows_per_graph
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
@@ -184,11 +184,7 @@ def main(args) -> int:
     # A fresh cache file per run: first calls include the decision.
     os.environ.setdefault('FUSESAMPLE_AUTOTUNE_CACHE', os.path.join(
         tempfile.mkdtemp(prefix='autotune-'), 'autotune.json'))
-    def measure(label, data):
-        append_rows(args.out, layer_rows(label, data, device, args.features,
-                                         args.dtypes, args.steps),
-                    columns=COLUMNS)
-    for_each_graph(args.graphs, args.scale, args.seed, device, 'conv',
-                   measure)
-    write_markdown(args.out, markdown)
+    rows_per_graph(args, device, 'conv', lambda label, data: layer_rows(
+        label, data, device, args.features, args.dtypes, args.steps),
+        COLUMNS, markdown)
     return 0

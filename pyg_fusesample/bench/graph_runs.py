@@ -1,7 +1,7 @@
 """What the per-graph harnesses (``spmm``, ``conv``, ``subgraph``, ``walk``) share: the
 SYNTHETIC graphs they loop over, and the markdown written next to a CSV."""
 import os
-from typing import Callable, List, Union
+from typing import Callable, Dict, List, Union
 
 import torch
 from torch_geometric.data import Data, HeteroData
@@ -31,6 +31,20 @@ def for_each_graph(names: List[str],
         del data
         if device.type == 'cuda':
             torch.cuda.empty_cache()
+
+
+def rows_per_graph(args, device: torch.device, what: str,
+                   rows: Callable[[str, Data], List[Dict]], columns: List[str],
+                   markdown: Callable[[str], str]) -> None:
+    """The per-graph harnesses' run: for each graph of ``args.graphs`` (at
+    ``args.scale``, ``args.seed``) the rows of ``rows(label, data)`` appended
+    to ``args.out`` as soon as they are measured, then the markdown table
+    next to it."""
+    from .csv_schema import append_rows
+    for_each_graph(args.graphs, args.scale, args.seed, device, what,
+                   lambda label, data: append_rows(
+                       args.out, rows(label, data), columns=columns))
+    write_markdown(args.out, markdown)
 
 
 def write_markdown(csv_path: str, markdown: Callable[[str], str]) -> str:

@@ -25,8 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from ..environment import device_name, versions
-from .csv_schema import append_rows
-from .graph_runs import for_each_graph, write_markdown
+from .graph_runs import rows_per_graph
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
@@ -195,14 +194,12 @@ def main(args) -> int:
         tempfile.mkdtemp(prefix='autotune-'), 'autotune.json'))
     bandwidth = copy_bandwidth(device)
     print(f'measured copy bandwidth: {bandwidth / 1e12:.2f} TB/s', flush=True)
-    def measure(label, data):
-        rows = spmm_rows(label, data, device, args.features, args.dtypes,
-                         args.steps, bandwidth)
+    def rows(label, data):
+        out = spmm_rows(label, data, device, args.features, args.dtypes,
+                        args.steps, bandwidth)
         if not args.no_gcn:
-            rows += gcn_rows(label, data, device, args.steps)
-        append_rows(args.out, rows, columns=COLUMNS)
-    for_each_graph(args.graphs, args.scale, args.seed, device, 'spmm',
-                   measure)
+            out += gcn_rows(label, data, device, args.steps)
+        return out
+    rows_per_graph(args, device, 'spmm', rows, COLUMNS, markdown)
     plot(args.out, os.path.splitext(args.out)[0] + '.png')
-    write_markdown(args.out, markdown)
     return 0

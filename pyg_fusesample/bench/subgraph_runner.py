@@ -31,8 +31,8 @@ import torch
 import torch.nn.functional as F
 
 from ..environment import device_name, versions
-from .csv_schema import append_rows, read_rows
-from .graph_runs import for_each_graph, write_markdown
+from .csv_schema import read_rows
+from .graph_runs import rows_per_graph
 from .timing import median
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'num_edges',
@@ -185,12 +185,7 @@ def markdown(path: str) -> str:
 
 def main(args) -> int:
     device = torch.device(args.device)
-    def measure(label, data):
-        append_rows(args.out, loader_rows(label, data, device, args.loaders,
-                                          args.steps, args.warmup,
-                                          args.cached, args.seed),
-                    columns=COLUMNS)
-    for_each_graph(args.graphs, args.scale, args.seed, device, 'subgraph',
-                   measure)
-    write_markdown(args.out, markdown)
+    rows_per_graph(args, device, 'subgraph', lambda label, data: loader_rows(
+        label, data, device, args.loaders, args.steps, args.warmup,
+        args.cached, args.seed), COLUMNS, markdown)
     return 0
