@@ -4,9 +4,10 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include <algorithm>
 #include <tuple>
+#include <utility>
 
+#include "../../search/cpu/search_runs.h"
 #include "../layer_draws.h"
 #include "../layer_sample_driver.h"
 
@@ -35,22 +36,18 @@ struct CpuKernels {
   }
 
   // searchsorted(sorted, query) (left): a layer's sources looked up among
-  // its few thousand sorted pool nodes. A plain parallel lower_bound: at
-  // these sizes ATen's CPU searchsorted took ~130 ns a query, most of a
-  // LADIES layer's time (products-like 0.1, one thread).
+  // its few thousand sorted pool nodes, one run for segment_search's CPU
+  // loop (ATen's CPU searchsorted was slower at these sizes).
   static at::Tensor sorted_position(const at::Tensor& sorted,
                                     const at::Tensor& query) {
     const auto s = sorted.contiguous();
     const auto q = query.contiguous();
     auto out = at::empty_like(q);
-    const int64_t* first = s.data_ptr<int64_t>();
-    const int64_t* last = first + s.numel();
-    const int64_t* in = q.data_ptr<int64_t>();
-    int64_t* o = out.data_ptr<int64_t>();
-    at::parallel_for(0, q.numel(), 4096, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        o[i] = std::lower_bound(first, last, in[i]) - first;
-    });
+    const int64_t size = s.numel();
+    search_runs(s.data_ptr<int64_t>(), q.data_ptr<int64_t>(), q.numel(),
+                /*upper=*/false,
+                [size](int64_t) { return std::make_pair(int64_t{0}, size); },
+                out.data_ptr<int64_t>());
     return out;
   }
 

@@ -1,35 +1,17 @@
 // CPU kernel of fusesample::segment_search (contract: ../segment_search.cpp):
-// std::lower_bound / upper_bound per query in a parallel loop, after checking
-// every run's bounds.
+// search_runs (std::lower_bound / upper_bound per query, in parallel), after
+// checking every run's bounds.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include <algorithm>
+#include <utility>
 
 #include "../segment_search_checks.h"
+#include "search_runs.h"
 
 namespace fusesample {
 namespace {
-
-template <typename index_t>
-void search(const at::Tensor& sorted, const at::Tensor& first,
-            const at::Tensor& length, const at::Tensor& value, bool upper,
-            at::Tensor& out) {
-  const index_t* s = sorted.data_ptr<index_t>();
-  const int64_t* f = first.data_ptr<int64_t>();
-  const int64_t* len = length.data_ptr<int64_t>();
-  const index_t* v = value.data_ptr<index_t>();
-  int64_t* o = out.data_ptr<int64_t>();
-  at::parallel_for(0, value.numel(), 4096, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      const index_t* begin = s + f[i];
-      const index_t* end = begin + len[i];
-      o[i] = (upper ? std::upper_bound(begin, end, v[i])
-                    : std::lower_bound(begin, end, v[i])) - s;
-    }
-  });
-}
 
 at::Tensor segment_search_cpu(const at::Tensor& sorted, const at::Tensor& first,
                               const at::Tensor& length, const at::Tensor& value,
@@ -48,7 +30,12 @@ at::Tensor segment_search_cpu(const at::Tensor& sorted, const at::Tensor& first,
                 f[i] + len[i], "), outside 'sorted' ([0, ", size, "))");
   auto out = at::empty(value.sizes(), value.options().dtype(at::kLong));
   AT_DISPATCH_INDEX_TYPES(sorted.scalar_type(), "segment_search_cpu", [&] {
-    search<index_t>(sorted_c, first_c, length_c, value_c, upper, out);
+    search_runs(sorted_c.data_ptr<index_t>(), value_c.data_ptr<index_t>(),
+                value_c.numel(), upper,
+                [f, len](int64_t i) {
+                  return std::make_pair(f[i], f[i] + len[i]);
+                },
+                out.data_ptr<int64_t>());
   });
   return out;
 }
