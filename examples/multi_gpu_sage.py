@@ -474,10 +474,10 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
         if device.type == 'cuda':
             torch.cuda.synchronize(device)
         train_time = time.perf_counter() - start
-        peaks = [None] * world_size
-        dist.all_gather_object(peaks, peak_memory_mib(device))
-        host_peaks = [None] * world_size
-        dist.all_gather_object(host_peaks, peak_host_rss_mib())
+        gathered = [None] * world_size  # (each rank's device, host peak)
+        dist.all_gather_object(gathered, (peak_memory_mib(device),
+                                          peak_host_rss_mib()))
+        peaks, host_peaks = zip(*gathered)
 
         evaluate = args.eval_every > 0 and (
             epoch % args.eval_every == 0 or epoch == args.epochs)
