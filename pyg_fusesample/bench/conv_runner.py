@@ -23,14 +23,13 @@ of weights. Synchronised, eager.
 """
 import contextlib
 import os
-import tempfile
 from typing import Callable, Dict, List, Optional
 
 import torch
 
 from ..environment import device_name, versions
 from .csv_schema import read_rows
-from .graph_runs import rows_per_graph
+from .graph_runs import fresh_autotune_cache, rows_per_graph
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
@@ -181,9 +180,7 @@ def markdown(path: str) -> str:
 
 def main(args) -> int:
     device = torch.device(args.device)
-    # A fresh cache file per run: first calls include the decision.
-    os.environ.setdefault('FUSESAMPLE_AUTOTUNE_CACHE', os.path.join(
-        tempfile.mkdtemp(prefix='autotune-'), 'autotune.json'))
+    fresh_autotune_cache()
     rows_per_graph(args, device, 'conv', lambda label, data: layer_rows(
         label, data, device, args.features, args.dtypes, args.steps),
         COLUMNS, markdown)

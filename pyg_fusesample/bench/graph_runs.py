@@ -47,6 +47,15 @@ def rows_per_graph(args, device: torch.device, what: str,
     write_markdown(args.out, markdown)
 
 
+def fresh_autotune_cache() -> None:
+    """Points the autotune decision file at a new temporary one, unless the
+    user set one: the run's first calls then include the decisions (the
+    cold times the conv and spmm harnesses report)."""
+    import tempfile
+    os.environ.setdefault('FUSESAMPLE_AUTOTUNE_CACHE', os.path.join(
+        tempfile.mkdtemp(prefix='autotune-'), 'autotune.json'))
+
+
 def write_markdown(csv_path: str, markdown: Callable[[str], str]) -> str:
     """Writes ``markdown(csv_path)`` next to the CSV (``.md``), prints and
     returns it."""

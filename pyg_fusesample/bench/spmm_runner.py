@@ -18,14 +18,13 @@ writes one row per (graph, F, dtype) and one per GCN setting:
 """
 import csv
 import os
-import tempfile
 from typing import Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
 
 from ..environment import device_name, versions
-from .graph_runs import rows_per_graph
+from .graph_runs import fresh_autotune_cache, rows_per_graph
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
@@ -189,9 +188,7 @@ def plot(path: str, png: str) -> bool:
 
 def main(args) -> int:
     device = torch.device(args.device)
-    # A fresh cache file per run: cold times include the probes.
-    os.environ.setdefault('FUSESAMPLE_AUTOTUNE_CACHE', os.path.join(
-        tempfile.mkdtemp(prefix='autotune-'), 'autotune.json'))
+    fresh_autotune_cache()
     bandwidth = copy_bandwidth(device)
     print(f'measured copy bandwidth: {bandwidth / 1e12:.2f} TB/s', flush=True)
     def rows(label, data):
