@@ -43,11 +43,69 @@
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
-#include "sage_tree_graphs.h"
-#include "sage_tree_step.h"
+#include "sage_tree_saved.h"
 
 namespace fusesample {
 namespace sage_tree {
+
+std::pair<at::Tensor, c10::intrusive_ptr<Saved>> begin_step(
+    const at::Tensor& x, const at::Tensor& colptr, const at::Tensor& row,
+    const at::Tensor& seeds, at::TensorList params, const Options& o,
+    const std::vector<bool>& need, Replay* how) {
+  check_inputs(x, seeds, params, o);
+  auto saved = c10::make_intrusive<Saved>();
+  saved->options = o;
+  saved->num_params = params.size();
+  at::Tensor out = replay_forward(x, colptr, row, seeds, params, o, need,
+                                  &saved->replayed, how);
+  if (!out.defined()) {
+    saved->state = c10::make_intrusive<State>();
+    out = run_forward(x, colptr, row, seeds, params, o, saved->state.get());
+  }
+  saved->versions.emplace_back(x, x._version());
+  for (const auto& p : params) saved->versions.emplace_back(p, p._version());
+  return {out, saved};
+}
+
+std::vector<at::Tensor> finish_step(Saved& saved, const at::Tensor& grad,
+                                    const std::vector<bool>& need) {
+  const Options& o = saved.options;
+  TORCH_CHECK(!saved.consumed, kOp,
+              ": a second backward through the same graph "
+              "(retain_graph=True) needs inplace_backward=False: the first "
+              "one turned the saved activations into their gradients");
+  for (const auto& [t, version] : saved.versions) {
+    TORCH_CHECK(t._version() == version, kOp,
+                ": an input (x or a parameter) was modified in place "
+                "between the forward and the backward (is optimizer.step() "
+                "called before loss.backward()?)");
+  }
+  if (saved.replayed) {
+    std::vector<at::Tensor> inputs;
+    for (const auto& v : saved.versions) inputs.push_back(v.first);
+    auto g = replay_backward(*saved.replayed, grad, need, o, inputs);
+    saved.replayed.reset();  // hands the graph's buffers back
+    saved.consumed = true;
+    return g;
+  }
+  auto g = run_backward(*saved.state, grad, need, o, !o.inplace_backward);
+  if (o.inplace_backward) {
+    saved.state.reset();  // nothing in it is valid any more
+    saved.consumed = true;
+  }
+  return g;
+}
+
+Options make_options(at::IntArrayRef num_neighbors, c10::string_view aggr,
+                     bool replace, int64_t rng_seed, double dropout,
+                     at::ScalarType dtype, bool bias, bool inplace_backward,
+                     bool replay) {
+  const std::string name(aggr);
+  return Options{num_neighbors.vec(), name == "add" ? "sum" : name,
+                 parse_reduce(kOp, name), replace, rng_seed, dropout, dtype,
+                 bias, inplace_backward, replay};
+}
+
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -59,43 +117,18 @@ Replay& last_replay() {
   return how;
 }
 
-// What the autograd context keeps: the saved state of an eager forward, or
-// the lease on the CUDA graph that replayed it.
-struct Saved : torch::CustomClassHolder {
-  Options options;
-  size_t num_params = 0;
-  c10::intrusive_ptr<State> state;
-  std::shared_ptr<StepGraphs> replayed;
-  // version counters of x and the parameters at the forward: an in-place
-  // change before the backward (optimizer.step() too early) is an error
-  std::vector<std::pair<at::Tensor, uint32_t>> versions;
-  bool consumed = false;
-};
-
 class SageTreeFunction : public torch::autograd::Function<SageTreeFunction> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x,
                                const at::Tensor& colptr, const at::Tensor& row,
                                const at::Tensor& seeds, at::TensorList params,
                                const Options& o) {
-    check_inputs(x, seeds, params, o);
     // sample_aggregate's autograd kernel is Python: go below it
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    auto saved = c10::make_intrusive<Saved>();
-    saved->options = o;
-    saved->num_params = params.size();
     std::vector<bool> need{x.requires_grad()};
     for (const auto& p : params) need.push_back(p.requires_grad());
-    Replay how;
-    at::Tensor out = replay_forward(x, colptr, row, seeds, params, o, need,
-                                    &saved->replayed, &how);
-    last_replay() = how;
-    if (!out.defined()) {
-      saved->state = c10::make_intrusive<State>();
-      out = run_forward(x, colptr, row, seeds, params, o, saved->state.get());
-    }
-    saved->versions.emplace_back(x, x._version());
-    for (const auto& p : params) saved->versions.emplace_back(p, p._version());
+    auto [out, saved] = begin_step(x, colptr, row, seeds, params, o, need,
+                                   &last_replay());
     ctx->saved_data["saved"] = c10::IValue::make_capsule(std::move(saved));
     return {out};
   }
@@ -103,54 +136,20 @@ class SageTreeFunction : public torch::autograd::Function<SageTreeFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = c10::static_intrusive_pointer_cast<Saved>(
         ctx->saved_data["saved"].toCapsule());
-    const Options& o = saved->options;
     // x, colptr, row, seeds, every parameter, the options
     variable_list result(4 + saved->num_params + 1);
-    TORCH_CHECK(!saved->consumed, kOp,
-                ": a second backward through the same graph "
-                "(retain_graph=True) needs inplace_backward=False: the first "
-                "one turned the saved activations into their gradients");
-    for (const auto& [t, version] : saved->versions) {
-      TORCH_CHECK(t._version() == version, kOp,
-                  ": an input (x or a parameter) was modified in place "
-                  "between the forward and the backward (is optimizer.step() "
-                  "called before loss.backward()?)");
-    }
     if (!grads[0].defined()) return result;
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     std::vector<bool> need{ctx->needs_input_grad(0)};
     for (size_t i = 0; i < saved->num_params; ++i) {
       need.push_back(ctx->needs_input_grad(4 + i));
     }
-    std::vector<at::Tensor> g;
-    if (saved->replayed) {
-      std::vector<at::Tensor> inputs;
-      for (const auto& v : saved->versions) inputs.push_back(v.first);
-      g = replay_backward(*saved->replayed, grads[0], need, o, inputs);
-      saved->replayed.reset();  // hands the graph's buffers back
-      saved->consumed = true;
-    } else {
-      g = run_backward(*saved->state, grads[0], need, o, !o.inplace_backward);
-      if (o.inplace_backward) {
-        saved->state.reset();  // nothing in it is valid any more
-        saved->consumed = true;
-      }
-    }
+    std::vector<at::Tensor> g = finish_step(*saved, grads[0], need);
     result[0] = g[0];
     for (size_t i = 0; i < saved->num_params; ++i) result[4 + i] = g[1 + i];
     return result;
   }
 };
-
-Options make_options(at::IntArrayRef num_neighbors, c10::string_view aggr,
-                     bool replace, int64_t rng_seed, double dropout,
-                     at::ScalarType dtype, bool bias, bool inplace_backward,
-                     bool replay) {
-  const std::string name(aggr);
-  return Options{num_neighbors.vec(), name == "add" ? "sum" : name,
-                 parse_reduce(kOp, name), replace, rng_seed, dropout, dtype,
-                 bias, inplace_backward, replay};
-}
 
 std::tuple<at::Tensor, int64_t> sage_tree_autograd(const at::Tensor& x, const at::Tensor& colptr,
                               const at::Tensor& row, const at::Tensor& seeds,

@@ -14,6 +14,7 @@ from .edge_index_aggregate import sample_aggregate_ei
 from .fused_sage_conv import FusedSAGEConv, _check_target, rng_key
 from .gather_linear import GatherLinear
 from .graph_input import as_csc
+from .sage_tree_compiled import sage_tree_step
 from .tree_layer_input import TreeLayerInput, child_slots
 
 
@@ -46,7 +47,10 @@ class FusedGraphSAGE(torch.nn.Module):
     eager training with the default ReLU the forward and its backward are
     one op, :func:`~pyg_fusesample.ops.sage_tree` (C++ ports of those two,
     replayed from CUDA graphs on CUDA: see :obj:`replay`); under
-    :func:`torch.compile` or with another activation the Python path runs.
+    :func:`torch.compile` the same op runs as two opaque ops
+    (:mod:`~pyg_fusesample.nn.sage_tree_compiled`), and with another
+    activation (or a CPU :obj:`generator` under :func:`torch.compile`) the
+    Python path runs.
     The training forward with the default ReLU cannot be differentiated
     twice (``retain_graph=True`` raises). In eval mode the model runs exact layer-wise
     full-neighbour inference (:meth:`inference`).
@@ -178,7 +182,9 @@ class FusedGraphSAGE(torch.nn.Module):
         # of them stays alive.
         dtype = (torch.get_autocast_dtype(x.device.type)
                  if torch.is_autocast_enabled(x.device.type) else x.dtype)
-        if torch.compiler.is_compiling() or not self._native_step():
+        if torch.compiler.is_compiling():
+            return self._compiled_step(x, edge_index, seed_nodes, dtype)
+        if not self._native_step():
             return self._traced_forward(x, edge_index, seed_nodes, dtype)
         colptr, row = as_csc(edge_index, x.size(0), x.size(0))
         return sage_tree(x, colptr, row, seed_nodes, self._params(),
@@ -200,6 +206,29 @@ class FusedGraphSAGE(torch.nn.Module):
                     f"time per step; act='relu' or torch.compile avoid it)")
             return False
         return True
+
+    def _compiled_step(self, x: Tensor, edge_index, seed_nodes: Tensor,
+                       dtype: torch.dtype) -> Tensor:
+        # Under torch.compile: the native step as two opaque ops (traced
+        # through, it would be ~50 kernels launched one by one). A CPU
+        # generator's keys are drawn on the host, which the ops do not take:
+        # that model (and one with another activation) traces the Python
+        # path.
+        if self.generator is not None or \
+                not isinstance(self.act, torch.nn.ReLU):
+            return self._traced_forward(x, edge_index, seed_nodes, dtype)
+        if isinstance(edge_index, Tensor) and \
+                edge_index.layout == torch.strided:
+            graph = [edge_index]  # (its CSC is looked up where the op runs)
+        else:
+            graph = list(as_csc(edge_index, x.size(0), x.size(0)))
+        params = self._params()
+        need = [x.requires_grad] + [p.requires_grad for p in params]
+        return sage_tree_step(x, graph, seed_nodes, params,
+                              self.num_neighbors, dtype, self.aggr,
+                              self.replace, self.dropout,
+                              self.convs[0].lin_l.bias is not None, need,
+                              True)[0]
 
     def _params(self) -> List[Tensor]:
         params = []

@@ -50,31 +50,39 @@ def sage_tree(x: Tensor, colptr: Tensor, row: Tensor, seeds: Tensor,
             path). ``False`` issues every kernel eagerly.
     """
     if replay and x.is_cuda and torch.is_grad_enabled():
-        _warn_if_not_replayable(x, rng_seed)
+        warn_if_not_replayable(x.requires_grad, rng_seed)
     out, how = torch.ops.fusesample.sage_tree(
         x, colptr, row, seeds, list(params), [int(k) for k in num_neighbors],
         dtype, aggr, bool(replace), int(rng_seed), float(dropout), bool(bias),
         bool(inplace_backward), bool(replay))
+    warn_if_busy(how)
+    return out
+
+
+_BUSY = 2  # how the op ran (its int output): 0 eager, 1 replayed, 2 busy
+
+
+def warn_if_busy(how: int):
+    r"""Warns when a step that could have been replayed ran eagerly because
+    its recording was holding another forward's state."""
     if how == _BUSY:
         warnings.warn(
             "sage_tree: a forward with the same shapes is still waiting for "
             "its backward, so this one ran its ~50 kernels eagerly (a "
             "recorded CUDA graph holds one step's saved tensors)")
-    return out
 
 
-_BUSY = 2  # the op's second output: 0 eager, 1 replayed, 2 eager (busy)
-
-
-def _warn_if_not_replayable(x: Tensor, rng_seed: int):
-    # Both are slow paths: every kernel is launched from the host.
+def warn_if_not_replayable(x_requires_grad: bool, rng_seed: int):
+    r"""Warns about the two CUDA steps that cannot be replayed by choice of
+    the caller (both are slow paths: every kernel launched from the
+    host)."""
     if rng_seed != -1:
         warnings.warn(
             "sage_tree: an explicit rng_seed (FusedGraphSAGE built with a CPU "
             "generator) is drawn on the host, so the step cannot replay its "
             "CUDA graph and launches its ~50 kernels eagerly; leave "
             "generator=None (torch.manual_seed still makes runs repeatable)")
-    elif x.requires_grad:
+    elif x_requires_grad:
         warnings.warn(
             "sage_tree: x requires grad (learnable embeddings): its gradient "
             "is not recorded in the step's CUDA graph, so the step launches "
