@@ -109,9 +109,16 @@ std::vector<at::Tensor> sage_tree_finish(const at::Tensor& grad,
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   std::vector<bool> flags(need.begin(), need.end());
   std::vector<at::Tensor> all = finish_step(saved, grad, flags);
+  // A replayed backward hands its gradients out as views of one buffer; an
+  // op's outputs may not alias each other, so all but the first are copied
+  // (a few parameter-sized copies).
   std::vector<at::Tensor> out;
+  std::unordered_set<const c10::StorageImpl*> storages;
   for (size_t i = 0; i < flags.size(); ++i) {
-    if (flags[i]) out.push_back(all[i]);
+    if (!flags[i]) continue;
+    at::Tensor g = all[i];
+    if (!storages.insert(g.storage().unsafeGetStorageImpl()).second) g = g.clone();
+    out.push_back(g);
   }
   return out;
 }
