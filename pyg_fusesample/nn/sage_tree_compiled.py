@@ -23,6 +23,12 @@ from ..ops.sage_tree import warn_if_busy, warn_if_not_replayable
 from .graph_input import _edge_index_csc
 
 _ops = torch.ops.fusesample
+# The forward keeps its saved state (and on CUDA its own graphs' buffers)
+# outside the op's outputs, which torch.compile's CUDA graphs
+# (mode='reduce-overhead') cannot account for: they leave these ops out, and
+# the ops replay their own recordings.
+_TAGS = ((torch.Tag.cudagraph_unsafe, )
+         if hasattr(torch.Tag, 'cudagraph_unsafe') else ())
 
 
 def _csc(graph: List[Tensor], num_nodes: int) -> Tuple[Tensor, Tensor]:
@@ -31,7 +37,8 @@ def _csc(graph: List[Tensor], num_nodes: int) -> Tuple[Tensor, Tensor]:
     return graph[0], graph[1]
 
 
-@torch.library.custom_op('fusesample::sage_tree_step', mutates_args=())
+@torch.library.custom_op('fusesample::sage_tree_step', mutates_args=(),
+                         tags=_TAGS)
 def sage_tree_step(x: Tensor, graph: List[Tensor], seeds: Tensor,
                    params: List[Tensor], num_neighbors: List[int],
                    dtype: torch.dtype, aggr: str, replace: bool,
@@ -61,7 +68,7 @@ def _(x, graph, seeds, params, num_neighbors, dtype, aggr, replace, dropout,
 
 
 @torch.library.custom_op('fusesample::sage_tree_step_backward',
-                         mutates_args=())
+                         mutates_args=(), tags=_TAGS)
 def sage_tree_step_backward(grad: Tensor, handle: Tensor, x: Tensor,
                             params: List[Tensor],
                             need: List[bool]) -> List[Tensor]:
