@@ -42,3 +42,29 @@ def test_verdict_flags_a_slower_cell():
     (v, ) = conv_runner.verdicts(rows)
     assert v['best_rival'] == 'gcnconv' and v['ratio'] == 2.0
     assert v['rivals'] == {'gcnconv': 1.0}
+
+
+def test_decision_quality_times_the_choice_against_every_candidate(
+        tmp_path, monkeypatch):
+    """--quality: a fresh decision (the memo entry dropped, no decision
+    file) and the chosen kernel over the best candidate, both SpMMs."""
+    from pyg_fusesample.bench import decision_quality
+    from pyg_fusesample.sparse.csr_graph import CSRGraph
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', str(tmp_path / 'at.json'))
+    data = power_law_graph(300, 5.0, num_features=4, num_classes=3, seed=2)
+    graph = CSRGraph.from_edge_index(data.edge_index, data.num_nodes)
+    q = decision_quality.quality(graph, 8, torch.float32)
+    assert q['decision_s'] > 0 and q['best_ms'] <= q['chosen_ms']
+    assert q['ratio'] == q['chosen_ms'] / q['best_ms'] >= 1.0
+    assert not (tmp_path / 'at.json').exists()  # the file was off
+    labels = [c.label for c in decision_quality.all_candidates(
+        graph, 8, torch.bfloat16)]
+    assert 'cusparse' in labels and any(l.startswith('fp32:') for l in labels)
+    rows = conv_runner.layer_rows('g', data, torch.device('cpu'), [8],
+                                  ['float32'], steps=1,
+                                  variants=('autospmm', ), quality=True)
+    assert float(rows[0]['vs_best_fwd']) >= 1.0
+    assert rows[0]['best_kernels'].startswith('forward ')
+    path = tmp_path / 'conv.csv'
+    append_rows(str(path), rows, columns=conv_runner.COLUMNS)
+    assert ' / ' in conv_runner.markdown(str(path)).splitlines()[-1]

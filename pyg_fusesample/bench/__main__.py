@@ -243,6 +243,9 @@ def main(argv=None):
     cp.add_argument('--seed', type=int, default=0)
     cp.add_argument('--steps', type=_positive, default=10)
     cp.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    cp.add_argument('--quality', action='store_true',
+                    help="also time each SpMM's fresh decision and every "
+                         "candidate on the whole graph (chosen / best)")
     cp.add_argument('--out', default='benchmarks/results/conv.csv')
     gp2 = sub.add_parser('subgraph', help='GraphSAINT / ShaDow / LADIES / '
                          'FastGCN loaders in a training step vs the model on '

@@ -14,6 +14,10 @@ per (graph, F, dtype, variant):
   (``torch.sparse.mm``: cuSPARSE on a GPU); a dtype it does not take gets a
   row marked ``unsupported: ...``.
 
+With ``--quality`` each ``autospmm`` row also holds, per SpMM (forward and
+backward), the time of a fresh decision and the chosen kernel's time over
+the best of every candidate on the whole graph (bench/decision_quality.py).
+
 A 16-bit cell runs under ``torch.autocast`` with that dtype (``x`` stays
 float32, as in a mixed-precision script); its rivals also include the
 ``autospmm`` float32 row of the same F (the layer without autocast).
@@ -33,7 +37,9 @@ from .graph_runs import fresh_autotune_cache, rows_per_graph
 from .timing import median, timed_calls
 
 COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'nnz', 'features',
-           'dtype', 'variant', 'cold_ms', 'warm_ms', 'steps', 'note']
+           'dtype', 'variant', 'cold_ms', 'warm_ms', 'steps', 'note',
+           'decision_fwd_s', 'decision_bwd_s', 'vs_best_fwd', 'vs_best_bwd',
+           'best_kernels']
 VARIANTS = ('autospmm', 'gcnconv', 'gcnconv-csr')
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16,
           'float16': torch.float16}
@@ -85,9 +91,28 @@ def _decisions(layer, edge_index, num_nodes: int, f: int,
     return f'forward {labels[0]}; backward {labels[1]}'
 
 
+def _quality(layer, edge_index, num_nodes: int, f: int,
+             dtype: torch.dtype) -> Dict[str, str]:
+    r"""Columns of :func:`.decision_quality.quality` for the layer's two
+    SpMMs (forward: the graph; backward: its transpose)."""
+    from ..ops.spmm import transposed
+    from .decision_quality import quality
+    graph = layer.csr(edge_index, num_nodes, None, dtype)
+    fwd, bwd = quality(graph, f, dtype), quality(transposed(graph), f, dtype)
+    return {'decision_fwd_s': f"{fwd['decision_s']:.3f}",
+            'decision_bwd_s': f"{bwd['decision_s']:.3f}",
+            'vs_best_fwd': f"{fwd['ratio']:.3f}",
+            'vs_best_bwd': f"{bwd['ratio']:.3f}",
+            'best_kernels': f"forward {fwd['best']}; backward {bwd['best']}"}
+
+
 def layer_rows(graph_name: str, data, device: torch.device,
                features: List[int], dtypes: List[str], steps: int,
-               variants=VARIANTS) -> List[Dict]:
+               variants=VARIANTS, quality: bool = False) -> List[Dict]:
+    r"""The rows of one graph; with ``quality`` the ``autospmm`` rows also
+    get each SpMM's fresh decision time and its time over the best of every
+    candidate (:mod:`.decision_quality`; the exhaustive timing takes a few
+    seconds a cell)."""
     from torch_geometric.utils import to_torch_csr_tensor
     ei = data.edge_index.to(device)
     adj_t = to_torch_csr_tensor(ei.flip(0), size=(data.num_nodes,) * 2)
@@ -116,6 +141,9 @@ def layer_rows(graph_name: str, data, device: torch.device,
                     if variant == 'autospmm':
                         row['note'] = _decisions(layer, ei, data.num_nodes,
                                                  f, dtype)
+                        if quality:
+                            row.update(_quality(layer, ei, data.num_nodes, f,
+                                                dtype))
                 except (RuntimeError, NotImplementedError) as e:
                     first = str(e).strip().splitlines()[0][:160]
                     row['note'] = f'unsupported: {type(e).__name__}: {first}'
@@ -125,6 +153,10 @@ def layer_rows(graph_name: str, data, device: torch.device,
                     if 'warm_ms' in row else row['note']), flush=True)
                 del layer, step
     return rows
+
+
+def _pair(row: Dict[str, str], a: str, b: str) -> str:
+    return f'{row[a]} / {row[b]}' if row.get(a) and row.get(b) else '-'
 
 
 def verdicts(rows: List[Dict[str, str]]) -> List[Dict]:
@@ -152,6 +184,8 @@ def verdicts(rows: List[Dict[str, str]]) -> List[Dict]:
         out.append({'graph': graph, 'features': f, 'dtype': dname,
                     'autospmm_ms': ms(ours), 'cold_ms': ours['cold_ms'],
                     'kernels': ours.get('note', ''),
+                    'decision': _pair(ours, 'decision_fwd_s', 'decision_bwd_s'),
+                    'vs_best': _pair(ours, 'vs_best_fwd', 'vs_best_bwd'),
                     'rivals': rivals, 'best_rival': best,
                     'ratio': ms(ours) / rivals[best] if best else None})
     return out
@@ -162,7 +196,8 @@ def markdown(path: str) -> str:
     lines = [f'<!-- generated from {os.path.basename(path)}; do not edit -->',
              '', '| graph | F | dtype | AutoSpMMConv ms | GCNConv ms | '
              'GCNConv CSR (cuSPARSE) ms | AutoSpMMConv fp32 ms | '
-             'vs fastest rival | first call ms | kernels |', '|' + '---|' * 10]
+             'vs fastest rival | first call ms | decision s (fwd / bwd) | '
+             'vs best of all (fwd / bwd) | kernels |', '|' + '---|' * 12]
     for v in verdicts(rows):
         r = v['rivals']
 
@@ -174,7 +209,8 @@ def markdown(path: str) -> str:
         lines.append(f"| {v['graph']} | {v['features']} | {v['dtype']} | "
                      f"{v['autospmm_ms']:.4f} | {cell('gcnconv')} | "
                      f"{cell('gcnconv-csr')} | {cell('autospmm-fp32')} | "
-                     f"{ratio} | {v['cold_ms']} | {v['kernels'] or '-'} |")
+                     f"{ratio} | {v['cold_ms']} | {v['decision']} | "
+                     f"{v['vs_best']} | {v['kernels'] or '-'} |")
     return '\n'.join(lines) + '\n'
 
 
@@ -182,6 +218,6 @@ def main(args) -> int:
     device = torch.device(args.device)
     fresh_autotune_cache()
     rows_per_graph(args, device, 'conv', lambda label, data: layer_rows(
-        label, data, device, args.features, args.dtypes, args.steps),
-        COLUMNS, markdown)
+        label, data, device, args.features, args.dtypes, args.steps,
+        quality=getattr(args, 'quality', False)), COLUMNS, markdown)
     return 0
