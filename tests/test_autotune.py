@@ -7,6 +7,7 @@ import builtins
 import json
 import os
 import time
+import warnings
 
 import pytest
 import torch
@@ -793,3 +794,25 @@ def test_probe_cutoffs_follow_the_best_time_so_far(timer, cuda_rules):
     assert probe[0] == float('inf')  # the first reference: nothing to beat
     best = 1.0  # cuSPARSE's fake time, the first one measured
     assert probe[1] == scheduler.CUT_FACTOR * best + scheduler.CUT_SLACK_MS
+
+
+def test_row_per_warp_kernels_are_not_timed_past_their_heaviest_row(
+        timer, cuda_rules, monkeypatch):
+    """A row-per-warp kernel cannot beat its heaviest row (one warp walks
+    it): when that bound alone is over the cut-off the kernel is not timed
+    at all (on the hub-skewed graph its one probe call took 86-288 ms); a
+    graph whose heaviest row is light times it as before."""
+    g = skewed_graph(rows=3000, hubs=3, hub_degree=2000)
+    monkeypatch.setattr(candidates, 'WARP_NNZ_PER_MS', 100)  # bound 20 ms
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # (not a "shortlist refused" case)
+        d = autotune.choose(g, 32, torch.float32)
+    timed = {c.variant for c, _ in timer.calls}
+    assert not timed & set(candidates.ROW_PER_WARP)
+    assert d.variant == 'hub'
+    assert candidates.heaviest_row_ms(candidates.Candidate('hub'),
+                                      g.stats()) == 0.0
+    light = skewed_graph(rows=3000, hubs=3, hub_degree=20)
+    timer.calls.clear()
+    autotune.choose(light, 32, torch.float32)
+    assert {c.variant for c, _ in timer.calls} >= {'warp'}

@@ -76,6 +76,28 @@ def pays_setup(c: Candidate) -> bool:
         c.variant.startswith(CAST)
 
 
+# One warp walks a row's non-zeros in turn in the row-per-warp kernels
+# ('warp', and 'subwarp', which gives a row fewer lanes still), so none of
+# them can finish before its heaviest row does. Measured on an H200
+# (hub-skewed graph, max in-degree 1.2M): 13.5k non-zeros a millisecond for
+# a warp at F=64 (warp@8, the fastest), 4.2k at F=256. This is set ~7x
+# above the fastest seen, so the bound below never passes over a kernel
+# that could be fast.
+WARP_NNZ_PER_MS = 100_000
+ROW_PER_WARP = ('warp', 'subwarp')
+
+
+def heaviest_row_ms(c: Candidate, stats: Dict[str, float]) -> float:
+    r"""A lower bound on ``c``'s time on a graph whose heaviest row has
+    ``stats['max_degree']`` non-zeros: 0 but for the row-per-warp kernels.
+    On the hub-skewed graph the single probe call of each of them took
+    86-288 ms (H200), most of a 0.8 s decision that the hub kernels won at
+    0.5 ms."""
+    if c.variant not in ROW_PER_WARP:
+        return 0.0
+    return float(stats['max_degree']) / WARP_NNZ_PER_MS
+
+
 def hub_thresholds(stats: Dict[str, float]) -> List[int]:
     """Degrees above which a row gets a thread block: the full graph's p99
     degree and 32 x its mean degree, each at least a warp, kept only when

@@ -234,12 +234,22 @@ def _probe(graph, F, dtype, reduce, x, s):
     ctx = torch.cuda.device(dev) if dev.type == 'cuda' else \
         contextlib.nullcontext()
     probed = refs + shortlist
+    stats = graph.stats()  # (the probe keeps the heaviest row whole)
+    bounded = set()  # candidates whose heaviest row alone loses
     with ctx, torch.no_grad():
         best_ms = math.inf
         for c in probed:  # references first: they set the first cut-off
+            cutoff = CUT_FACTOR * best_ms + CUT_SLACK_MS
+            bound = candidates.heaviest_row_ms(c, stats)
+            if bound > cutoff:
+                timings[c.label] = None
+                errors[c.label] = (f'not timed: its heaviest row alone takes '
+                                   f'>= {bound:.1f} ms (cut-off {cutoff:.1f} '
+                                   f'ms)')
+                bounded.add(c.label)
+                continue
             timings[c.label] = _timed(c, sub, x, reduce, budget, errors,
-                                      c.label,
-                                      cutoff=CUT_FACTOR * best_ms + CUT_SLACK_MS)
+                                      c.label, cutoff=cutoff)
             if timings[c.label] is not None:
                 best_ms = min(best_ms, timings[c.label])
         best = _fastest(shortlist, timings)
@@ -253,11 +263,12 @@ def _probe(graph, F, dtype, reduce, x, s):
             probed = probed + [twin]
             timings[twin.label] = _timed(twin, sub, x, reduce, budget, errors,
                                          twin.label)
-        if shortlist and all(timings[c.label] is None for c in shortlist):
+        if shortlist and all(timings[c.label] is None for c in shortlist) \
+                and not all(c.label in bounded for c in shortlist):
             # Not a guardrail verdict: the kernels refused the input, and a
             # reference would be chosen silently.
             first = next(errors[c.label] for c in shortlist
-                         if c.label in errors)
+                         if c.label in errors and c.label not in bounded)
             warnings.warn(f'autotune: no kernel of the shortlist ran on the '
                           f'probe (F={F}, {dtype}), the decision falls back '
                           f'to a reference: {first}', RuntimeWarning)
