@@ -803,7 +803,7 @@ def test_row_per_warp_kernels_are_not_timed_past_their_heaviest_row(
     at all (on the hub-skewed graph its one probe call took 86-288 ms); a
     graph whose heaviest row is light times it as before."""
     g = skewed_graph(rows=3000, hubs=3, hub_degree=2000)
-    monkeypatch.setattr(candidates, 'WARP_NNZ_PER_MS', 100)  # bound 20 ms
+    monkeypatch.setattr(candidates, 'WARP_ELEMENTS_PER_MS', 3200)  # 20 ms
     with warnings.catch_warnings():
         warnings.simplefilter('error')  # (not a "shortlist refused" case)
         d = autotune.choose(g, 32, torch.float32)
@@ -811,7 +811,7 @@ def test_row_per_warp_kernels_are_not_timed_past_their_heaviest_row(
     assert not timed & set(candidates.ROW_PER_WARP)
     assert d.variant == 'hub'
     assert candidates.heaviest_row_ms(candidates.Candidate('hub'),
-                                      g.stats()) == 0.0
+                                      g.stats(), 32) == 0.0
     light = skewed_graph(rows=3000, hubs=3, hub_degree=20)
     timer.calls.clear()
     autotune.choose(light, 32, torch.float32)

@@ -78,24 +78,24 @@ def pays_setup(c: Candidate) -> bool:
 
 # One warp walks a row's non-zeros in turn in the row-per-warp kernels
 # ('warp', and 'subwarp', which gives a row fewer lanes still), so none of
-# them can finish before its heaviest row does. Measured on an H200
-# (hub-skewed graph, max in-degree 1.2M): 13.5k non-zeros a millisecond for
-# a warp at F=64 (warp@8, the fastest), 4.2k at F=256. This is set ~7x
-# above the fastest seen, so the bound below never passes over a kernel
-# that could be fast.
-WARP_NNZ_PER_MS = 100_000
+# them can finish before its heaviest row does. Measured on an H200 (the
+# hub-skewed GCN graph, whose heaviest row has 299k non-zeros): the fastest
+# of them took 86 ms a call at F=64 and 286 ms at F=256, i.e. 224k-268k
+# feature elements a millisecond for one warp. This is set ~7x above that,
+# so the bound never passes over a kernel that could be fast.
+WARP_ELEMENTS_PER_MS = 2_000_000
 ROW_PER_WARP = ('warp', 'subwarp')
 
 
-def heaviest_row_ms(c: Candidate, stats: Dict[str, float]) -> float:
-    r"""A lower bound on ``c``'s time on a graph whose heaviest row has
-    ``stats['max_degree']`` non-zeros: 0 but for the row-per-warp kernels.
-    On the hub-skewed graph the single probe call of each of them took
-    86-288 ms (H200), most of a 0.8 s decision that the hub kernels won at
-    0.5 ms."""
+def heaviest_row_ms(c: Candidate, stats: Dict[str, float], F: int) -> float:
+    r"""A lower bound on ``c``'s time for ``F`` features on a graph whose
+    heaviest row has ``stats['max_degree']`` non-zeros: 0 but for the
+    row-per-warp kernels. On the hub-skewed graph the single probe call of
+    each of those took 86-288 ms (H200), most of a 0.8 s decision that the
+    hub kernels won at 0.5 ms."""
     if c.variant not in ROW_PER_WARP:
         return 0.0
-    return float(stats['max_degree']) / WARP_NNZ_PER_MS
+    return float(stats['max_degree']) * F / WARP_ELEMENTS_PER_MS
 
 
 def hub_thresholds(stats: Dict[str, float]) -> List[int]:

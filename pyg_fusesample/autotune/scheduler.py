@@ -240,7 +240,7 @@ def _probe(graph, F, dtype, reduce, x, s):
         best_ms = math.inf
         for c in probed:  # references first: they set the first cut-off
             cutoff = CUT_FACTOR * best_ms + CUT_SLACK_MS
-            bound = candidates.heaviest_row_ms(c, stats)
+            bound = candidates.heaviest_row_ms(c, stats, F)
             if bound > cutoff:
                 timings[c.label] = None
                 errors[c.label] = (f'not timed: its heaviest row alone takes '
