@@ -816,3 +816,31 @@ def test_row_per_warp_kernels_are_not_timed_past_their_heaviest_row(
     timer.calls.clear()
     autotune.choose(light, 32, torch.float32)
     assert {c.variant for c, _ in timer.calls} >= {'warp'}
+
+
+@pytest.mark.parametrize('native_ms, expect', [
+    (0.29, 'cpu'),                     # 0.97x the cast path: native
+    (0.31, candidates.CAST + 'cpu'),   # slower than the cast path: cast
+])
+def test_16_bit_kernel_needs_only_parity_with_the_cast_path(
+        native_ms, expect, monkeypatch):
+    """Against the float32 kernel with casts a 16-bit kernel is used at
+    parity (it does the same plus no casts, half the bytes); against
+    cuSPARSE and scatter it still needs alpha."""
+    class ByDtype(FakeTimer):
+        def __call__(self, c, graph, x, reduce, budget_ms, cutoff_ms=None):
+            if c.variant.startswith(candidates.CAST):
+                return 0.3
+            if x.dtype != torch.float32 and c.variant == 'cpu':
+                return native_ms
+            return fake_ms(self.ms, c)
+    monkeypatch.setattr(scheduler, 'measure',
+                        ByDtype({'cusparse': 1.0, 'cpu': 0.3}))
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', '')
+    d = autotune.choose(skewed_graph(), 16, torch.bfloat16)
+    assert d.variant == expect
+    # cuSPARSE keeps its margin: a kernel at 0.97x of it is not used
+    monkeypatch.setattr(scheduler, 'measure',
+                        FakeTimer({'cusparse': 1.0, 'cpu': 0.97}))
+    d = autotune.choose(skewed_graph(seed=1), 16, torch.float32)
+    assert d.variant == 'cusparse'

@@ -8,8 +8,9 @@ its decision; :func:`pyg_fusesample.autotune.forget` drops it.
 ``FUSESAMPLE_AUTOTUNE_BUDGET_MS``
     total probe time per decision, ms (default 200)
 ``FUSESAMPLE_AUTOTUNE_ALPHA``
-    guardrail margin: a kernel is used only if ``ms <= alpha * cusparse_ms``
-    (default 0.95)
+    guardrail margin: a kernel is used only if ``ms <= alpha * ref_ms`` for
+    cuSPARSE and PyG's scatter path (default 0.95); against the float32
+    kernel with casts (16-bit inputs) parity is enough
 ``FUSESAMPLE_AUTOTUNE_CACHE``
     decision file (default ``~/.cache/pyg_fusesample/autotune.json``;
     ``off``/``0``/empty: memo only, no file)
