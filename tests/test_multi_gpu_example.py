@@ -308,3 +308,31 @@ def test_one_gpu_with_host_memory(host_memory):
     assert code == 0, out + err
     assert 'world size 1 (nccl, NVIDIA' in out, out  # the GPU's name
     assert 'Cache hit rate' in out and f'Host memory: {host_memory}' in out
+
+
+def test_pyg_baseline_shares_one_sampler_over_target_sorted_edges():
+    """--loader pyg: the edges are sorted by target in place (stably, the
+    same edge set) and every PyG loader of the rank shares one
+    NeighborSampler built with is_sorted=True -- no per-loader CSC copies
+    (three of them ran the full-size papers100M-like run out of host
+    memory)."""
+    from types import SimpleNamespace
+    from torch_geometric.data import Data
+    module = load_script(SCRIPT)
+    g = torch.Generator().manual_seed(0)
+    ei = torch.randint(0, 50, (2, 400), generator=g)
+    before = set(map(tuple, ei.t().tolist()))
+    data = Data(edge_index=ei.clone(), num_nodes=50)
+    args = SimpleNamespace(num_neighbors=[3, 2], num_workers=0)
+    sampler = module.pyg_sampler(data, args)
+    col = data.edge_index[1]
+    assert bool((col[1:] >= col[:-1]).all())
+    assert set(map(tuple, data.edge_index.t().tolist())) == before
+    assert module.pyg_sampler(data, args) is sampler
+    loaders = [module.pyg_loader(data, args, torch.arange(10), shuffle=False,
+                                 batch_size=5, seed=0) for _ in range(2)]
+    assert all(l.node_sampler is sampler for l in loaders)
+    assert sampler.perm is None  # (PyG kept views: no sorted copy)
+    batch = next(iter(loaders[0]))
+    src, dst = batch.n_id[batch.edge_index]
+    assert set(zip(src.tolist(), dst.tolist())) <= before
