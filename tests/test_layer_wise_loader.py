@@ -116,3 +116,47 @@ def test_bad_arguments():
         LayerWiseLoader(data, [5], input_nodes=torch.tensor([1000]))
     with pytest.raises(ValueError, match="does not take 'collate_fn'"):
         LayerWiseLoader(data, [5], collate_fn=list)
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('method', ['ladies', 'fastgcn'])
+def test_prefetch_yields_the_same_batches(device, method):
+    """prefetch=True assembles the batches on a background thread: the same
+    batches (order, draws, weights) as without, the same count, an epoch
+    left half-way stops its thread, and a sampling error reaches the
+    caller."""
+    data = _data().to(device)
+
+    def epoch(prefetch, generator=None):
+        loader = LayerWiseLoader(data, [20, 10], method=method, batch_size=16,
+                                 shuffle=True, generator=generator,
+                                 seed=None if generator else 4,
+                                 prefetch=prefetch)
+        return loader, [(b.n_id, b.edge_index, b.edge_weight) for b in loader]
+    loader, plain = epoch(False)
+    loader, ahead = epoch(True)
+    assert len(ahead) == len(plain) == len(loader)
+    for a, b in zip(ahead, plain):
+        for x, y in zip(a, b):
+            assert torch.equal(x, y)
+    # the keys come from the generator in the caller's thread, as without
+    _, plain = epoch(False, torch.Generator().manual_seed(9))
+    _, ahead = epoch(True, torch.Generator().manual_seed(9))
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(ahead, plain))
+    it = iter(loader)
+    next(it)
+    it.close()
+    assert not it.thread.is_alive()
+
+
+def test_prefetch_needs_no_workers_and_reraises():
+    data = _data()
+    with pytest.raises(ValueError, match="needs 'num_workers=0'"):
+        LayerWiseLoader(data, [5], prefetch=True, num_workers=2)
+    loader = LayerWiseLoader(data, [5], batch_size=8, prefetch=True)
+
+    def broken(item):
+        raise RuntimeError('sampling failed')
+    loader._collate = broken
+    with pytest.raises(RuntimeError, match='sampling failed'):
+        next(iter(loader))

@@ -10,7 +10,9 @@ one row per (graph, loader, variant):
   2, 5 neighbours, 2000 roots), ``ladies`` and ``fastgcn``
   (:class:`~pyg_fusesample.LayerWiseLoader`, 512 nodes a layer, 512 seeds);
 * variants: ``loader`` (each step takes the loader's next batch; the graph
-  and features on ``--device``, where the loaders sample) and
+  and features on ``--device``, where the loaders sample), for ladies and
+  fastgcn also ``loader-prefetch`` (the same loader with ``prefetch=True``:
+  its batches assembled on a background thread, the same batches), and
   ``pre-sampled`` (the same model on ``--cached`` batches drawn before
   timing and kept on the device: the floor);
 * models (hidden 256, Adam): a 2-layer GraphSAGE on the subgraph (saint,
@@ -39,12 +41,14 @@ COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'num_edges',
            'loader', 'variant', 'batch_size', 'step_ms', 'steps',
            'batch_nodes', 'batch_edges', 'note']
 LOADERS = ('saint', 'shadow', 'ladies', 'fastgcn')
+PREFETCHING = ('ladies', 'fastgcn')  # loaders with prefetch=True
 HIDDEN = 256
 
 
-def make_loader(name: str, data, seed: int):
+def make_loader(name: str, data, seed: int, prefetch: bool = False):
     """The loader ``name`` over ``data`` (sampling where data lives), with
-    its batch size."""
+    its batch size; ``prefetch``: the layer-wise loaders' background
+    thread."""
     from ..loader import (FusedGraphSAINTRandomWalkSampler,
                           FusedShaDowKHopSampler, LayerWiseLoader)
     train = data.train_mask if 'train_mask' in data else None
@@ -59,7 +63,8 @@ def make_loader(name: str, data, seed: int):
     if name in ('ladies', 'fastgcn'):
         return LayerWiseLoader(data, num_samples=[512, 512], method=name,
                                input_nodes=train, batch_size=512,
-                               shuffle=True, seed=seed), 512
+                               shuffle=True, seed=seed,
+                               prefetch=prefetch), 512
     raise ValueError(f"unknown loader {name!r}, expected one of {LOADERS}")
 
 
@@ -144,8 +149,12 @@ def loader_rows(graph_name: str, data, device: torch.device,
         it = iter(_cycle(loader))
         fixed = [next(it).to(device) for _ in range(cached)]
         sizes = _size(fixed[0])
-        for variant, batches in (('loader', it),
-                                 ('pre-sampled', iter(_cycle(fixed)))):
+        variants = [('loader', it)]
+        if name in PREFETCHING:  # (the same batches, a thread ahead)
+            variants.append(('loader-prefetch', iter(_cycle(
+                make_loader(name, data, seed, prefetch=True)[0]))))
+        variants.append(('pre-sampled', iter(_cycle(fixed))))
+        for variant, batches in variants:
             torch.manual_seed(seed)
             model = SubgraphModel(name, data.num_features,
                                   num_classes).to(device)
@@ -172,11 +181,13 @@ def markdown(path: str) -> str:
              'edges / batch | loader step ms | pre-sampled step ms | loader '
              '/ pre-sampled |', '|' + '---|' * 9]
     for r in rows:
-        if r['variant'] != 'loader':
+        if r['variant'] == 'pre-sampled':
             continue
         floor = floors.get((r['graph'], r['loader']))
         ratio = f"{float(r['step_ms']) / floor:.2f}" if floor else '-'
-        lines.append(f"| {r['device']} | {r['graph']} | {r['loader']} | "
+        label = r['loader'] + (' (prefetch)' if r['variant'] ==
+                               'loader-prefetch' else '')
+        lines.append(f"| {r['device']} | {r['graph']} | {label} | "
                      f"{r['batch_size']} | {r['batch_nodes']} | "
                      f"{r['batch_edges']} | {r['step_ms']} | "
                      f"{floor if floor else '-'} | {ratio} |")

@@ -1,6 +1,4 @@
 """FusedNeighborLoader: a drop-in for PyG's NeighborLoader."""
-import queue
-import threading
 import warnings
 from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
 
@@ -15,6 +13,7 @@ from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputNodes, OptTensor
 
 from ..sampler import FusedNeighborSampler, GPUFeatureCache
+from .background import BackgroundIterator
 from .batch_assembly import (DataPlan, HeteroPlans, StorePlan,
                              assemble_hetero, fill, gather_on_device,
                              sampled_mapping)
@@ -182,101 +181,15 @@ class _NativeIterator:
         self.prefetcher.close()
 
 
-class _Producer:
-    # The state a background thread shares with _BackgroundIterator. The
-    # thread holds only this object, so dropping the iterator (an epoch
-    # abandoned half-way) lets it be collected, and its __del__ stops the
-    # thread.
-    _END = object()
-
-    def __init__(self, batches: _InProcessIterator, depth: int):
-        self.batches = batches
-        self.queue = queue.Queue(maxsize=depth)
-        self.stop = threading.Event()
-
-    def run(self, stream: 'torch.cuda.Stream'):
-        # Current streams are per thread: the batches go on the consumer's.
-        try:
-            with torch.cuda.stream(stream):
-                for batch in self.batches:
-                    if not self.put(batch):
-                        return
-        except BaseException as error:  # re-raised by the consumer, in order
-            self.put(error)
-        else:
-            self.put(self._END)
-
-    def put(self, item) -> bool:
-        while not self.stop.is_set():
-            try:
-                self.queue.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-
-class _BackgroundIterator:
+def _background_iterator(loader: 'FusedNeighborLoader') -> BackgroundIterator:
     # prefetch='thread': a daemon thread runs the plain in-process iterator
-    # and hands the batches over through a queue of `depth`. A training step
-    # that is bound by the host's launch rate cannot hide the host work of
-    # assembling a batch (sampling launch, size read-back, feature gathers,
-    # the Data) behind GPU work, so that work is moved off the training
-    # thread: PyTorch drops the GIL inside every op and for backward(), and
-    # the thread assembles batches in those gaps. The thread's waits for
-    # sampled sizes block only it. Batches are those of prefetch=False: the
-    # epoch's order and keys are drawn here, in the consumer's thread.
-    depth = 2
-
-    @classmethod
-    def start(cls, loader: 'FusedNeighborLoader') -> '_BackgroundIterator':
-        # Everything that calls into PyTorch happens before the iterator
-        # exists, and its __init__ only stores. Under compute-sanitizer
-        # memcheck something kept a frame of the epoch's setup alive, and
-        # through its f_back the frame that had created the iterator, so
-        # dropping the iterator did not stop the thread (call100). Now no
-        # frame of these calls refers to the iterator.
-        batches = _InProcessIterator(loader, lookahead=False)
-        producer = _Producer(batches, cls.depth)
-        stream = torch.cuda.current_stream(loader.node_sampler.device)
-        thread = threading.Thread(target=producer.run, args=(stream, ),
-                                  daemon=True,
-                                  name='FusedNeighborLoader-prefetch')
-        thread.start()
-        return cls(producer, thread, len(batches))
-
-    def __init__(self, producer: _Producer, thread: threading.Thread,
-                 num_batches: int):
-        self.producer, self.thread = producer, thread
-        self.num_batches = num_batches
-        self.done = False
-
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        return self.num_batches
-
-    def __next__(self):
-        if self.done:
-            raise StopIteration
-        item = self.producer.queue.get()
-        if item is _Producer._END or isinstance(item, BaseException):
-            self.done = True
-            self.thread.join()
-            if isinstance(item, BaseException):
-                raise item
-            raise StopIteration
-        return item
-
-    def close(self):
-        r"""Stops the thread (an epoch left before its end)."""
-        self.done = True
-        self.producer.stop.set()
-        self.thread.join()
-
-    def __del__(self):
-        self.producer.stop.set()
+    # (loader/background.py). Batches are those of prefetch=False: the
+    # epoch's order and keys are drawn here, in the consumer's thread, when
+    # the in-process iterator is made.
+    batches = _InProcessIterator(loader, lookahead=False)
+    stream = torch.cuda.current_stream(loader.node_sampler.device)
+    return BackgroundIterator.start(batches, stream, len(batches),
+                                    'FusedNeighborLoader-prefetch')
 
 
 class FusedNeighborLoader(NodeLoader):
@@ -594,7 +507,7 @@ class FusedNeighborLoader(NodeLoader):
         if self.prefetch == 'thread':
             if self._native_thread():
                 return _NativeIterator(self)
-            return _BackgroundIterator.start(self)
+            return _background_iterator(self)
         return _InProcessIterator(self, lookahead=self.prefetch)
 
     def filter_fn(self, out):

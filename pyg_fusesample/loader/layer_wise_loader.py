@@ -8,6 +8,7 @@ from torch_geometric.data import Data
 from ..ops import layer_sample
 from ..sampler.graph_store import CSCGraph, build_csc
 from ..sampler.rule_graph import segment_of_slots
+from .background import BackgroundIterator
 from .fused_neighbor_loader import _check_input_nodes
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
                              resolve_generator)
@@ -74,6 +75,12 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
         seed (int, optional) / generator (torch.Generator, optional): make
             the shuffling and the draws repeatable.
         transform (callable, optional): applied to every batch.
+        prefetch (bool): assemble the batches on a background thread, up to
+            two ahead (:mod:`~pyg_fusesample.loader.background`): a batch's
+            host work (the sampling op's launches and size reads, the
+            attribute gathers) then overlaps the training step instead of
+            preceding it. The batches are the same; needs
+            ``num_workers=0``. (default: :obj:`False`)
         **kwargs: further :class:`torch.utils.data.DataLoader` arguments.
     """
     def __init__(self, data: Data, num_samples: List[int],
@@ -85,7 +92,8 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
                  batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None,
-                 transform: Optional[Callable] = None, **kwargs):
+                 transform: Optional[Callable] = None,
+                 prefetch: bool = False, **kwargs):
         if method not in _METHODS:
             raise ValueError(f"'method' must be one of {_METHODS}, got "
                              f"{method!r}")
@@ -100,6 +108,10 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
         for key in ('sampler', 'batch_sampler', 'collate_fn'):
             if kwargs.pop(key, None) is not None:
                 raise ValueError(f"LayerWiseLoader does not take '{key}'")
+        if prefetch and kwargs.get('num_workers', 0) > 0:
+            raise ValueError("'prefetch=True' assembles batches on a thread "
+                             "of this process: it needs 'num_workers=0'")
+        self.prefetch = bool(prefetch)
         self.data = data
         self.num_samples = num_samples
         self.method = method
@@ -118,6 +130,20 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
         super().__init__(BatchDataset(len(batches)), batch_size=None,
                          sampler=batches, collate_fn=self._collate, **kwargs)
         object.__setattr__(self, 'batch_size', batch_size)
+
+    def __iter__(self):
+        if not self.prefetch:
+            return super().__iter__()
+        # The epoch's order and keys are drawn here, in the caller's thread,
+        # as iterating the sampler draws them: the same batches as without.
+        sampler = self.sampler
+        items = [(positions, key) for positions, key, _ in
+                 sampler.slices(*sampler.plan())]
+        device = self.graph.device
+        stream = (torch.cuda.current_stream(device) if device.type == 'cuda'
+                  else None)
+        return BackgroundIterator.start(map(self._collate, items), stream,
+                                        len(items), 'LayerWiseLoader-prefetch')
 
     def _collate(self, item: Tuple[Tensor, int]) -> Data:
         positions, rng_seed = item

@@ -1,0 +1,107 @@
+"""Batches assembled on a background thread, handed over through a queue.
+
+A training step bound by the host's launch rate cannot hide the host work
+of assembling a batch (sampling launches, size read-backs, gathers, the
+Data) behind GPU work, so that work moves off the training thread: PyTorch
+drops the GIL inside every op and for ``backward()``, and the thread
+assembles batches in those gaps. Its waits for device values block only it.
+The thread issues its work on the stream that was current in the consumer's
+thread when iteration started (current streams are per thread), so the
+batches are ordered with the training step as if made in place. The
+loaders draw an epoch's order and RNG keys in the consumer's thread before
+the thread starts, so the batches are those made without it.
+"""
+import contextlib
+import queue
+import threading
+from typing import Iterator, Optional
+
+import torch
+
+
+class _Producer:
+    # The state a background thread shares with BackgroundIterator. The
+    # thread holds only this object, so dropping the iterator (an epoch
+    # abandoned half-way) lets it be collected, and its __del__ stops the
+    # thread.
+    END = object()
+
+    def __init__(self, batches: Iterator, depth: int):
+        self.batches = batches
+        self.queue = queue.Queue(maxsize=depth)
+        self.stop = threading.Event()
+
+    def run(self, stream: Optional['torch.cuda.Stream']):
+        try:
+            with (torch.cuda.stream(stream) if stream is not None
+                  else contextlib.nullcontext()):
+                for batch in self.batches:
+                    if not self.put(batch):
+                        return
+        except BaseException as error:  # re-raised by the consumer, in order
+            self.put(error)
+        else:
+            self.put(self.END)
+
+    def put(self, item) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+
+class BackgroundIterator:
+    r"""Yields the items of :obj:`batches`, which a daemon thread computes
+    up to :obj:`depth` ahead (see the module's docstring)."""
+    depth = 2
+
+    @classmethod
+    def start(cls, batches: Iterator, stream: Optional['torch.cuda.Stream'],
+              num_batches: int, name: str) -> 'BackgroundIterator':
+        # Everything that calls into PyTorch happens before the iterator
+        # exists, and its __init__ only stores. Under compute-sanitizer
+        # memcheck something kept a frame of the epoch's setup alive, and
+        # through its f_back the frame that had created the iterator, so
+        # dropping the iterator did not stop the thread (call100). Now no
+        # frame of these calls refers to the iterator.
+        producer = _Producer(batches, cls.depth)
+        thread = threading.Thread(target=producer.run, args=(stream, ),
+                                  daemon=True, name=name)
+        thread.start()
+        return cls(producer, thread, num_batches)
+
+    def __init__(self, producer: _Producer, thread: threading.Thread,
+                 num_batches: int):
+        self.producer, self.thread = producer, thread
+        self.num_batches = num_batches
+        self.done = False
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __next__(self):
+        if self.done:
+            raise StopIteration
+        item = self.producer.queue.get()
+        if item is _Producer.END or isinstance(item, BaseException):
+            self.done = True
+            self.thread.join()
+            if isinstance(item, BaseException):
+                raise item
+            raise StopIteration
+        return item
+
+    def close(self):
+        r"""Stops the thread (an epoch left before its end)."""
+        self.done = True
+        self.producer.stop.set()
+        self.thread.join()
+
+    def __del__(self):
+        self.producer.stop.set()
