@@ -27,4 +27,5 @@ def test_every_loader_steps_and_reports(tmp_path):
     for name in subgraph_runner.LOADERS:
         line = next(x for x in md.splitlines() if f'| {name} |' in x)
         assert float(line.rstrip(' |').split('|')[-1]) > 0  # the ratio
-    assert sum('(prefetch) |' in x for x in md.splitlines()) == 2
+    assert sum('(prefetch) |' in x for x in md.splitlines()) == len(
+        subgraph_runner.PREFETCHING)

@@ -446,3 +446,27 @@ def test_cuda_checks():
         loader = Sampler(data, 2, 2, log=False)
     batch = next(iter(loader))
     assert batch.x.device.type == 'cpu' and batch.edge_index.is_cuda
+
+
+@pytest.mark.parametrize('device', ['cpu', pytest.param(
+    'cuda', marks=pytest.mark.cuda)])
+def test_prefetch_yields_the_same_batches(device):
+    """prefetch=True assembles batches on a background thread: the same
+    steps (keys drawn in the caller's thread) as without."""
+    g = torch.Generator().manual_seed(0)
+    data = Data(edge_index=torch.randint(30, (2, 120), generator=g),
+                x=torch.randn(30, 4, generator=g), num_nodes=30).to(device)
+
+    def epoch(**kwargs):
+        loader = FusedGraphSAINTRandomWalkSampler(
+            data, batch_size=5, walk_length=2, num_steps=4, log=False,
+            seed=3, **kwargs)
+        return [(b.x, b.edge_index) for b in loader]
+    plain, ahead = epoch(), epoch(prefetch=True)
+    assert len(plain) == len(ahead) == 4
+    for a, b in zip(ahead, plain):
+        for x, y in zip(a, b):
+            assert torch.equal(x, y)
+    with pytest.raises(ValueError, match="needs 'num_workers=0'"):
+        FusedGraphSAINTRandomWalkSampler(data, batch_size=5, walk_length=2,
+                                         prefetch=True, num_workers=1)

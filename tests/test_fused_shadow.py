@@ -582,3 +582,26 @@ def test_cuda_checks():
         loader = FusedShaDowKHopSampler(data, 1, 2, batch_size=4)
     batch = next(iter(loader))
     assert batch.x.device.type == 'cpu' and batch.edge_index.is_cuda
+
+
+@pytest.mark.parametrize('device', ['cpu', pytest.param(
+    'cuda', marks=pytest.mark.cuda)])
+def test_prefetch_yields_the_same_batches(device):
+    """prefetch=True assembles batches on a background thread: the same
+    batches (roots, keys) as without, in order, for a shuffled epoch drawn
+    from the global RNG too; it excludes worker processes."""
+    data = random_data().to(device)
+
+    def epoch(**kwargs):
+        torch.manual_seed(5)  # (the roots' order and keys, no generator)
+        loader = FusedShaDowKHopSampler(data, depth=2, num_neighbors=3,
+                                        batch_size=6, shuffle=True, **kwargs)
+        return [(b.x, b.edge_index, b.root_n_id, b.batch) for b in loader]
+    plain, ahead = epoch(), epoch(prefetch=True)
+    assert len(plain) == len(ahead) > 1
+    for a, b in zip(ahead, plain):
+        for x, y in zip(a, b):
+            assert torch.equal(x, y)
+    with pytest.raises(ValueError, match="needs 'num_workers=0'"):
+        FusedShaDowKHopSampler(data, depth=1, num_neighbors=2, prefetch=True,
+                               num_workers=1)

@@ -10,9 +10,9 @@ one row per (graph, loader, variant):
   2, 5 neighbours, 2000 roots), ``ladies`` and ``fastgcn``
   (:class:`~pyg_fusesample.LayerWiseLoader`, 512 nodes a layer, 512 seeds);
 * variants: ``loader`` (each step takes the loader's next batch; the graph
-  and features on ``--device``, where the loaders sample), for ladies and
-  fastgcn also ``loader-prefetch`` (the same loader with ``prefetch=True``:
-  its batches assembled on a background thread, the same batches), and
+  and features on ``--device``, where the loaders sample),
+  ``loader-prefetch`` (the same loader with ``prefetch=True``: its batches
+  assembled on a background thread, the same batches), and
   ``pre-sampled`` (the same model on ``--cached`` batches drawn before
   timing and kept on the device: the floor);
 * models (hidden 256, Adam): a 2-layer GraphSAGE on the subgraph (saint,
@@ -41,25 +41,24 @@ COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'num_edges',
            'loader', 'variant', 'batch_size', 'step_ms', 'steps',
            'batch_nodes', 'batch_edges', 'note']
 LOADERS = ('saint', 'shadow', 'ladies', 'fastgcn')
-PREFETCHING = ('ladies', 'fastgcn')  # loaders with prefetch=True
+PREFETCHING = LOADERS  # loaders timed with prefetch=True too
 HIDDEN = 256
 
 
 def make_loader(name: str, data, seed: int, prefetch: bool = False):
     """The loader ``name`` over ``data`` (sampling where data lives), with
-    its batch size; ``prefetch``: the layer-wise loaders' background
-    thread."""
+    its batch size; ``prefetch``: the loaders' background thread."""
     from ..loader import (FusedGraphSAINTRandomWalkSampler,
                           FusedShaDowKHopSampler, LayerWiseLoader)
     train = data.train_mask if 'train_mask' in data else None
     if name == 'saint':
         return FusedGraphSAINTRandomWalkSampler(
             data, batch_size=6000, walk_length=2, num_steps=1 << 20,
-            sample_coverage=0, log=False, seed=seed), 6000
+            sample_coverage=0, log=False, seed=seed, prefetch=prefetch), 6000
     if name == 'shadow':
         return FusedShaDowKHopSampler(
             data, depth=2, num_neighbors=5, node_idx=train, batch_size=2000,
-            shuffle=True, seed=seed), 2000
+            shuffle=True, seed=seed, prefetch=prefetch), 2000
     if name in ('ladies', 'fastgcn'):
         return LayerWiseLoader(data, num_samples=[512, 512], method=name,
                                input_nodes=train, batch_size=512,

@@ -14,7 +14,7 @@ the thread starts, so the batches are those made without it.
 import contextlib
 import queue
 import threading
-from typing import Iterator, Optional
+from typing import Callable, Iterator, List, Optional
 
 import torch
 
@@ -105,3 +105,22 @@ class BackgroundIterator:
 
     def __del__(self):
         self.producer.stop.set()
+
+
+def check_prefetch(prefetch: bool, num_workers: int, owner: str) -> bool:
+    r"""A loader's ``prefetch`` argument, checked: the thread assembles
+    batches in this process, so worker processes exclude it."""
+    if prefetch and num_workers > 0:
+        raise ValueError(f"{owner}: 'prefetch=True' assembles batches on a "
+                         f"thread of this process: it needs 'num_workers=0'")
+    return bool(prefetch)
+
+
+def prefetched(make: Callable, items: List, device: torch.device,
+               name: str) -> BackgroundIterator:
+    r"""``make(item)`` for each of :obj:`items` (the epoch's order and RNG
+    keys, drawn by the caller beforehand), on a background thread that
+    issues its device work on the caller's current stream."""
+    stream = (torch.cuda.current_stream(device) if device.type == 'cuda'
+              else None)
+    return BackgroundIterator.start(map(make, items), stream, len(items), name)

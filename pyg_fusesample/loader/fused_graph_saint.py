@@ -29,6 +29,7 @@ from ..ops import induced_subgraph, random_walk
 from ..ops.rng_keys import draw_rng_seeds
 from ..sparse.edge_index_checks import check_edge_index
 from ..sparse.walk_graph import WalkGraph
+from .background import check_prefetch, prefetched
 from .seeded_batches import resolve_generator
 from .subgraph_common import (BatchIndex, check_device_kwargs, check_int,
                               warn_other_devices)
@@ -96,8 +97,11 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
             pre-processing progress. (default: :obj:`True`)
         **kwargs (optional): Additional arguments of
             :class:`torch.utils.data.DataLoader`, such as :obj:`num_workers`
-            or :obj:`generator` (the source of the sampling keys), and
-            :obj:`seed` (an int: a fresh generator seeded with it).
+            or :obj:`generator` (the source of the sampling keys),
+            :obj:`seed` (an int: a fresh generator seeded with it) and
+            :obj:`prefetch` (a bool: assemble the batches on a background
+            thread, up to two ahead, the same batches; needs
+            ``num_workers=0``; default :obj:`False`).
     """
     def __init__(self, data: Data, batch_size: int, walk_length: int,
                  num_steps: int = 1, sample_coverage: int = 0,
@@ -113,6 +117,9 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
                                  f"'{key}': every step is a fresh sample")
         generator = resolve_generator(kwargs.pop('seed', None),
                                       kwargs.pop('generator', None))
+        self.prefetch = check_prefetch(kwargs.pop('prefetch', False),
+                                       kwargs.get('num_workers', 0),
+                                       type(self).__name__)
         check_int('batch_size', batch_size, 1)
         check_int('walk_length', walk_length, 0)
         check_int('num_steps', num_steps, 1)
@@ -177,6 +184,17 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
 
     def __len__(self):
         return self.num_steps
+
+    def __iter__(self):
+        if not self.prefetch:
+            return super().__iter__()
+        # The draws of plain iteration, in its order, here: DataLoader's
+        # base seed (its iterator, discarded), then the steps' keys.
+        super().__iter__()
+        keys = list(self.sampler)
+        return prefetched(lambda k: self._collate([self[k]]), keys,
+                          self.device,
+                          'FusedGraphSAINTRandomWalkSampler-prefetch')
 
     def _walk_nodes(self, num_walks: int, keys: Tuple[int, int]) -> Tensor:
         # [num_walks, walk_length + 1] walks from uniform start nodes. The

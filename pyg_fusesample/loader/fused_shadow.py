@@ -33,6 +33,7 @@ from ..ops.rng_keys import draw_rng_seeds
 from ..sampler.graph_store import CSCGraph
 from ..sparse.edge_index_checks import check_edge_index
 from ..sparse.walk_graph import WalkGraph
+from .background import check_prefetch, prefetched
 from .seeded_batches import resolve_generator
 from .subgraph_common import (BatchIndex, check_device_kwargs, check_int,
                               warn_other_devices)
@@ -287,8 +288,10 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
         **kwargs (optional): Additional arguments of
             :class:`torch.utils.data.DataLoader`, such as :obj:`batch_size`,
             :obj:`shuffle`, :obj:`num_workers` or :obj:`generator` (also the
-            source of the sampling keys), and :obj:`seed` (an int: a fresh
-            generator seeded with it).
+            source of the sampling keys), :obj:`seed` (an int: a fresh
+            generator seeded with it) and :obj:`prefetch` (a bool: assemble
+            the batches on a background thread, up to two ahead, the same
+            batches; needs ``num_workers=0``; default :obj:`False`).
 
     Differences from PyG's sampler (see ``docs/subgraph_samplers.md``): a
     node reached twice within one root's sample is expanded once (PyG
@@ -309,6 +312,9 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
         kwargs.pop('collate_fn', None)
         generator = resolve_generator(kwargs.pop('seed', None),
                                       kwargs.pop('generator', None))
+        self.prefetch = check_prefetch(kwargs.pop('prefetch', False),
+                                       kwargs.get('num_workers', 0),
+                                       type(self).__name__)
 
         self.data = copy.copy(data)
         self.depth = depth
@@ -408,6 +414,17 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
     def device(self) -> torch.device:
         r"""Where the graph lives and sampling runs."""
         return self.graph.device
+
+    def __iter__(self):
+        if not self.prefetch:
+            return super().__iter__()
+        # The draws of plain iteration, in its order, here: DataLoader's
+        # base seed (its iterator, discarded), then the roots and keys.
+        super().__iter__()
+        batches = list(self.batch_sampler)
+        return prefetched(
+            lambda b: self._collate(self.dataset.__getitems__(b)), batches,
+            self.device, 'FusedShaDowKHopSampler-prefetch')
 
     def _collate(self, item) -> Batch:
         if isinstance(item, tuple) and len(item) == 2:

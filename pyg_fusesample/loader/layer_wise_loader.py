@@ -8,7 +8,7 @@ from torch_geometric.data import Data
 from ..ops import layer_sample
 from ..sampler.graph_store import CSCGraph, build_csc
 from ..sampler.rule_graph import segment_of_slots
-from .background import BackgroundIterator
+from .background import check_prefetch, prefetched
 from .fused_neighbor_loader import _check_input_nodes
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
                              resolve_generator)
@@ -108,10 +108,8 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
         for key in ('sampler', 'batch_sampler', 'collate_fn'):
             if kwargs.pop(key, None) is not None:
                 raise ValueError(f"LayerWiseLoader does not take '{key}'")
-        if prefetch and kwargs.get('num_workers', 0) > 0:
-            raise ValueError("'prefetch=True' assembles batches on a thread "
-                             "of this process: it needs 'num_workers=0'")
-        self.prefetch = bool(prefetch)
+        self.prefetch = check_prefetch(prefetch, kwargs.get('num_workers', 0),
+                                       type(self).__name__)
         self.data = data
         self.num_samples = num_samples
         self.method = method
@@ -134,16 +132,15 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
     def __iter__(self):
         if not self.prefetch:
             return super().__iter__()
-        # The epoch's order and keys are drawn here, in the caller's thread,
-        # as iterating the sampler draws them: the same batches as without.
+        # The draws of plain iteration, in its order, here, in the caller's
+        # thread: DataLoader's base seed (its iterator, discarded), then the
+        # epoch's order and keys as the sampler draws them.
+        super().__iter__()
         sampler = self.sampler
         items = [(positions, key) for positions, key, _ in
                  sampler.slices(*sampler.plan())]
-        device = self.graph.device
-        stream = (torch.cuda.current_stream(device) if device.type == 'cuda'
-                  else None)
-        return BackgroundIterator.start(map(self._collate, items), stream,
-                                        len(items), 'LayerWiseLoader-prefetch')
+        return prefetched(self._collate, items, self.graph.device,
+                          'LayerWiseLoader-prefetch')
 
     def _collate(self, item: Tuple[Tensor, int]) -> Data:
         positions, rng_seed = item
