@@ -844,3 +844,13 @@ def test_16_bit_kernel_needs_only_parity_with_the_cast_path(
                         FakeTimer({'cusparse': 1.0, 'cpu': 0.97}))
     d = autotune.choose(skewed_graph(seed=1), 16, torch.float32)
     assert d.variant == 'cusparse'
+
+
+def test_forget_one_decision_keeps_the_others(timer, monkeypatch):
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', '')
+    g = skewed_graph()
+    autotune.choose(g, 16, torch.float32)
+    autotune.choose(g, 32, torch.float32)
+    autotune.forget(g, 16, torch.float32)
+    assert autotune.choose(g, 32, torch.float32).source == 'memo'
+    assert autotune.choose(g, 16, torch.float32).source != 'memo'

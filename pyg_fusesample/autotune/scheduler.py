@@ -96,10 +96,19 @@ def choose(graph: CSRGraph, F: int, dtype: torch.dtype, op: str = 'spmm',
     return decision
 
 
-def forget(graph: CSRGraph) -> None:
-    """Drops the graph's memoised decisions (the file keeps its entries)."""
-    graph._cache.pop(_MEMO, None)
-    cache.structure_cache(graph).pop(_MEMO, None)
+def forget(graph: CSRGraph, F: Optional[int] = None,
+           dtype: Optional[torch.dtype] = None, op: str = 'spmm',
+           reduce: str = 'sum') -> None:
+    """Drops the graph's memoised decisions (the file keeps its entries);
+    with ``F`` and ``dtype`` only that one decision (of ``op``, ``reduce``),
+    so that the next :func:`choose` of it decides again."""
+    if F is None and dtype is None:
+        graph._cache.pop(_MEMO, None)
+        cache.structure_cache(graph).pop(_MEMO, None)
+        return
+    # (the memo lives in the structure cache, shared with value copies)
+    cache.structure_cache(graph).get(_MEMO, {}).pop((op, reduce, F, dtype),
+                                                    None)
 
 
 def dispatch(variant: str, params: Dict[str, int], graph: CSRGraph, x: Tensor,
@@ -223,7 +232,8 @@ def _probe(graph, F, dtype, reduce, x, s):
                    reduce)
         fp32 = Candidate(d.variant, dict(d.params))
     refs = candidates.references(fp32)
-    shortlist = candidates.shortlist(graph.stats(), F, dtype, dev.type)
+    stats = graph.stats()  # (the probe keeps the heaviest row whole)
+    shortlist = candidates.shortlist(stats, F, dtype, dev.type)
     sub = probe_subgraph(graph, PROBE_NNZ.get(dev.type, PROBE_NNZ['cpu']))
     if x is None or x.dtype != dtype:
         x = torch.rand(graph.num_cols, F, dtype=dtype, device=dev)
@@ -234,7 +244,6 @@ def _probe(graph, F, dtype, reduce, x, s):
     ctx = torch.cuda.device(dev) if dev.type == 'cuda' else \
         contextlib.nullcontext()
     probed = refs + shortlist
-    stats = graph.stats()  # (the probe keeps the heaviest row whole)
     bounded = set()  # candidates whose heaviest row alone loses
     with ctx, torch.no_grad():
         best_ms = math.inf

@@ -45,9 +45,7 @@ def _no_decision_file():
 def _fresh_decision(graph, F: int, dtype: torch.dtype):
     """The decision for (graph, F, dtype) as a first call makes it, timed
     (seconds, the device synchronised before and after)."""
-    memo = graph._cache.get(scheduler._MEMO)
-    if memo is not None:
-        memo.pop(('spmm', 'sum', F, dtype), None)
+    scheduler.forget(graph, F, dtype)
     sync = torch.cuda.synchronize if graph.device.type == 'cuda' else (
         lambda: None)
     with _no_decision_file():
