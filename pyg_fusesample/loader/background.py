@@ -116,11 +116,18 @@ def check_prefetch(prefetch: bool, num_workers: int, owner: str) -> bool:
     return bool(prefetch)
 
 
-def prefetched(make: Callable, items: List, device: torch.device,
-               name: str) -> BackgroundIterator:
-    r"""``make(item)`` for each of :obj:`items` (the epoch's order and RNG
-    keys, drawn by the caller beforehand), on a background thread that
-    issues its device work on the caller's current stream."""
+def prefetched(loader: torch.utils.data.DataLoader, draw: Callable[[], List],
+               make: Callable, device: torch.device) -> BackgroundIterator:
+    r"""One epoch of a map-style :obj:`loader` (``num_workers=0``) whose
+    batches are ``make(item)`` for each item of ``draw()``, made on a
+    background thread that issues its device work on the caller's current
+    stream. The draws of plain iteration are made first, here, in the
+    caller's thread and in its order -- DataLoader's base seed (an iterator
+    of the loader, made and discarded), then ``draw()`` (the epoch's order
+    and RNG keys) -- so the batches are those of plain iteration."""
+    torch.utils.data.DataLoader.__iter__(loader)
+    items = draw()
     stream = (torch.cuda.current_stream(device) if device.type == 'cuda'
               else None)
-    return BackgroundIterator.start(map(make, items), stream, len(items), name)
+    return BackgroundIterator.start(map(make, items), stream, len(items),
+                                    f'{type(loader).__name__}-prefetch')

@@ -188,13 +188,8 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
     def __iter__(self):
         if not self.prefetch:
             return super().__iter__()
-        # The draws of plain iteration, in its order, here: DataLoader's
-        # base seed (its iterator, discarded), then the steps' keys.
-        super().__iter__()
-        keys = list(self.sampler)
-        return prefetched(lambda k: self._collate([self[k]]), keys,
-                          self.device,
-                          'FusedGraphSAINTRandomWalkSampler-prefetch')
+        return prefetched(self, lambda: list(self.sampler),
+                          lambda k: self._collate([self[k]]), self.device)
 
     def _walk_nodes(self, num_walks: int, keys: Tuple[int, int]) -> Tensor:
         # [num_walks, walk_length + 1] walks from uniform start nodes. The

@@ -418,13 +418,9 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
     def __iter__(self):
         if not self.prefetch:
             return super().__iter__()
-        # The draws of plain iteration, in its order, here: DataLoader's
-        # base seed (its iterator, discarded), then the roots and keys.
-        super().__iter__()
-        batches = list(self.batch_sampler)
         return prefetched(
-            lambda b: self._collate(self.dataset.__getitems__(b)), batches,
-            self.device, 'FusedShaDowKHopSampler-prefetch')
+            self, lambda: list(self.batch_sampler),
+            lambda b: self._collate(self.dataset.__getitems__(b)), self.device)
 
     def _collate(self, item) -> Batch:
         if isinstance(item, tuple) and len(item) == 2:

@@ -132,15 +132,8 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
     def __iter__(self):
         if not self.prefetch:
             return super().__iter__()
-        # The draws of plain iteration, in its order, here, in the caller's
-        # thread: DataLoader's base seed (its iterator, discarded), then the
-        # epoch's order and keys as the sampler draws them.
-        super().__iter__()
-        sampler = self.sampler
-        items = [(positions, key) for positions, key, _ in
-                 sampler.slices(*sampler.plan())]
-        return prefetched(self._collate, items, self.graph.device,
-                          'LayerWiseLoader-prefetch')
+        return prefetched(self, lambda: list(self.sampler), self._collate,
+                          self.graph.device)
 
     def _collate(self, item: Tuple[Tensor, int]) -> Data:
         positions, rng_seed = item
