@@ -235,7 +235,7 @@ def pyg_loader(data: Data, args, input_nodes, shuffle: bool, batch_size: int,
                           generator=torch.Generator().manual_seed(seed))
 
 
-_PYG_SAMPLERS = {}  # id(data) -> (data, NeighborSampler)
+_PYG_SAMPLER = [None, None]  # the graph it was built for, the sampler
 
 
 def pyg_sampler(data: Data, args):
@@ -250,13 +250,12 @@ def pyg_sampler(data: Data, args):
     sampler moves them to shared memory when it has workers, a copy of the
     edges): forked workers read them copy-on-write."""
     from torch_geometric.sampler import NeighborSampler
-    hit = _PYG_SAMPLERS.get(id(data))
-    if hit is None or hit[0] is not data:
+    if _PYG_SAMPLER[0] is not data:  # (one graph per rank: keep only it)
         sort_by_target_(data.edge_index)
-        hit = _PYG_SAMPLERS[id(data)] = (data, NeighborSampler(
+        _PYG_SAMPLER[:] = data, NeighborSampler(
             data, num_neighbors=args.num_neighbors, is_sorted=True,
-            share_memory=False))
-    return hit[1]
+            share_memory=False)
+    return _PYG_SAMPLER[1]
 
 
 def sort_by_target_(edge_index: Tensor) -> None:

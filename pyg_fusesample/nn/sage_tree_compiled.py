@@ -50,8 +50,8 @@ def sage_tree_step(x: Tensor, graph: List[Tensor], seeds: Tensor,
     gradient; ``inplace_backward=False`` (``True`` in training) keeps the saved activations for a
     second backward (gradcheck). Returns ``(out, handle)``."""
     colptr, row = _csc(graph, x.size(0))
-    if x.is_cuda and any(need[1:]):
-        warn_if_not_replayable(x.requires_grad or need[0], -1)
+    if x.is_cuda and any(need[1:]):  # (x's own flag is need[0] in here)
+        warn_if_not_replayable(need[0], -1)
     out, handle, how = _ops.sage_tree_begin(
         x, colptr, row, seeds, params, num_neighbors, dtype, aggr, replace,
         -1, dropout, bias, need, inplace_backward, True)
@@ -86,6 +86,7 @@ def _(grad, handle, x, params, need):
 def _setup_context(ctx, inputs, output):
     x, graph, _, params = inputs[:4]
     ctx.need, ctx.graph_len = inputs[10], len(graph)
+    ctx.num_other = len(inputs) - 4  # (no gradient: num_neighbors onwards)
     ctx.save_for_backward(output[1], x, *params)
     ctx.mark_non_differentiable(output[1])
 
@@ -96,7 +97,8 @@ def _backward(ctx, grad_out, _grad_handle):
                                          params, ctx.need))
     flat = [next(grads) if flag else None for flag in ctx.need]
     # (a list of gradients for each list of tensors among the inputs)
-    return (flat[0], [None] * ctx.graph_len, None, flat[1:]) + (None,) * 8
+    return (flat[0], [None] * ctx.graph_len, None, flat[1:]) + \
+        (None,) * ctx.num_other
 
 
 sage_tree_step.register_autograd(_backward, setup_context=_setup_context)
