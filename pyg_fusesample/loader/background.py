@@ -10,10 +10,18 @@ thread when iteration started (current streams are per thread), so the
 batches are ordered with the training step as if made in place. The
 loaders draw an epoch's order and RNG keys in the consumer's thread before
 the thread starts, so the batches are those made without it.
+
+A thread still running when the interpreter exits (an iterator kept alive
+to the end, as a benchmark's endless cycle does) is stopped and joined by
+an ``atexit`` hook: a daemon thread that finalisation catches inside a
+PyTorch op is unwound through C++ frames that cannot unwind, and the
+process aborts ("terminate called without an active exception").
 """
+import atexit
 import contextlib
 import queue
 import threading
+import weakref
 from typing import Callable, Iterator, List, Optional
 
 import torch
@@ -36,7 +44,7 @@ class _Producer:
             with (torch.cuda.stream(stream) if stream is not None
                   else contextlib.nullcontext()):
                 for batch in self.batches:
-                    if not self.put(batch):
+                    if not self.put(batch) or self.stop.is_set():
                         return
         except BaseException as error:  # re-raised by the consumer, in order
             self.put(error)
@@ -71,6 +79,7 @@ class BackgroundIterator:
         thread = threading.Thread(target=producer.run, args=(stream, ),
                                   daemon=True, name=name)
         thread.start()
+        _RUNNING[producer] = thread
         return cls(producer, thread, num_batches)
 
     def __init__(self, producer: _Producer, thread: threading.Thread,
@@ -107,13 +116,42 @@ class BackgroundIterator:
         self.producer.stop.set()
 
 
-def check_prefetch(prefetch: bool, num_workers: int, owner: str) -> bool:
+# The live threads, by their producer: weak keys, so a finished or dropped
+# iterator's producer leaves the map when its thread ends.
+_RUNNING: 'weakref.WeakKeyDictionary[_Producer, threading.Thread]' = \
+    weakref.WeakKeyDictionary()
+
+
+@atexit.register
+def stop_all():
+    r"""Stops and joins every background thread still running: each ends
+    after the batch it is making. Runs at interpreter exit (see the
+    module's docstring)."""
+    for producer, thread in list(_RUNNING.items()):
+        producer.stop.set()
+        thread.join()
+
+
+def check_prefetch(prefetch: Optional[bool], num_workers: int,
+                   owner: str) -> Optional[bool]:
     r"""A loader's ``prefetch`` argument, checked: the thread assembles
-    batches in this process, so worker processes exclude it."""
+    batches in this process, so worker processes exclude it. :obj:`None`
+    (the default) stays :obj:`None` without workers and is decided by the
+    graph's device when an epoch starts (:func:`prefetching`)."""
+    if prefetch is None:
+        return None if num_workers == 0 else False
     if prefetch and num_workers > 0:
         raise ValueError(f"{owner}: 'prefetch=True' assembles batches on a "
                          f"thread of this process: it needs 'num_workers=0'")
     return bool(prefetch)
+
+
+def prefetching(prefetch: Optional[bool], device: torch.device) -> bool:
+    r"""Whether an epoch is assembled on the background thread: as asked,
+    or, for :obj:`None`, when the graph is on a GPU (where the thread was
+    measured to win: docs/walks.md); on the CPU the thread would compete
+    with the training step for the same cores."""
+    return device.type == 'cuda' if prefetch is None else prefetch
 
 
 def prefetched(loader: torch.utils.data.DataLoader, draw: Callable[[], List],

@@ -29,7 +29,7 @@ from ..ops import induced_subgraph, random_walk
 from ..ops.rng_keys import draw_rng_seeds
 from ..sparse.edge_index_checks import check_edge_index
 from ..sparse.walk_graph import WalkGraph
-from .background import check_prefetch, prefetched
+from .background import check_prefetch, prefetched, prefetching
 from .seeded_batches import resolve_generator
 from .subgraph_common import (BatchIndex, check_device_kwargs, check_int,
                               warn_other_devices)
@@ -101,7 +101,8 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
             :obj:`seed` (an int: a fresh generator seeded with it) and
             :obj:`prefetch` (a bool: assemble the batches on a background
             thread, up to two ahead, the same batches; needs
-            ``num_workers=0``; default :obj:`False`).
+            ``num_workers=0``; default :obj:`None`: on when the graph is on
+            a GPU and ``num_workers=0``).
     """
     def __init__(self, data: Data, batch_size: int, walk_length: int,
                  num_steps: int = 1, sample_coverage: int = 0,
@@ -117,7 +118,7 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
                                  f"'{key}': every step is a fresh sample")
         generator = resolve_generator(kwargs.pop('seed', None),
                                       kwargs.pop('generator', None))
-        self.prefetch = check_prefetch(kwargs.pop('prefetch', False),
+        self.prefetch = check_prefetch(kwargs.pop('prefetch', None),
                                        kwargs.get('num_workers', 0),
                                        type(self).__name__)
         check_int('batch_size', batch_size, 1)
@@ -186,7 +187,7 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
         return self.num_steps
 
     def __iter__(self):
-        if not self.prefetch:
+        if not prefetching(self.prefetch, self.device):
             return super().__iter__()
         return prefetched(self, lambda: list(self.sampler),
                           lambda k: self._collate([self[k]]), self.device)

@@ -33,7 +33,7 @@ from ..ops.rng_keys import draw_rng_seeds
 from ..sampler.graph_store import CSCGraph
 from ..sparse.edge_index_checks import check_edge_index
 from ..sparse.walk_graph import WalkGraph
-from .background import check_prefetch, prefetched
+from .background import check_prefetch, prefetched, prefetching
 from .seeded_batches import resolve_generator
 from .subgraph_common import (BatchIndex, check_device_kwargs, check_int,
                               warn_other_devices)
@@ -291,7 +291,8 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
             source of the sampling keys), :obj:`seed` (an int: a fresh
             generator seeded with it) and :obj:`prefetch` (a bool: assemble
             the batches on a background thread, up to two ahead, the same
-            batches; needs ``num_workers=0``; default :obj:`False`).
+            batches; needs ``num_workers=0``; default :obj:`None`: on when
+            the graph is on a GPU and ``num_workers=0``).
 
     Differences from PyG's sampler (see ``docs/subgraph_samplers.md``): a
     node reached twice within one root's sample is expanded once (PyG
@@ -312,7 +313,7 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
         kwargs.pop('collate_fn', None)
         generator = resolve_generator(kwargs.pop('seed', None),
                                       kwargs.pop('generator', None))
-        self.prefetch = check_prefetch(kwargs.pop('prefetch', False),
+        self.prefetch = check_prefetch(kwargs.pop('prefetch', None),
                                        kwargs.get('num_workers', 0),
                                        type(self).__name__)
 
@@ -416,7 +417,7 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
         return self.graph.device
 
     def __iter__(self):
-        if not self.prefetch:
+        if not prefetching(self.prefetch, self.device):
             return super().__iter__()
         return prefetched(
             self, lambda: list(self.batch_sampler),

@@ -8,7 +8,7 @@ from torch_geometric.data import Data
 from ..ops import layer_sample
 from ..sampler.graph_store import CSCGraph, build_csc
 from ..sampler.rule_graph import segment_of_slots
-from .background import check_prefetch, prefetched
+from .background import check_prefetch, prefetched, prefetching
 from .fused_neighbor_loader import _check_input_nodes
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
                              resolve_generator)
@@ -80,7 +80,8 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
             host work (the sampling op's launches and size reads, the
             attribute gathers) then overlaps the training step instead of
             preceding it. The batches are the same; needs
-            ``num_workers=0``. (default: :obj:`False`)
+            ``num_workers=0``. (default: :obj:`None`: on when the graph is
+            on a GPU and ``num_workers=0``)
         **kwargs: further :class:`torch.utils.data.DataLoader` arguments.
     """
     def __init__(self, data: Data, num_samples: List[int],
@@ -93,7 +94,7 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
                  drop_last: bool = False, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None,
                  transform: Optional[Callable] = None,
-                 prefetch: bool = False, **kwargs):
+                 prefetch: Optional[bool] = None, **kwargs):
         if method not in _METHODS:
             raise ValueError(f"'method' must be one of {_METHODS}, got "
                              f"{method!r}")
@@ -130,7 +131,7 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
         object.__setattr__(self, 'batch_size', batch_size)
 
     def __iter__(self):
-        if not self.prefetch:
+        if not prefetching(self.prefetch, self.graph.device):
             return super().__iter__()
         return prefetched(self, lambda: list(self.sampler), self._collate,
                           self.graph.device)
