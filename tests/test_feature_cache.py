@@ -108,6 +108,39 @@ def test_feature_cache_errors():
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize('f,dtype', [(128, torch.float32), (256, torch.bfloat16),
+                                     (130, torch.float32), (64, torch.float32)])
+@pytest.mark.parametrize('rows', [4095, 20000])
+def test_host_gather_in_ascending_order_keeps_the_batch_order(f, dtype, rows):
+    # Rows of >= 512 bytes from pinned host memory are read in ascending id
+    # order and written back to their positions (gather_rows_kernel.cu):
+    # duplicates, ids out of range (zeros without the check) and the
+    # cache's hit count must come out as in the batch's order.
+    src = _src(n=50000, f=f, dtype=dtype)
+    g = torch.Generator().manual_seed(2)
+    index = torch.randint(50000, (rows, ), generator=g)
+    index[::7] = index[3]  # duplicates
+    host = src.pin_memory()
+    out = gather_rows(host, index.cuda(), check_index=False)
+    assert torch.equal(out.cpu(), src[index])
+    bad = index.clone()
+    bad[[0, 5, -1]] = torch.tensor([-1, 50000, 1 << 40])
+    out = gather_rows(host, bad.cuda(), check_index=False).cpu()
+    assert not out[[0, 5, -1]].any()
+    keep = torch.ones(rows, dtype=torch.bool)
+    keep[[0, 5, -1]] = False
+    assert torch.equal(out[keep], src[bad[keep]])
+    slot = torch.full((50000, ), -1, dtype=torch.int32)
+    cached = torch.arange(0, 50000, 3)
+    slot[cached] = torch.arange(cached.numel(), dtype=torch.int32)
+    hits = torch.zeros(1, dtype=torch.long, device='cuda')
+    out = gather_rows_cached(host, src[cached].cuda(), slot.cuda(),
+                             index.cuda(), hits)
+    assert torch.equal(out.cpu(), src[index])
+    assert int(hits) == int((index % 3 == 0).sum())
+
+
+@pytest.mark.cuda
 def test_gather_rows_from_pinned_host_memory():
     src = _src(n=1000, f=128)
     index = torch.randint(1000, (4096, ), device='cuda')

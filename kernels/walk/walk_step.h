@@ -133,11 +133,12 @@ FS_HOST_DEVICE int64_t step_slot(const WalkGraph<index_t>& g,
 }
 
 // Walk `walk` from `start`: writes walk_length + 1 nodes and, unless `edge`
-// is null, walk_length edge ids.
+// is null, walk_length edge ids, `stride` elements apart (1: the walk's row;
+// the number of walks: its column of a step-major buffer).
 template <typename index_t>
 FS_HOST_DEVICE void walk_one(const WalkGraph<index_t>& g, const WalkParams& w,
                              int64_t walk, int64_t start, int64_t* node,
-                             int64_t* edge) {
+                             int64_t* edge, int64_t stride = 1) {
   int64_t v = start, prev = -1;
   node[0] = v;
   for (int64_t step = 0; step < w.walk_length; ++step) {
@@ -155,9 +156,10 @@ FS_HOST_DEVICE void walk_one(const WalkGraph<index_t>& g, const WalkParams& w,
       prev = slot < 0 ? -1 : v;
       if (slot >= 0) v = static_cast<int64_t>(g.col[slot]);
     }
-    node[step + 1] = v;
+    node[(step + 1) * stride] = v;
     if (edge != nullptr)
-      edge[step] = slot < 0 ? -1 : (g.edge_id != nullptr ? g.edge_id[slot] : slot);
+      edge[step * stride] =
+          slot < 0 ? -1 : (g.edge_id != nullptr ? g.edge_id[slot] : slot);
   }
 }
 

@@ -102,7 +102,9 @@ def gather_rows_for(args, data, x_host: torch.Tensor, device: torch.device
 
     timed('host-gather', lambda: gather_rows(x_pinned, index,
                                              check_index=False),
-          note='zero-copy from pinned host memory')
+          note='zero-copy from pinned host memory' + (
+              ', rows read in ascending id order' if row_bytes >= 512
+              else ''))
     for fraction in args.cache_fractions:
         cache = GPUFeatureCache(x_pinned, int(fraction * n * row_bytes),
                                 device, hotness=degree)

@@ -30,6 +30,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// node / edge are step-major, [walk_length + 1, num_walks] and
+// [walk_length, num_walks]: a warp's 32 walks write a step's ids to 256
+// contiguous bytes instead of 32 sectors 8 bytes each (the caller
+// transposes them to a row a walk).
 template <typename index_t>
 __global__ void random_walk_kernel(WalkGraph<index_t> g, WalkParams w,
                                    const int64_t* __restrict__ start,
@@ -38,15 +42,16 @@ __global__ void random_walk_kernel(WalkGraph<index_t> g, WalkParams w,
                                    int64_t* __restrict__ edge) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < num_walks; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    int64_t* node_i = node + i * (w.walk_length + 1);
-    int64_t* edge_i = edge == nullptr ? nullptr : edge + i * w.walk_length;
+    int64_t* node_i = node + i;
+    int64_t* edge_i = edge == nullptr ? nullptr : edge + i;
     const int64_t s = start[i];
     if (s < 0 || s >= num_nodes) {
-      for (int64_t k = 0; k <= w.walk_length; ++k) node_i[k] = -1;
-      for (int64_t k = 0; edge_i != nullptr && k < w.walk_length; ++k) edge_i[k] = -1;
+      for (int64_t k = 0; k <= w.walk_length; ++k) node_i[k * num_walks] = -1;
+      for (int64_t k = 0; edge_i != nullptr && k < w.walk_length; ++k)
+        edge_i[k * num_walks] = -1;
       continue;
     }
-    walk_one(g, w, i, s, node_i, edge_i);
+    walk_one(g, w, i, s, node_i, edge_i, num_walks);
   }
 }
 
@@ -103,9 +108,16 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
   AT_DISPATCH_INDEX_TYPES(in.col.scalar_type(), "random_walk_cuda", [&] {
     const auto g = in.graph<index_t>();
     if (start_c.dim() == 1) {
+      auto node_t = at::empty({walk_length + 1, num_walks}, node.options());
+      auto edge_t = return_edge
+          ? at::empty({walk_length, num_walks}, node.options()) : at::Tensor();
       random_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
           g, w, start_c.data_ptr<int64_t>(), num_walks, in.num_nodes(),
-          node.data_ptr<int64_t>(), edge_out);
+          node_t.data_ptr<int64_t>(),
+          return_edge ? edge_t.data_ptr<int64_t>() : nullptr);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      node.copy_(node_t.t());
+      if (return_edge) edge.copy_(edge_t.t());
     } else {
       auto frontier = at::empty({num_walks, roots}, start.options());
       multi_root_walk_kernel<index_t><<<blocks, kThreads, 0, stream>>>(
