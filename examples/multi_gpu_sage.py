@@ -51,9 +51,10 @@ script stops, or, with ``--synthetic``, runs on a SYNTHETIC generated graph
 of the same shape and labels every line it prints.
 
 Each epoch prints the loss, validation and test accuracy, the training time,
-seeds/s over all ranks, and every rank's peak memory (CUDA: the allocator's
-peak during training; CPU: the process's peak RSS); ``--csv`` appends one
-row per epoch for scaling runs.
+seeds/s and sampled edges/s (the edges of the epoch's batches per second of
+training) over all ranks, every rank's peak memory (CUDA: the allocator's
+peak during training; CPU: the process's peak RSS) and, with a feature
+cache, its hit rate; ``--csv`` appends one row per epoch for scaling runs.
 """
 import argparse
 import csv
@@ -88,7 +89,8 @@ CSV_FIELDS = ('time', 'device', 'device_name', 'backend', 'world_size',
               'fan_out', 'batch_size_per_rank', 'amp', 'epoch',
               'steps_per_rank', 'epoch_time_s', 'seeds_per_s', 'loss',
               'val_acc', 'test_acc', 'peak_mem_kind', 'peak_mem_mib_max',
-              'peak_mem_mib_per_rank', 'peak_host_rss_mib_max', 'torch')
+              'peak_mem_mib_per_rank', 'peak_host_rss_mib_max', 'torch',
+              'sampled_edges_per_s', 'cache_hit_rate')
 
 
 # -- data -------------------------------------------------------------------
@@ -489,7 +491,7 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
         dist.barrier()
         start = time.perf_counter()
         total_loss = torch.zeros((), dtype=torch.float64, device=device)
-        seeds = done = 0
+        seeds = edges = done = 0
         batches = iter(train_loader)
         progress = itertools.islice(batches, steps)
         if args.progress and rank == 0:
@@ -505,13 +507,16 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
                 optimizer.step()
                 total_loss += loss.detach() * batch.batch_size
                 seeds += batch.batch_size
+                edges += batch.edge_index.size(1)  # (a shape: no sync)
                 done += 1
         finally:
             close = getattr(batches, 'close', None)
             if close is not None:  # a background thread, left early
                 close()
-        totals = torch.stack([total_loss, torch.tensor(
-            float(seeds), dtype=torch.float64, device=device)])
+        # (loss sum, seeds, sampled edges), summed over the ranks
+        totals = torch.cat([total_loss.view(1), torch.tensor(
+            [float(seeds), float(edges)], dtype=torch.float64,
+            device=device)])
         dist.all_reduce(totals)  # also waits for the slowest rank
         if device.type == 'cuda':
             torch.cuda.synchronize(device)
@@ -535,9 +540,12 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
             eval_time = time.perf_counter() - start
             loss_value = float(totals[0] / totals[1].clamp(min=1))
             seeds_per_s = float(totals[1]) / train_time
+            edges_per_s = float(totals[2]) / train_time
+            hit_rate = None if cache is None else cache.hit_rate
             say(f'Epoch: {epoch:02d}, Loss: {loss_value:.4f}, '
                 f'Val: {val_acc:.4f}, Test: {test_acc:.4f}, '
                 f'Time: {train_time:.2f}s, Seeds/s: {seeds_per_s:,.0f}, '
+                f'Sampled edges/s: {edges_per_s:,.0f}, '
                 f'Eval: {eval_time:.2f}s, Peak memory per rank ({mem_kind}, '
                 f'MiB): {", ".join(f"{p:.0f}" for p in peaks)}'
                 + ('' if device.type != 'cuda' else
@@ -545,7 +553,7 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
                    f'{max(host_peaks):.0f}')
                 + ('' if cache is None else
                    f', Cache hit rate (rank 0, train + eval): '
-                   f'{cache.hit_rate:.3f}'))
+                   f'{hit_rate:.3f}'))
             if cache is not None:
                 cache.reset_stats()
             if args.csv:
@@ -569,7 +577,10 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
                     peak_mem_mib_max=f'{max(peaks):.1f}',
                     peak_mem_mib_per_rank=';'.join(f'{p:.1f}' for p in peaks),
                     peak_host_rss_mib_max=f'{max(host_peaks):.1f}',
-                    torch=torch.__version__))
+                    torch=torch.__version__,
+                    sampled_edges_per_s=f'{edges_per_s:.1f}',
+                    cache_hit_rate='' if hit_rate is None
+                    else f'{hit_rate:.4f}'))
         dist.barrier()  # the other ranks wait for rank 0's evaluation
 
     if rank == 0 and args.save_model:

@@ -36,7 +36,7 @@ EPOCHS, STEPS = 2, 3
 EPOCH = re.compile(r'^\[SYNTHETIC products_like\(scale=0\.002\)\] '
                    r'Epoch: (\d+), Loss: ([\d.]+), Val: ([\d.]+), '
                    r'Test: ([\d.]+), Time: ([\d.]+)s, Seeds/s: ([\d,]+), '
-                   r'Eval: [\d.]+s, Peak memory per rank \(host peak RSS, '
+                   r'Sampled edges/s: ([\d,]+), Eval: [\d.]+s, Peak memory per rank \(host peak RSS, '
                    r'MiB\): (\d+(?:, \d+)*)$', re.M)
 
 needs_gloo = pytest.mark.skipif(
@@ -198,7 +198,8 @@ def test_torchrun_two_gloo_processes(torchrun):
     assert [int(e[0]) for e in epochs] == list(range(1, EPOCHS + 1)), out
     for e in epochs:
         assert all(0.0 <= float(v) <= 1.0 for v in e[2:4]), out
-        assert len(e[6].split(', ')) == 2  # a peak per rank
+        assert int(e[6].replace(',', '')) > 0  # sampled edges/s
+        assert len(e[7].split(', ')) == 2  # a peak per rank
     assert model.exists()
     with open(table, newline='') as f:
         rows = list(csv.DictReader(f))
@@ -208,6 +209,8 @@ def test_torchrun_two_gloo_processes(torchrun):
                 r['synthetic']) == ('cpu', '2', 'gloo', 'none', 'True')
         assert int(r['steps_per_rank']) == STEPS
         assert float(r['seeds_per_s']) > 0
+        assert float(r['sampled_edges_per_s']) > float(r['seeds_per_s'])
+        assert r['cache_hit_rate'] == ''  # (no --cache-mb)
         assert len(r['peak_mem_mib_per_rank'].split(';')) == 2
 
 
