@@ -3,7 +3,9 @@
 # build of torch: nvcc against the installed (CPU) torch's headers, with the
 # few cuBLAS/cuSPARSE/cuSOLVER types those headers name stubbed out. It checks
 # that the code compiles for sm_90 (syntax, templates, device code); it does
-# not link or run anything.
+# not link or run anything. Flags as the GPU machine's build passes them
+# (torch's cpp_extension: C++17, which refuses some constructs C++20 takes,
+# and no implicit half / bfloat16 operators).
 #
 #   bash scripts/check_cuda_compiles.sh kernels/walk/cuda/random_walk_kernel.cu ...
 #   bash scripts/check_cuda_compiles.sh            # every kernels/**/*.cu
@@ -26,7 +28,9 @@ echo '#pragma once' > "$STUBS/c10/cuda/impl/cuda_cmake_macros.h"
 if [ $# -eq 0 ]; then set -- $(find kernels -name '*.cu' | sort); fi
 status=0
 for f in "$@"; do
-  if "$NVCC" -std=c++20 -arch=sm_90 --expt-relaxed-constexpr -DWITH_CUDA \
+  if "$NVCC" -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -DWITH_CUDA \
+      -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__ \
+      -D__CUDA_NO_BFLOAT16_CONVERSIONS__ -D__CUDA_NO_HALF2_OPERATORS__ \
       -I"$STUBS" -I"$TORCH_INC" -I"$TORCH_INC/torch/csrc/api/include" \
       -I"$PY_INC" -c "$f" -o "$STUBS/out.o" 2> "$STUBS/log"; then
     echo "ok      $f"
