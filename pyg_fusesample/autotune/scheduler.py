@@ -220,18 +220,27 @@ def _decide(graph, F, dtype, op, reduce, x) -> Decision:
     return decision
 
 
+def references(graph: CSRGraph, F: int, dtype: torch.dtype,
+               reduce: str = 'sum') -> List[Candidate]:
+    """The guardrail's references for (graph, F, dtype): cuSPARSE, PyG's
+    scatter path and, for a 16-bit dtype, the float32 decision's kernel
+    with casts (that decision is made first, memoised and cached like any
+    other)."""
+    fp32 = None
+    if dtype in LOW_PRECISION:
+        d = choose(valued_as(graph, torch.float32), F, torch.float32, 'spmm',
+                   reduce)
+        fp32 = Candidate(d.variant, dict(d.params))
+    return candidates.references(fp32)
+
+
 def _probe(graph, F, dtype, reduce, x, s):
     """Times baseline + shortlist on the probe subgraph; the guardrail.
     Without the caller's ``x`` the probe input is ``rand(num_cols, F)``:
     the subgraph keeps the full column space, so does its input."""
     dev = graph.device
     graph = valued_as(graph, dtype)  # (the kernels' requirement)
-    fp32 = None
-    if dtype in LOW_PRECISION:  # its own decision (memoised, cached) first
-        d = choose(valued_as(graph, torch.float32), F, torch.float32, 'spmm',
-                   reduce)
-        fp32 = Candidate(d.variant, dict(d.params))
-    refs = candidates.references(fp32)
+    refs = references(graph, F, dtype, reduce)
     stats = graph.stats()  # (the probe keeps the heaviest row whole)
     shortlist = candidates.shortlist(stats, F, dtype, dev.type)
     sub = probe_subgraph(graph, PROBE_NNZ.get(dev.type, PROBE_NNZ['cpu']))

@@ -58,12 +58,7 @@ def _fresh_decision(graph, F: int, dtype: torch.dtype):
 
 def all_candidates(graph, F: int, dtype: torch.dtype) -> List[Candidate]:
     """Every candidate the scheduler may pick for (graph, F, dtype)."""
-    fp32 = None
-    if dtype in candidates.LOW_PRECISION:
-        d = scheduler.choose(scheduler.valued_as(graph, torch.float32), F,
-                             torch.float32)
-        fp32 = Candidate(d.variant, dict(d.params))
-    out = candidates.references(fp32)
+    out = scheduler.references(graph, F, dtype)
     for c in candidates.shortlist(graph.stats(), F, dtype, graph.device.type):
         out.append(c)
         twin = candidates.index_order_twin(c)
