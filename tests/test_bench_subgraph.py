@@ -15,9 +15,7 @@ def test_every_loader_steps_and_reports(tmp_path):
                                        steps=1, warmup=1, cached=1)
     assert [(r['loader'], r['variant']) for r in rows] == [
         (name, v) for name in subgraph_runner.LOADERS
-        for v in (('loader', 'loader-prefetch', 'pre-sampled')
-                  if name in subgraph_runner.PREFETCHING
-                  else ('loader', 'pre-sampled'))]
+        for v in ('loader', 'loader-prefetch', 'pre-sampled')]
     for r in rows:
         assert set(r) <= set(subgraph_runner.COLUMNS)
         assert float(r['step_ms']) > 0 and r['batch_edges'] > 0
@@ -28,4 +26,4 @@ def test_every_loader_steps_and_reports(tmp_path):
         line = next(x for x in md.splitlines() if f'| {name} |' in x)
         assert float(line.rstrip(' |').split('|')[-1]) > 0  # the ratio
     assert sum('(prefetch) |' in x for x in md.splitlines()) == len(
-        subgraph_runner.PREFETCHING)
+        subgraph_runner.LOADERS)

@@ -41,7 +41,6 @@ COLUMNS = ['device', 'torch', 'cuda', 'graph', 'num_nodes', 'num_edges',
            'loader', 'variant', 'batch_size', 'step_ms', 'steps',
            'batch_nodes', 'batch_edges', 'note']
 LOADERS = ('saint', 'shadow', 'ladies', 'fastgcn')
-PREFETCHING = LOADERS  # loaders timed with prefetch=True too
 HIDDEN = 256
 
 
@@ -148,12 +147,10 @@ def loader_rows(graph_name: str, data, device: torch.device,
         it = iter(_cycle(loader))
         fixed = [next(it).to(device) for _ in range(cached)]
         sizes = _size(fixed[0])
-        variants = [('loader', it)]
-        if name in PREFETCHING:  # (the same batches, a thread ahead)
-            variants.append(('loader-prefetch', iter(_cycle(
-                make_loader(name, data, seed, prefetch=True)[0]))))
-        variants.append(('pre-sampled', iter(_cycle(fixed))))
-        for variant, batches in variants:
+        ahead = make_loader(name, data, seed, prefetch=True)[0]
+        for variant, batches in (('loader', it),
+                                 ('loader-prefetch', iter(_cycle(ahead))),
+                                 ('pre-sampled', iter(_cycle(fixed)))):
             torch.manual_seed(seed)
             model = SubgraphModel(name, data.num_features,
                                   num_classes).to(device)
