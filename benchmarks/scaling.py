@@ -24,6 +24,7 @@ graph); ``--extra`` passes further arguments to the example (e.g.
 """
 import argparse
 import csv
+import math
 import os
 import statistics
 import subprocess
@@ -105,6 +106,11 @@ def _fmt(v) -> str:
     return f'{v:.4g}' if isinstance(v, float) else str(v)
 
 
+def _accuracy(acc: float) -> str:
+    # nan: the run did not evaluate (--eval-every 0)
+    return 'not evaluated' if math.isnan(acc) else f'{acc:.4f}'
+
+
 def markdown(summary: List[Dict]) -> str:
     lines = ['| graph | loader | amp | GPUs | epoch s | seeds/s | efficiency '
              '| vs PyG | test acc | peak MiB per rank |',
@@ -115,7 +121,7 @@ def markdown(summary: List[Dict]) -> str:
             f"| {s['epoch_time_s']:.2f} | {s['seeds_per_s']:,.0f} | "
             f"{_fmt(s['efficiency']) or '-'} | "
             f"{(_fmt(s['speedup_vs_pyg']) + 'x') if s['speedup_vs_pyg'] else '-'} "
-            f"| {s['test_acc']:.4f} | {s['peak_mem_mib_max']:.0f} |")
+            f"| {_accuracy(s['test_acc'])} | {s['peak_mem_mib_max']:.0f} |")
     device = summary[0]['device_name'] if summary else ''
     return (f'<!-- benchmarks/scaling.py on {device}; synchronised '
             f'training time per epoch, eager -->\n\n' + '\n'.join(lines) + '\n')

@@ -26,7 +26,7 @@ def _row(loader, n, epoch, seeds_per_s, acc=0.5):
 def test_summary_arithmetic():
     rows = [_row('fused', 1, 1, 10.0), _row('fused', 1, 2, 100.0),
             _row('fused', 2, 1, 10.0), _row('fused', 2, 2, 180.0, acc=0.6),
-            _row('pyg', 1, 1, 20.0), _row('pyg', 2, 1, 36.0)]
+            _row('pyg', 1, 1, 20.0), _row('pyg', 2, 1, 36.0, acc=float('nan'))]
     s = {(r['loader'], r['world_size']): r for r in scaling.summarise(rows)}
     # the first epoch is left out where there are more
     assert s['fused', 1]['seeds_per_s'] == 100.0
@@ -36,7 +36,9 @@ def test_summary_arithmetic():
     # a one-epoch run uses its epoch; PyG rows get no speed-up over PyG
     assert s['pyg', 2]['seeds_per_s'] == 36.0
     assert s['pyg', 2]['speedup_vs_pyg'] is None
-    assert '| g | fused | none | 2 |' in scaling.markdown(list(s.values()))
+    table = scaling.markdown(list(s.values()))
+    assert '| g | fused | none | 2 |' in table
+    assert '| not evaluated |' in table  # a run with --eval-every 0
 
 
 def test_two_gloo_processes_both_loaders(tmp_path):
