@@ -2,6 +2,8 @@
 dropped, and at interpreter exit when it is not."""
 import itertools
 import textwrap
+import time
+import weakref
 
 import pytest
 import torch
@@ -37,6 +39,38 @@ def test_dropping_the_iterator_stops_the_thread():
     thread.join(timeout=10)
     assert not thread.is_alive()
 
+
+
+class _SlowToFree:
+    def __init__(self, freed):
+        self.freed = freed
+
+    def __del__(self):
+        time.sleep(0.3)
+        self.freed.append(True)
+
+
+def test_stop_all_waits_for_a_thread_freeing_its_last_batches():
+    # A dropped iterator's thread frees the batches left in its queue after
+    # its producer is gone: stop_all (at exit) must still wait for it, or
+    # finalisation catches it inside a tensor's deallocation.
+    freed = []
+    it = background.BackgroundIterator.start(
+        (_SlowToFree(freed) for _ in itertools.count()), None, 0, 'test')
+    first = next(it)
+    thread, producer = it.thread, weakref.ref(it.producer)
+    time.sleep(0.1)  # the queue is full again
+    del it
+    deadline = time.monotonic() + 10
+    while producer() is not None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert producer() is None
+    # The queue's batches are being freed now, on the thread.
+    assert thread.is_alive()
+    background.stop_all()
+    assert not thread.is_alive()
+    assert len(freed) >= 1 + background.BackgroundIterator.depth
+    del first
 
 EXIT_SCRIPT = textwrap.dedent('''
     import sys, torch
@@ -93,3 +127,32 @@ def test_subgraph_loaders_prefetch_by_default_on_a_gpu(device):
             data, prefetch=False):
         assert loader.prefetch is False
         assert not isinstance(iter(loader), background.BackgroundIterator)
+
+
+@pytest.mark.cuda
+def test_gpu_prefetch_makes_batches_on_a_side_stream():
+    # The thread's reads of device values must not wait for the training
+    # steps on the caller's stream: it works on a stream of its own, and
+    # the caller's stream waits for each batch (the same batches).
+    from torch_geometric.data import Data
+    from pyg_fusesample import LayerWiseLoader
+    g = torch.Generator().manual_seed(0)
+    data = Data(edge_index=torch.randint(60, (2, 400), generator=g),
+                x=torch.randn(60, 4, generator=g), num_nodes=60).to('cuda')
+    plain = [b.n_id for b in LayerWiseLoader(data, [5, 5], batch_size=8,
+                                             seed=1, prefetch=False)]
+    loader = LayerWiseLoader(data, [5, 5], batch_size=8, seed=1,
+                             prefetch=True)
+    streams, make = [], loader._collate
+
+    def spy(item):
+        streams.append(torch.cuda.current_stream().cuda_stream)
+        return make(item)
+    loader._collate = spy
+    consumer = torch.cuda.current_stream().cuda_stream
+    ahead = [b for b in loader]
+    assert len(ahead) == len(plain)
+    assert all(torch.equal(a.n_id, p) for a, p in zip(ahead, plain))
+    assert streams and all(s != consumer for s in streams)
+    for b in ahead:  # nested tensors (adjs) are recorded too
+        background.record_on(b, torch.cuda.current_stream())

@@ -5,9 +5,14 @@ of assembling a batch (sampling launches, size read-backs, gathers, the
 Data) behind GPU work, so that work moves off the training thread: PyTorch
 drops the GIL inside every op and for ``backward()``, and the thread
 assembles batches in those gaps. Its waits for device values block only it.
-The thread issues its work on the stream that was current in the consumer's
-thread when iteration started (current streams are per thread), so the
-batches are ordered with the training step as if made in place. The
+The thread issues its work on a CUDA stream of its own (``prefetched``) or on
+the stream given to it. On its own stream the thread's reads of device values
+(a sampler's sizes) wait only for sampling work, not for the training steps
+the consumer enqueued meanwhile: on the consumer's stream every such read
+waited for them, which serialised the batches' host work with the GPU (a
+LADIES batch makes about 50 such reads). A batch made on the side stream is
+handed over with an event the consumer's stream waits for, and its tensors
+are recorded on the consumer's stream (loader/side_stream.py's rule). The
 loaders draw an epoch's order and RNG keys in the consumer's thread before
 the thread starts, so the batches are those made without it.
 
@@ -26,6 +31,8 @@ from typing import Callable, Iterator, List, Optional
 
 import torch
 
+from .side_stream import record_on
+
 
 class _Producer:
     # The state a background thread shares with BackgroundIterator. The
@@ -34,16 +41,23 @@ class _Producer:
     # thread.
     END = object()
 
-    def __init__(self, batches: Iterator, depth: int):
+    def __init__(self, batches: Iterator, depth: int, handoff: bool):
         self.batches = batches
         self.queue = queue.Queue(maxsize=depth)
         self.stop = threading.Event()
+        # On a side stream each batch travels with the event its consumer
+        # waits for.
+        self.handoff = handoff
 
     def run(self, stream: Optional['torch.cuda.Stream']):
         try:
             with (torch.cuda.stream(stream) if stream is not None
                   else contextlib.nullcontext()):
                 for batch in self.batches:
+                    if self.handoff:
+                        event = torch.cuda.Event()
+                        event.record(stream)
+                        batch = (batch, event)
                     if not self.put(batch) or self.stop.is_set():
                         return
         except BaseException as error:  # re-raised by the consumer, in order
@@ -68,23 +82,29 @@ class BackgroundIterator:
 
     @classmethod
     def start(cls, batches: Iterator, stream: Optional['torch.cuda.Stream'],
-              num_batches: int, name: str) -> 'BackgroundIterator':
+              num_batches: int, name: str,
+              consumer: Optional['torch.cuda.Stream'] = None
+              ) -> 'BackgroundIterator':
+        r"""With :obj:`consumer`, :obj:`stream` is a side stream: each batch
+        reaches the caller once :obj:`consumer` waits for it, its tensors
+        recorded there."""
         # Everything that calls into PyTorch happens before the iterator
         # exists, and its __init__ only stores. Under compute-sanitizer
         # memcheck something kept a frame of the epoch's setup alive, and
         # through its f_back the frame that had created the iterator, so
         # dropping the iterator did not stop the thread (call100). Now no
         # frame of these calls refers to the iterator.
-        producer = _Producer(batches, cls.depth)
-        thread = threading.Thread(target=producer.run, args=(stream, ),
-                                  daemon=True, name=name)
+        producer = _Producer(batches, cls.depth, consumer is not None)
+        thread = _BatchThread(producer, stream, name)
         thread.start()
-        _RUNNING[producer] = thread
-        return cls(producer, thread, num_batches)
+        _THREADS.add(thread)
+        return cls(producer, thread, num_batches, consumer)
 
     def __init__(self, producer: _Producer, thread: threading.Thread,
-                 num_batches: int):
+                 num_batches: int,
+                 consumer: Optional['torch.cuda.Stream'] = None):
         self.producer, self.thread = producer, thread
+        self.consumer = consumer
         self.num_batches = num_batches
         self.done = False
 
@@ -104,7 +124,12 @@ class BackgroundIterator:
             if isinstance(item, BaseException):
                 raise item
             raise StopIteration
-        return item
+        if self.consumer is None:
+            return item
+        batch, event = item
+        self.consumer.wait_event(event)
+        record_on(batch, self.consumer)
+        return batch
 
     def close(self):
         r"""Stops the thread (an epoch left before its end)."""
@@ -116,19 +141,33 @@ class BackgroundIterator:
         self.producer.stop.set()
 
 
-# The live threads, by their producer: weak keys, so a finished or dropped
-# iterator's producer leaves the map when its thread ends.
-_RUNNING: 'weakref.WeakKeyDictionary[_Producer, threading.Thread]' = \
-    weakref.WeakKeyDictionary()
+class _BatchThread(threading.Thread):
+    # A daemon thread that runs a producer. It holds the producer's stop
+    # event apart from the producer, so that stop_all can stop it without
+    # keeping the producer alive.
+    def __init__(self, producer: _Producer,
+                 stream: Optional['torch.cuda.Stream'], name: str):
+        super().__init__(target=producer.run, args=(stream, ), daemon=True,
+                         name=name)
+        self.stop = producer.stop
+
+
+# The threads, weakly: a thread is referenced while it runs and leaves the
+# set once it has ended and nothing else holds it. Keyed by the thread, not
+# by its producer: a thread whose iterator was dropped outlives its producer,
+# freeing the producer's last batches (tensors, CUDA events) after its
+# run() has returned, and an exit in that window aborted a benchmark's
+# process once in two runs.
+_THREADS: 'weakref.WeakSet[_BatchThread]' = weakref.WeakSet()
 
 
 @atexit.register
 def stop_all():
     r"""Stops and joins every background thread still running: each ends
-    after the batch it is making. Runs at interpreter exit (see the
-    module's docstring)."""
-    for producer, thread in list(_RUNNING.items()):
-        producer.stop.set()
+    after the batch it is making and after freeing what it holds. Runs at
+    interpreter exit (see the module's docstring)."""
+    for thread in list(_THREADS):
+        thread.stop.set()
         thread.join()
 
 
@@ -158,14 +197,21 @@ def prefetched(loader: torch.utils.data.DataLoader, draw: Callable[[], List],
                make: Callable, device: torch.device) -> BackgroundIterator:
     r"""One epoch of a map-style :obj:`loader` (``num_workers=0``) whose
     batches are ``make(item)`` for each item of ``draw()``, made on a
-    background thread that issues its device work on the caller's current
-    stream. The draws of plain iteration are made first, here, in the
-    caller's thread and in its order -- DataLoader's base seed (an iterator
-    of the loader, made and discarded), then ``draw()`` (the epoch's order
-    and RNG keys) -- so the batches are those of plain iteration."""
+    background thread; on a GPU it issues its device work on a side stream
+    that starts after everything the caller's stream has enqueued (the
+    inputs' last writes), and each batch is handed over with an event. The
+    draws of plain iteration are made first, here, in the caller's thread
+    and in its order -- DataLoader's base seed (an iterator of the loader,
+    made and discarded), then ``draw()`` (the epoch's order and RNG keys)
+    -- so the batches are those of plain iteration."""
     torch.utils.data.DataLoader.__iter__(loader)
     items = draw()
-    stream = (torch.cuda.current_stream(device) if device.type == 'cuda'
-              else None)
-    return BackgroundIterator.start(map(make, items), stream, len(items),
-                                    f'{type(loader).__name__}-prefetch')
+    name = f'{type(loader).__name__}-prefetch'
+    if device.type != 'cuda':
+        return BackgroundIterator.start(map(make, items), None, len(items),
+                                        name)
+    consumer = torch.cuda.current_stream(device)
+    side = torch.cuda.Stream(device)
+    side.wait_stream(consumer)
+    return BackgroundIterator.start(map(make, items), side, len(items), name,
+                                    consumer=consumer)

@@ -15,11 +15,23 @@ import torch
 from torch import Tensor
 
 
-def _record_on(batch, stream: torch.cuda.Stream):
-    for store in batch.stores:
-        for value in store.values():
-            if isinstance(value, Tensor) and value.is_cuda:
-                value.record_stream(stream)
+def record_on(value, stream: torch.cuda.Stream):
+    r"""Records every CUDA tensor of :obj:`value` -- a tensor, a PyG batch
+    (its stores), or lists, tuples and dicts of them (a layer-wise batch's
+    ``adjs``) -- on :obj:`stream`: the allocator then keeps their memory
+    until the work enqueued there so far is done."""
+    if isinstance(value, Tensor):
+        if value.is_cuda:
+            value.record_stream(stream)
+    elif hasattr(value, 'stores'):
+        for store in value.stores:
+            record_on(dict(store.items()), stream)
+    elif isinstance(value, dict):
+        for v in value.values():
+            record_on(v, stream)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            record_on(v, stream)
 
 
 class SideStreamIterator:
@@ -50,7 +62,7 @@ class SideStreamIterator:
             raise StopIteration
         batch, event = self.ready
         self.consumer.wait_event(event)
-        _record_on(batch, self.consumer)
+        record_on(batch, self.consumer)
         # The next batch is built now, while the GPU still runs the step the
         # caller enqueued after the previous batch.
         self.ready = self._prepare()
