@@ -9,18 +9,19 @@ one summary row per setting.
 
 writes, next to ``--out``: ``<out>_epochs.csv`` (the example's own rows, one
 per epoch and setting), ``<out>.csv`` (the summary), ``<out>.md`` and
-``<out>.png``. A summary row: graph, loader, amp, world size; the median
+``<out>.png``. A summary row: graph, loader, amp, trim, world size; the median
 epoch time and seeds/s over the epochs after the first (the first pays
 start-up: CUDA context, the loader's first sort, NCCL set-up; a run of one
 epoch uses it); the last epoch's test accuracy; the largest per-rank peak
 memory; the scaling efficiency, seeds/s at N / (N x seeds/s at 1) for the
-same graph, loader and amp; and the speed-up over the PyG row of the same
-graph, amp and N. Epochs are synchronised wall-clock training time (the
-example's ``Time``), eager; evaluation is not in it.
+same graph, loader, amp and trim; and the speed-up over the PyG row of the
+same graph, amp, trim and N. Epochs are synchronised wall-clock training
+time (the example's ``Time``), eager; evaluation is not in it.
 
 ``--device cpu`` runs the same on gloo processes (the test does, on a tiny
 graph); ``--extra`` passes further arguments to the example (e.g.
-``--extra=--scale=0.1`` or ``--extra=--host-memory=features``).
+``--extra=--scale=0.1``, ``--extra=--host-memory=features``, or
+``--extra=--trim``: PyG's trim_to_layer, a setting of its own).
 """
 import argparse
 import csv
@@ -36,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, '..', 'examples', 'multi_gpu_sage.py')
 
 SUMMARY = ['device_name', 'graph', 'data', 'loader', 'num_workers', 'amp',
-           'world_size', 'epochs', 'epoch_time_s', 'seeds_per_s',
+           'trim', 'world_size', 'epochs', 'epoch_time_s', 'seeds_per_s',
            'efficiency', 'speedup_vs_pyg', 'test_acc', 'peak_mem_mib_max',
            'torch']
 
@@ -69,11 +70,13 @@ def run(args, graph: str, world_size: int, loader: str, amp: str,
 
 
 def summarise(rows: List[Dict[str, str]]) -> List[Dict]:
-    """One row per (graph, loader, amp, world size) of the example's
-    per-epoch rows (see the module docstring)."""
+    """One row per (graph, loader, amp, trim, world size) of the example's
+    per-epoch rows (see the module docstring); rows written before the
+    example had ``--trim`` count as untrimmed."""
     runs = defaultdict(list)
     for r in rows:
-        runs[(r['graph'], r['loader'], r['amp'], int(r['world_size']))].append(r)
+        runs[(r['graph'], r['loader'], r['amp'], r.get('trim') or 'off',
+              int(r['world_size']))].append(r)
     out = {}
     for key, rs in runs.items():
         rs = sorted(rs, key=lambda r: int(r['epoch']))
@@ -82,7 +85,7 @@ def summarise(rows: List[Dict[str, str]]) -> List[Dict]:
             'device_name': rs[0]['device_name'], 'graph': key[0],
             'data': rs[0]['data'], 'loader': key[1],
             'num_workers': rs[0]['num_workers'], 'amp': key[2],
-            'world_size': key[3], 'epochs': len(rs),
+            'trim': key[3], 'world_size': key[4], 'epochs': len(rs),
             'epoch_time_s': statistics.median(float(r['epoch_time_s'])
                                               for r in timed),
             'seeds_per_s': statistics.median(float(r['seeds_per_s'])
@@ -90,11 +93,11 @@ def summarise(rows: List[Dict[str, str]]) -> List[Dict]:
             'test_acc': float(rs[-1]['test_acc']),
             'peak_mem_mib_max': max(float(r['peak_mem_mib_max']) for r in rs),
             'torch': rs[0]['torch']}
-    for (graph, loader, amp, n), s in out.items():
-        one = out.get((graph, loader, amp, 1))
+    for (graph, loader, amp, trim, n), s in out.items():
+        one = out.get((graph, loader, amp, trim, 1))
         s['efficiency'] = (s['seeds_per_s'] / (n * one['seeds_per_s'])
                            if one else None)
-        pyg = out.get((graph, 'pyg', amp, n))
+        pyg = out.get((graph, 'pyg', amp, trim, n))
         s['speedup_vs_pyg'] = (s['seeds_per_s'] / pyg['seeds_per_s']
                                if pyg and loader != 'pyg' else None)
     return [out[k] for k in sorted(out)]
@@ -111,13 +114,17 @@ def _accuracy(acc: float) -> str:
     return 'not evaluated' if math.isnan(acc) else f'{acc:.4f}'
 
 
+def _loader(s: Dict) -> str:
+    return s['loader'] + (', trimmed' if s['trim'] == 'on' else '')
+
+
 def markdown(summary: List[Dict]) -> str:
     lines = ['| graph | loader | amp | GPUs | epoch s | seeds/s | efficiency '
              '| vs PyG | test acc | peak MiB per rank |',
              '|' + '---|' * 10]
     for s in summary:
         lines.append(
-            f"| {s['data']} | {s['loader']} | {s['amp']} | {s['world_size']} "
+            f"| {s['data']} | {_loader(s)} | {s['amp']} | {s['world_size']} "
             f"| {s['epoch_time_s']:.2f} | {s['seeds_per_s']:,.0f} | "
             f"{_fmt(s['efficiency']) or '-'} | "
             f"{(_fmt(s['speedup_vs_pyg']) + 'x') if s['speedup_vs_pyg'] else '-'} "
@@ -141,7 +148,7 @@ def plot(summary: List[Dict], png: str) -> bool:
         lines = defaultdict(list)
         for s in summary:
             if s['graph'] == graph:
-                lines[(s['loader'], s['amp'])].append(s)
+                lines[(_loader(s), s['amp'])].append(s)
         for (loader, amp), ss in sorted(lines.items()):
             ss.sort(key=lambda s: s['world_size'])
             n = [s['world_size'] for s in ss]

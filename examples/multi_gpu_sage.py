@@ -90,7 +90,7 @@ CSV_FIELDS = ('time', 'device', 'device_name', 'backend', 'world_size',
               'steps_per_rank', 'epoch_time_s', 'seeds_per_s', 'loss',
               'val_acc', 'test_acc', 'peak_mem_kind', 'peak_mem_mib_max',
               'peak_mem_mib_per_rank', 'peak_host_rss_mib_max', 'torch',
-              'sampled_edges_per_s', 'cache_hit_rate')
+              'sampled_edges_per_s', 'cache_hit_rate', 'trim')
 
 
 # -- data -------------------------------------------------------------------
@@ -314,17 +314,32 @@ def autocast(device: torch.device, amp: str):
                           enabled=amp == 'bf16')
 
 
-def batch_loss(model, batch, device: torch.device, amp: str) -> torch.Tensor:
+def seed_outputs(model, batch, trim: bool = False) -> torch.Tensor:
+    """The model's outputs for a batch's seeds (its first ``batch_size``
+    rows). With ``trim``, PyG's ``trim_to_layer``: layer ``l`` computes only
+    the nodes within ``L - l`` hops of the seeds, from the batch's
+    per-hop counts, which both loaders give; the seeds' outputs are the
+    same."""
+    n = batch.batch_size
+    if not trim:
+        return model(batch.x, batch.edge_index)[:n]
+    return model(batch.x, batch.edge_index,
+                 num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                 num_sampled_edges_per_hop=batch.num_sampled_edges)[:n]
+
+
+def batch_loss(model, batch, device: torch.device, amp: str,
+               trim: bool = False) -> torch.Tensor:
     """Cross-entropy of one batch's seeds (the first ``batch_size`` rows)."""
     batch = batch.to(device)  # a no-op where the graph already is there
-    n = batch.batch_size
     with autocast(device, amp):
-        out = model(batch.x, batch.edge_index)[:n]
-    return F.cross_entropy(out.float(), batch.y[:n])
+        out = seed_outputs(model, batch, trim)
+    return F.cross_entropy(out.float(), batch.y[:batch.batch_size])
 
 
 @torch.no_grad()
-def accuracy(module, loader, device: torch.device, amp: str) -> float:
+def accuracy(module, loader, device: torch.device, amp: str,
+             trim: bool = False) -> float:
     module.eval()
     correct = torch.zeros((), dtype=torch.long, device=device)
     total = 0
@@ -332,7 +347,7 @@ def accuracy(module, loader, device: torch.device, amp: str) -> float:
         batch = batch.to(device)
         n = batch.batch_size
         with autocast(device, amp):
-            out = module(batch.x, batch.edge_index)[:n]
+            out = seed_outputs(module, batch, trim)
         correct += (out.argmax(dim=-1) == batch.y[:n]).sum()
         total += n
     return int(correct) / max(total, 1)
@@ -502,7 +517,7 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
             # Equal shards: every rank runs `steps` steps.
             for batch in progress:
                 optimizer.zero_grad()
-                loss = batch_loss(model, batch, device, args.amp)
+                loss = batch_loss(model, batch, device, args.amp, args.trim)
                 loss.backward()
                 optimizer.step()
                 total_loss += loss.detach() * batch.batch_size
@@ -534,9 +549,9 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
             val_acc = test_acc = float('nan')
             if evaluate:
                 val_acc = accuracy(module, eval_loaders['val'], device,
-                                   args.amp)
+                                   args.amp, args.trim)
                 test_acc = accuracy(module, eval_loaders['test'], device,
-                                    args.amp)
+                                    args.amp, args.trim)
             eval_time = time.perf_counter() - start
             loss_value = float(totals[0] / totals[1].clamp(min=1))
             seeds_per_s = float(totals[1]) / train_time
@@ -580,7 +595,8 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
                     torch=torch.__version__,
                     sampled_edges_per_s=f'{edges_per_s:.1f}',
                     cache_hit_rate='' if hit_rate is None
-                    else f'{hit_rate:.4f}'))
+                    else f'{hit_rate:.4f}',
+                    trim='on' if args.trim else 'off'))
         dist.barrier()  # the other ranks wait for rank 0's evaluation
 
     if rank == 0 and args.save_model:
@@ -636,6 +652,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument('--epochs', type=int, default=20)
     p.add_argument('--amp', choices=['none', 'bf16'], default='none',
                    help='bf16 autocast in training and evaluation')
+    p.add_argument('--trim', action='store_true',
+                   help="run GraphSAGE with PyG's trim_to_layer (each layer "
+                        'computes only the nodes the next one needs; the '
+                        "seeds' outputs are the same)")
     p.add_argument('--seed', type=int, default=0,
                    help="the run's seed; rank r uses seed + r for its "
                    'batches and dropout')
@@ -682,6 +702,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                 'fused loader')
     if args.num_workers < 0:
         p.error('--num-workers must be >= 0')
+    if args.trim and args.loader == 'pyg':
+        import torch_geometric.typing
+        if not torch_geometric.typing.WITH_PYG_LIB:
+            # PyG's sampler reports per-hop counts only through pyg-lib.
+            p.error("--trim needs the batches' per-hop counts, which PyG's "
+                    'NeighborLoader gives only with pyg-lib installed')
     return args
 
 

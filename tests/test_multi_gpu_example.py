@@ -297,6 +297,49 @@ def test_pyg_loader_baseline_in_process(tmp_path, capsys, one_thread):
     assert code == 2 and '--host-memory is for the fused loader' in err
 
 
+@pytest.mark.parametrize('loader', ['fused', 'pyg'])
+def test_trim_gives_the_same_seed_outputs(loader, one_thread):
+    # --trim runs GraphSAGE with trim_to_layer over either loader's per-hop
+    # counts: the seeds' outputs (eval mode: no dropout) are the untrimmed
+    # model's, and the loss is too.
+    import torch_geometric.typing
+    ex = load_script(SCRIPT)
+    argv = TINY + ['--loader', loader, '--num-workers', '0']
+    if loader == 'pyg' and not torch_geometric.typing.WITH_PYG_LIB:
+        # PyG's batches carry per-hop counts only through pyg-lib.
+        with pytest.raises(SystemExit):
+            ex.parse_args(argv + ['--trim'])
+        pytest.skip('pyg-lib is not installed')
+    args = ex.parse_args(argv + ['--trim'])
+    data, _, _ = ex.load_graph(args, lambda msg: None)
+    torch.manual_seed(args.seed)
+    model = ex.build_model(args, data.num_features,
+                           int(data.y.max()) + 1).eval()
+    batch = next(iter(ex.make_train_loader(data, 0, 1, args)))
+    assert len(batch.num_sampled_nodes) == len(args.num_neighbors) + 1
+    device = torch.device('cpu')
+    with torch.no_grad():
+        full = ex.seed_outputs(model, batch)
+        trimmed = ex.seed_outputs(model, batch, trim=True)
+        assert full.size(0) == batch.batch_size
+        torch.testing.assert_close(trimmed, full, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(
+            ex.batch_loss(model, batch, device, 'none', trim=True),
+            ex.batch_loss(model, batch, device, 'none'))
+
+
+@needs_gloo
+def test_trim_run_is_recorded(tmp_path, capsys, one_thread):
+    table = tmp_path / 'epochs.csv'
+    argv = TINY + ['--epochs', '1', '--max-steps', '2', '--world-size', '1',
+                   '--trim', '--csv', table]
+    code, out, err = run_inprocess(SCRIPT, argv, capsys)
+    assert code == 0, out + err
+    assert [int(e[0]) for e in EPOCH.findall(out)] == [1], out
+    with open(table, newline='') as f:
+        assert [r['trim'] for r in csv.DictReader(f)] == ['on']
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize('host_memory', ['features', 'all'])
 def test_one_gpu_with_host_memory(host_memory):

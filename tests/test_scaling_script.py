@@ -41,6 +41,23 @@ def test_summary_arithmetic():
     assert '| not evaluated |' in table  # a run with --eval-every 0
 
 
+
+def test_trimmed_runs_are_settings_of_their_own():
+    # --extra=--trim rows: their own efficiency and PyG comparison; rows of
+    # files written before the trim column count as untrimmed.
+    rows = [_row('fused', 1, 1, 100.0), _row('pyg', 1, 1, 20.0),
+            dict(_row('fused', 1, 1, 150.0), trim='on'),
+            dict(_row('fused', 2, 1, 280.0), trim='on'),
+            dict(_row('pyg', 2, 1, 40.0), trim='on')]
+    s = {(r['loader'], r['trim'], r['world_size']): r
+         for r in scaling.summarise(rows)}
+    assert s['fused', 'off', 1]['speedup_vs_pyg'] == pytest.approx(5.0)
+    assert s['fused', 'on', 1]['speedup_vs_pyg'] is None  # no trimmed PyG row
+    assert s['fused', 'on', 2]['efficiency'] == pytest.approx(280 / 300)
+    assert s['fused', 'on', 2]['speedup_vs_pyg'] == pytest.approx(7.0)
+    assert '| g | fused, trimmed | none | 2 |' in scaling.markdown(
+        list(s.values()))
+
 def test_two_gloo_processes_both_loaders(tmp_path):
     out = tmp_path / 'scaling.csv'
     env = dict(os.environ, OMP_NUM_THREADS='1',
