@@ -153,8 +153,8 @@ class _BatchThread(threading.Thread):
 
 
 # The threads, weakly: a thread is referenced while it runs and leaves the
-# set once it has ended and nothing else holds it. Keyed by the thread, not
-# by its producer: a thread whose iterator was dropped outlives its producer,
+# set once it has ended and nothing else holds it. The threads, not their
+# producers: a thread whose iterator was dropped outlives its producer,
 # freeing the producer's last batches (tensors, CUDA events) after its
 # run() has returned, and an exit in that window aborted a benchmark's
 # process once in two runs.
