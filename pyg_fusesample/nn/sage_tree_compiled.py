@@ -83,9 +83,14 @@ def _(grad, handle, x, params, need):
             if flag]
 
 
+# setup_context gets the op's inputs as a tuple, in its signature's order.
+_NEED = [a.name for a in _ops.sage_tree_step.default._schema.arguments
+         ].index('need')
+
+
 def _setup_context(ctx, inputs, output):
     x, graph, _, params = inputs[:4]
-    ctx.need, ctx.graph_len = inputs[10], len(graph)
+    ctx.need, ctx.graph_len = inputs[_NEED], len(graph)
     ctx.num_other = len(inputs) - 4  # (no gradient: num_neighbors onwards)
     ctx.save_for_backward(output[1], x, *params)
     ctx.mark_non_differentiable(output[1])
