@@ -10,7 +10,7 @@ import torch
 
 from conftest import devices
 from example_runner import run_subprocess
-from pyg_fusesample.loader import background
+from pyg_fusesample.loader import background, side_stream
 
 
 def _endless(made):
@@ -155,4 +155,4 @@ def test_gpu_prefetch_makes_batches_on_a_side_stream():
     assert all(torch.equal(a.n_id, p) for a, p in zip(ahead, plain))
     assert streams and all(s != consumer for s in streams)
     for b in ahead:  # nested tensors (adjs) are recorded too
-        background.record_on(b, torch.cuda.current_stream())
+        side_stream.record_on(b, torch.cuda.current_stream())

@@ -31,7 +31,7 @@ from typing import Callable, Iterator, List, Optional
 
 import torch
 
-from .side_stream import record_on
+from .side_stream import hand_over, stamped
 
 
 class _Producer:
@@ -55,9 +55,7 @@ class _Producer:
                   else contextlib.nullcontext()):
                 for batch in self.batches:
                     if self.handoff:
-                        event = torch.cuda.Event()
-                        event.record(stream)
-                        batch = (batch, event)
+                        batch = stamped(batch, stream)
                     if not self.put(batch) or self.stop.is_set():
                         return
         except BaseException as error:  # re-raised by the consumer, in order
@@ -124,12 +122,8 @@ class BackgroundIterator:
             if isinstance(item, BaseException):
                 raise item
             raise StopIteration
-        if self.consumer is None:
-            return item
-        batch, event = item
-        self.consumer.wait_event(event)
-        record_on(batch, self.consumer)
-        return batch
+        return item if self.consumer is None else hand_over(item,
+                                                            self.consumer)
 
     def close(self):
         r"""Stops the thread (an epoch left before its end)."""

@@ -34,6 +34,24 @@ def record_on(value, stream: torch.cuda.Stream):
             record_on(v, stream)
 
 
+def stamped(batch, stream: torch.cuda.Stream):
+    r"""``(batch, event)``: an event recorded on :obj:`stream` after the
+    work that made :obj:`batch` there."""
+    event = torch.cuda.Event()
+    event.record(stream)
+    return batch, event
+
+
+def hand_over(stamped_batch, consumer: torch.cuda.Stream):
+    r"""The batch of a :func:`stamped` pair, made ready for
+    :obj:`consumer`: the stream waits for its event, and its tensors are
+    recorded there (the module's rule)."""
+    batch, event = stamped_batch
+    consumer.wait_event(event)
+    record_on(batch, consumer)
+    return batch
+
+
 class SideStreamIterator:
     r"""Yields ``make(item)`` for every item of :obj:`items`, each made on a
     side stream while the caller works on the previous one."""
@@ -52,17 +70,12 @@ class SideStreamIterator:
         if item is None:
             return None
         with torch.cuda.stream(self.stream):
-            batch = self.make(item)
-            event = torch.cuda.Event()
-            event.record(self.stream)
-        return batch, event
+            return stamped(self.make(item), self.stream)
 
     def __next__(self):
         if self.ready is None:
             raise StopIteration
-        batch, event = self.ready
-        self.consumer.wait_event(event)
-        record_on(batch, self.consumer)
+        batch = hand_over(self.ready, self.consumer)
         # The next batch is built now, while the GPU still runs the step the
         # caller enqueued after the previous batch.
         self.ready = self._prepare()
