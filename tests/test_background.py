@@ -2,6 +2,7 @@
 dropped, and at interpreter exit when it is not."""
 import itertools
 import textwrap
+import threading
 import time
 import weakref
 
@@ -40,6 +41,46 @@ def test_dropping_the_iterator_stops_the_thread():
     assert not thread.is_alive()
 
 
+
+
+def _strided(make, items, workers):
+    return background.BackgroundIterator.start_strided(
+        [map(make, items[i::workers]) for i in range(workers)],
+        [None] * workers, len(items), 'test')
+
+
+def test_strided_threads_yield_the_epoch_in_order():
+    made_by = {}
+
+    def make(i):
+        made_by[i] = threading.current_thread().name
+        return i
+    it = _strided(make, list(range(10)), 3)
+    assert len(it) == 10 and list(it) == list(range(10))
+    assert not any(t.is_alive() for t in it.threads)
+    # batch i was made by thread i % 3
+    assert {made_by[i] for i in range(0, 10, 3)} == {'test-0'}
+    assert {made_by[i] for i in range(1, 10, 3)} == {'test-1'}
+    assert list(_strided(make, [], 2)) == []
+    assert list(_strided(make, [7], 3)) == [7]
+
+
+def test_strided_error_in_its_place_and_close_stops_every_thread():
+    def make(i):
+        if i == 4:
+            raise RuntimeError('batch 4')
+        return i
+    it = _strided(make, list(range(10)), 2)
+    assert [next(it) for _ in range(4)] == [0, 1, 2, 3]
+    with pytest.raises(RuntimeError, match='batch 4'):
+        next(it)
+    assert not any(t.is_alive() for t in it.threads)
+    with pytest.raises(StopIteration):
+        next(it)
+    it = _strided(lambda i: i, list(range(100)), 3)
+    assert next(it) == 0
+    it.close()
+    assert not any(t.is_alive() for t in it.threads)
 
 class _SlowToFree:
     def __init__(self, freed):
@@ -154,5 +195,7 @@ def test_gpu_prefetch_makes_batches_on_a_side_stream():
     assert len(ahead) == len(plain)
     assert all(torch.equal(a.n_id, p) for a, p in zip(ahead, plain))
     assert streams and all(s != consumer for s in streams)
+    # one side stream per thread, the batches dealt out in turn
+    assert len(set(streams)) == min(background.GPU_THREADS, len(plain))
     for b in ahead:  # nested tensors (adjs) are recorded too
         side_stream.record_on(b, torch.cuda.current_stream())

@@ -1,6 +1,6 @@
-// The draws of fusesample::layer_sample, shared by its CPU and CUDA kernels
-// (host and device code, separately rounded arithmetic: det_math.h), so both
-// draw the same nodes.
+// The draws of fusesample::layer_sample and a layer's in-edge slots, shared
+// by its CPU and CUDA kernels (host and device code, separately rounded
+// arithmetic: det_math.h), so both draw the same nodes.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,13 @@ FS_HOST_DEVICE void ladies_key(const double* val2, int64_t begin, int64_t end,
   } else {
     *key_out = std::numeric_limits<double>::infinity();
   }
+}
+
+// The CSC slot of position i of the in-edges of `node` laid out target by
+// target (segments ending at `ends`), i lying in target t's segment.
+FS_HOST_DEVICE int64_t in_edge_slot(const int64_t* colptr, const int64_t* node,
+                                    const int64_t* ends, int64_t t, int64_t i) {
+  return colptr[node[t]] + i - (t > 0 ? ends[t - 1] : 0);
 }
 
 // FastGCN: draw j of a layer, a node id with probability proportional to

@@ -44,19 +44,17 @@ inline void check_inputs(const at::Tensor& colptr, const at::Tensor& row,
                 num_samples[l], "; use a count >= 0, or -1 for all candidates");
 }
 
-// The segment of each of the m positions [0, m), for consecutive segments
-// ending at `ends` (the inclusive prefix sums of their lengths): position i
-// lies in the segment j with ends[j-1] <= i < ends[j], what
-// searchsorted(ends, i, right=True) finds. A count of the segment ends at or
-// below each position instead of a binary search per position: on the CPU
-// 2-10x faster at a layer's 26K-180K positions (one thread).
-inline at::Tensor segment_of_positions(const at::Tensor& ends, int64_t m) {
-  auto marks = at::zeros({m + 1}, ends.options());
-  marks.index_add_(0, ends, at::ones_like(ends));  // (ends <= m: one spare)
-  return marks.narrow(0, 0, m).cumsum(0);
-}
-
 // Kernels provides
+//   Tensor segment_of(ends, m)
+//     -> the segment of each of the m positions [0, m), for consecutive
+//        segments ending at `ends` (the inclusive prefix sums of their
+//        lengths, the last one m): position i lies in the segment j with
+//        ends[j-1] <= i < ends[j], what searchsorted(ends, i, right=True)
+//        finds. One launch where the ATen composition took five.
+//   Tensor in_edge_slots(colptr, node, ends, tgt)
+//     -> the CSC slot of each position i of node's in-edges laid out target
+//        by target (ends as above, tgt = segment_of(ends, m)):
+//        colptr[node[tgt[i]]] + i - (the start of tgt[i]'s segment).
 //   std::tuple<Tensor, Tensor> ladies_keys(seg_ptr, val2, cand, rng_seed, l)
 //     -> importance q and key of every candidate (layer_draws.h: ladies_key)
 //   Tensor fastgcn_draws(node_cumsum, s, rng_seed, l)
@@ -101,16 +99,14 @@ LayerSampleResult layer_sample_driver(
   for (int64_t l = 0; l < static_cast<int64_t>(num_samples.size()); ++l) {
     const int64_t s = num_samples[l];
     // The targets' in-edges, target by target in CSC order.
-    const auto begin = colptr.index_select(0, node);
-    const auto deg = colptr.index_select(0, node + 1) - begin;
-    const auto ends = deg.cumsum(0);
+    const auto ends = (colptr.index_select(0, node + 1) -
+                       colptr.index_select(0, node)).cumsum(0);
     const int64_t m = node.numel() ? ends[-1].item<int64_t>() : 0;
-    // The target of every slot position. (Not repeat_interleave, whose CPU
-    // kernel costs milliseconds per call at any size.)
-    const auto positions = at::arange(m, index);
-    const auto tgt = segment_of_positions(ends, m);
-    const auto slot = begin.index_select(0, tgt) + positions -
-                      (ends - deg).index_select(0, tgt);
+    // The target of every slot position, and its slot. (Not
+    // repeat_interleave, whose CPU kernel costs milliseconds per call at any
+    // size.)
+    const auto tgt = Kernels::segment_of(ends, m);
+    const auto slot = Kernels::in_edge_slots(colptr, node, ends, tgt);
     const auto src = row.index_select(0, slot).to(at::kLong);
     const auto val = edge_value.has_value() ? edge_value->index_select(0, slot)
                                             : at::ones({m}, real);
@@ -146,7 +142,7 @@ LayerSampleResult layer_sample_driver(
         chosen = std::get<0>(at::sort(cand.index_select(0, pick)));
       }
       const auto q_sorted = q.index_select(
-          0, segment_of_positions(seg_ptr.narrow(0, 1, cand.numel()), m));
+          0, Kernels::segment_of(seg_ptr.narrow(0, 1, cand.numel()), m));
       p_src = at::empty_like(q_sorted).scatter_(0, order, q_sorted) / q.sum();
     } else {
       if (s < 0) {

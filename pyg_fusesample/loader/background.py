@@ -5,8 +5,9 @@ of assembling a batch (sampling launches, size read-backs, gathers, the
 Data) behind GPU work, so that work moves off the training thread: PyTorch
 drops the GIL inside every op and for ``backward()``, and the thread
 assembles batches in those gaps. Its waits for device values block only it.
-The thread issues its work on a CUDA stream of its own (``prefetched``) or on
-the stream given to it. On its own stream the thread's reads of device values
+The thread issues its work on a CUDA stream of its own (``prefetched``, which
+on a GPU runs two such threads, each making every other batch of the epoch)
+or on the stream given to it. On its own stream the thread's reads of device values
 (a sampler's sizes) wait only for sampling work, not for the training steps
 the consumer enqueued meanwhile: on the consumer's stream every such read
 waited for them, which serialised the batches' host work with the GPU (a
@@ -75,7 +76,8 @@ class _Producer:
 
 class BackgroundIterator:
     r"""Yields the items of :obj:`batches`, which a daemon thread computes
-    up to :obj:`depth` ahead (see the module's docstring)."""
+    up to :obj:`depth` ahead (see the module's docstring); or, from
+    :meth:`start_strided`, the items of several threads in turn."""
     depth = 2
 
     @classmethod
@@ -86,25 +88,57 @@ class BackgroundIterator:
         r"""With :obj:`consumer`, :obj:`stream` is a side stream: each batch
         reaches the caller once :obj:`consumer` waits for it, its tensors
         recorded there."""
+        return cls.start_strided([batches], [stream], num_batches, name,
+                                 consumer)
+
+    @classmethod
+    def start_strided(cls, parts: List[Iterator],
+                      streams: List[Optional['torch.cuda.Stream']],
+                      num_batches: int, name: str,
+                      consumer: Optional['torch.cuda.Stream'] = None
+                      ) -> 'BackgroundIterator':
+        r"""Thread :obj:`i` computes :obj:`parts[i]` on :obj:`streams[i]`:
+        the batches :obj:`i`, :obj:`i + W`, :obj:`i + 2W`, ... of the
+        epoch for :obj:`W` threads, which the iterator yields in turn, so
+        in the epoch's order. Each thread keeps at most
+        ``max(1, depth // W)`` batches ready."""
         # Everything that calls into PyTorch happens before the iterator
         # exists, and its __init__ only stores. Under compute-sanitizer
         # memcheck something kept a frame of the epoch's setup alive, and
         # through its f_back the frame that had created the iterator, so
         # dropping the iterator did not stop the thread (call100). Now no
         # frame of these calls refers to the iterator.
-        producer = _Producer(batches, cls.depth, consumer is not None)
-        thread = _BatchThread(producer, stream, name)
-        thread.start()
-        _THREADS.add(thread)
-        return cls(producer, thread, num_batches, consumer)
+        depth = max(1, cls.depth // len(parts))
+        producers = [_Producer(part, depth, consumer is not None)
+                     for part in parts]
+        threads = [_BatchThread(producer, stream,
+                                name if len(parts) == 1 else f'{name}-{i}')
+                   for i, (producer, stream)
+                   in enumerate(zip(producers, streams))]
+        for thread in threads:
+            thread.start()
+            _THREADS.add(thread)
+        return cls(producers, threads, num_batches, consumer)
 
-    def __init__(self, producer: _Producer, thread: threading.Thread,
-                 num_batches: int,
+    def __init__(self, producers: List[_Producer],
+                 threads: List[threading.Thread], num_batches: int,
                  consumer: Optional['torch.cuda.Stream'] = None):
-        self.producer, self.thread = producer, thread
+        self.producers, self.threads = producers, threads
         self.consumer = consumer
         self.num_batches = num_batches
+        self.taken = 0
         self.done = False
+
+    @property
+    def producer(self) -> _Producer:
+        r"""The first thread's producer (the only one but for
+        :meth:`start_strided`)."""
+        return self.producers[0]
+
+    @property
+    def thread(self) -> threading.Thread:
+        r"""The first thread (the only one but for :meth:`start_strided`)."""
+        return self.threads[0]
 
     def __iter__(self):
         return self
@@ -115,24 +149,31 @@ class BackgroundIterator:
     def __next__(self):
         if self.done:
             raise StopIteration
-        item = self.producer.queue.get()
+        producer = self.producers[self.taken % len(self.producers)]
+        item = producer.queue.get()
         if item is _Producer.END or isinstance(item, BaseException):
-            self.done = True
-            self.thread.join()
+            # The epoch's end (the threads' parts partition it: the first
+            # END comes after its last batch), or a batch's error, raised
+            # in its place.
+            self.close()
             if isinstance(item, BaseException):
                 raise item
             raise StopIteration
+        self.taken += 1
         return item if self.consumer is None else hand_over(item,
                                                             self.consumer)
 
     def close(self):
-        r"""Stops the thread (an epoch left before its end)."""
+        r"""Stops the threads (an epoch left before its end)."""
         self.done = True
-        self.producer.stop.set()
-        self.thread.join()
+        for producer in self.producers:
+            producer.stop.set()
+        for thread in self.threads:
+            thread.join()
 
     def __del__(self):
-        self.producer.stop.set()
+        for producer in self.producers:
+            producer.stop.set()
 
 
 class _BatchThread(threading.Thread):
@@ -187,17 +228,26 @@ def prefetching(prefetch: Optional[bool], device: torch.device) -> bool:
     return device.type == 'cuda' if prefetch is None else prefetch
 
 
+# Threads that make a GPU epoch's batches: a subgraph or layer-wise batch's
+# host work is mostly its sampling op's C++, which runs without the GIL (a
+# LADIES batch: about 3.7 ms of host time against a 2 ms step), so a second
+# thread makes batches at up to twice the rate.
+GPU_THREADS = 2
+
+
 def prefetched(loader: torch.utils.data.DataLoader, draw: Callable[[], List],
                make: Callable, device: torch.device) -> BackgroundIterator:
     r"""One epoch of a map-style :obj:`loader` (``num_workers=0``) whose
-    batches are ``make(item)`` for each item of ``draw()``, made on a
-    background thread; on a GPU it issues its device work on a side stream
-    that starts after everything the caller's stream has enqueued (the
-    inputs' last writes), and each batch is handed over with an event. The
-    draws of plain iteration are made first, here, in the caller's thread
-    and in its order -- DataLoader's base seed (an iterator of the loader,
-    made and discarded), then ``draw()`` (the epoch's order and RNG keys)
-    -- so the batches are those of plain iteration."""
+    batches are ``make(item)`` for each item of ``draw()``, made on
+    background threads: one on the CPU; on a GPU :data:`GPU_THREADS`, each
+    on a side stream of its own that starts after everything the caller's
+    stream has enqueued (the inputs' last writes), thread :obj:`i` making
+    items :obj:`i`, :obj:`i + W`, ..., each batch handed over with an event,
+    in the epoch's order. The draws of plain iteration are made first,
+    here, in the caller's thread and in its order -- DataLoader's base seed
+    (an iterator of the loader, made and discarded), then ``draw()`` (the
+    epoch's order and RNG keys) -- so the batches are those of plain
+    iteration."""
     torch.utils.data.DataLoader.__iter__(loader)
     items = draw()
     name = f'{type(loader).__name__}-prefetch'
@@ -205,7 +255,9 @@ def prefetched(loader: torch.utils.data.DataLoader, draw: Callable[[], List],
         return BackgroundIterator.start(map(make, items), None, len(items),
                                         name)
     consumer = torch.cuda.current_stream(device)
-    side = torch.cuda.Stream(device)
-    side.wait_stream(consumer)
-    return BackgroundIterator.start(map(make, items), side, len(items), name,
-                                    consumer=consumer)
+    streams = [torch.cuda.Stream(device) for _ in range(GPU_THREADS)]
+    for stream in streams:
+        stream.wait_stream(consumer)
+    parts = [map(make, items[i::GPU_THREADS]) for i in range(GPU_THREADS)]
+    return BackgroundIterator.start_strided(parts, streams, len(items), name,
+                                            consumer=consumer)

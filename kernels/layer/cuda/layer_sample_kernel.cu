@@ -36,6 +36,31 @@ __global__ void ladies_keys_kernel(const int64_t* __restrict__ seg_ptr,
                key + i);
 }
 
+// Position i's segment: how many of the n segment ends are <= i (an upper
+// bound by binary search; ends are non-decreasing).
+__global__ void segment_of_kernel(const int64_t* __restrict__ ends, int64_t n,
+                                  int64_t m, int64_t* __restrict__ out) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+       i < m; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (ends[mid] <= i) lo = mid + 1; else hi = mid;
+    }
+    out[i] = lo;
+  }
+}
+
+__global__ void in_edge_slots_kernel(const int64_t* __restrict__ colptr,
+                                     const int64_t* __restrict__ node,
+                                     const int64_t* __restrict__ ends,
+                                     const int64_t* __restrict__ tgt, int64_t m,
+                                     int64_t* __restrict__ out) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+       i < m; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = in_edge_slot(colptr, node, ends, tgt[i], i);
+}
+
 __global__ void fastgcn_draws_kernel(const double* __restrict__ cum, int64_t n,
                                      int64_t s, uint64_t rng_seed, int64_t l,
                                      int64_t* __restrict__ out) {
@@ -45,6 +70,38 @@ __global__ void fastgcn_draws_kernel(const double* __restrict__ cum, int64_t n,
 }
 
 struct CudaKernels {
+  static at::Tensor segment_of(const at::Tensor& ends, int64_t m) {
+    const auto e = ends.contiguous();
+    auto out = at::empty({m}, e.options());
+    if (m > 0) {
+      segment_of_kernel<<<grid_blocks(m, kThreads, 8), kThreads, 0,
+                          at::cuda::getCurrentCUDAStream()>>>(
+          e.data_ptr<int64_t>(), e.numel(), m, out.data_ptr<int64_t>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    return out;
+  }
+
+  static at::Tensor in_edge_slots(const at::Tensor& colptr,
+                                  const at::Tensor& node,
+                                  const at::Tensor& ends,
+                                  const at::Tensor& tgt) {
+    const auto ptr = colptr.contiguous();
+    const auto nd = node.contiguous();
+    const auto e = ends.contiguous();
+    const int64_t m = tgt.numel();
+    auto out = at::empty({m}, tgt.options());
+    if (m > 0) {
+      in_edge_slots_kernel<<<grid_blocks(m, kThreads, 8), kThreads, 0,
+                             at::cuda::getCurrentCUDAStream()>>>(
+          ptr.data_ptr<int64_t>(), nd.data_ptr<int64_t>(),
+          e.data_ptr<int64_t>(), tgt.data_ptr<int64_t>(), m,
+          out.data_ptr<int64_t>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    return out;
+  }
+
   static std::tuple<at::Tensor, at::Tensor> ladies_keys(
       const at::Tensor& seg_ptr, const at::Tensor& val2, const at::Tensor& cand,
       int64_t rng_seed, int64_t l) {
