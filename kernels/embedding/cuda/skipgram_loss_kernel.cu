@@ -6,13 +6,16 @@
 // size pairs x D is ever written. The forward stores each window's term sum
 // and reduces them with at::sum (a fixed order); the backward scatters into
 // the gradient with atomics: the context rows' shares as each score is
-// known, then the start row's share, summed over the window in registers.
+// known, then the start row's share, summed over the window in registers
+// (four columns an atomic where the hardware has vector atomics).
 #include <ATen/ATen.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/Atomic.cuh>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
+
+#include <type_traits>
 
 #include "../../common/grid.h"
 #include "../skipgram_loss.h"
@@ -54,8 +57,33 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-// The gradient of one group: coef_scale * grad[0] is d loss / d term.
-template <typename scalar_t, typename acc_t>
+// Columns a lane adds with one atomic: kVec (4) floats at once where the
+// accumulator is float and the row length a multiple of 4 (16-byte aligned
+// rows), else one. The scatter is bound by its atomics (pairs x D of them;
+// about 1G a Node2Vec step on products-like): sm_90's vector atomics issue
+// a quarter as many.
+constexpr int kVec = 4;
+
+template <int N, typename acc_t>
+__device__ __forceinline__ void atomic_add_n(acc_t* p, const acc_t (&v)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) gpuAtomicAdd(p + k, v[k]);
+}
+
+template <>
+__device__ __forceinline__ void atomic_add_n<kVec, float>(float* p,
+                                                         const float (&v)[kVec]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
+#else
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) gpuAtomicAdd(p + k, v[k]);
+#endif
+}
+
+// The gradient of one group: coef_scale * grad[0] is d loss / d term. Lane
+// `lane` owns columns [N * lane, N * lane + N) of every 32 * N.
+template <typename scalar_t, typename acc_t, int N>
 __global__ void __launch_bounds__(kWarps * 32)
     scatter_grad_kernel(const scalar_t* __restrict__ h, int64_t dim,
                         const int64_t* __restrict__ windows, int64_t W, int64_t C,
@@ -73,16 +101,23 @@ __global__ void __launch_bounds__(kWarps * 32)
       const int64_t v = windows[w * C + j];
       const acc_t c = scale * pair_term_grad<acc_t>(
           warp_dot<scalar_t, acc_t>(start, h + v * dim, dim, lane), positive, eps);
-      for (int64_t d = lane; d < dim; d += 32)
-        gpuAtomicAdd(grad_h + v * dim + d, c * static_cast<acc_t>(start[d]));
+      for (int64_t d = N * lane; d < dim; d += 32 * N) {
+        acc_t add[N];
+#pragma unroll
+        for (int k = 0; k < N; ++k) add[k] = c * static_cast<acc_t>(start[d + k]);
+        atomic_add_n<N>(grad_h + v * dim + d, add);
+      }
       if (lane == 0) c_w[j - 1] = c;
     }
     __syncwarp();  // c_w, written by lane 0, read by every lane
-    for (int64_t d = lane; d < dim; d += 32) {
-      acc_t g = 0;
-      for (int64_t j = 1; j < C; ++j)
-        g += c_w[j - 1] * static_cast<acc_t>(h[windows[w * C + j] * dim + d]);
-      gpuAtomicAdd(grad_h + u * dim + d, g);
+    for (int64_t d = N * lane; d < dim; d += 32 * N) {
+      acc_t g[N] = {};
+      for (int64_t j = 1; j < C; ++j) {
+        const scalar_t* ctx = h + windows[w * C + j] * dim + d;
+#pragma unroll
+        for (int k = 0; k < N; ++k) g[k] += c_w[j - 1] * static_cast<acc_t>(ctx[k]);
+      }
+      atomic_add_n<N>(grad_h + u * dim + d, g);
     }
   }
 }
@@ -145,7 +180,10 @@ at::Tensor skipgram_loss_backward_cuda(const at::Tensor& grad_, const at::Tensor
       const at::Tensor& win = *groups[k];
       if (win.size(0) == 0 || win.size(1) < 2) continue;
       auto coef = at::empty({win.size(0), win.size(1) - 1}, acc_opts);
-      scatter_grad_kernel<scalar_t, acc_t><<<blocks_for(win.size(0)), kWarps * 32, 0, stream>>>(
+      const bool vec = std::is_same<acc_t, float>::value && h.size(1) % kVec == 0;
+      auto kernel = vec ? scatter_grad_kernel<scalar_t, acc_t, kVec>
+                        : scatter_grad_kernel<scalar_t, acc_t, 1>;
+      kernel<<<blocks_for(win.size(0)), kWarps * 32, 0, stream>>>(
           h.data_ptr<scalar_t>(), h.size(1), win.data_ptr<int64_t>(), win.size(0),
           win.size(1), k == 0, static_cast<acc_t>(eps), grad.data_ptr<scalar_t>(),
           static_cast<acc_t>(-1.0 / num_pairs(win)), coef.data_ptr<acc_t>(),
