@@ -77,6 +77,38 @@ def test_step_op_equals_sage_tree(device, fanouts, aggr):
             torch.testing.assert_close(a, b)
 
 
+@pytest.mark.parametrize('device', devices())
+def test_step_op_gradients_of_some_parameters_over_steps(device):
+    """A frozen parameter gets no gradient and the others theirs, viewed
+    from the backward's one flat tensor, on every step (on CUDA the third
+    call on replays the recording, whose gradients share one buffer)."""
+    ei, x = _graph(device)
+    seeds = torch.tensor([0, 7, 59, 31], device=device)
+    params = _params([3, 3], device)
+    params[1].requires_grad_(False)
+    need = [False] + [p.requires_grad for p in params]
+    colptr, row = as_csc(ei, N, N)
+    for step in range(4):
+        got = []
+        for via_op in (True, False):
+            for p in params:
+                p.grad = None
+            torch.manual_seed(step)
+            if via_op:
+                out = sage_tree_step(x, [ei], seeds, params, [3, 3], x.dtype,
+                                     'mean', False, _dropout(device), True,
+                                     need, True)[0]
+            else:
+                out = sage_tree(x, colptr, row, seeds, params, [3, 3],
+                                x.dtype, 'mean', dropout=_dropout(device))
+            out.square().sum().backward()
+            got.append([out.detach()] + [p.grad for p in params])
+        assert got[0][2] is None and got[1][2] is None
+        for a, b in zip(*got):
+            if a is not None:
+                torch.testing.assert_close(a, b)
+
+
 def test_step_op_gradient_of_x_float64():
     ei, x = _graph()
     x = x.double().requires_grad_()
@@ -118,7 +150,9 @@ def test_handle_errors():
             'mean', False, -1, 0.0, True, need, True, True)
     grads = torch.ops.fusesample.sage_tree_finish(torch.ones_like(out),
                                                   handle, need)
-    assert len(grads) == len(params)
+    # the flagged parameters' gradients as one flat tensor, in order
+    assert len(grads) == 1
+    assert grads[0].shape == (sum(p.numel() for p in params), )
     with pytest.raises(RuntimeError, match='inplace_backward=False'):
         torch.ops.fusesample.sage_tree_finish(torch.ones_like(out), handle,
                                               need)
