@@ -49,6 +49,27 @@ def _params(fanouts, device='cpu', dtype=torch.float32):
     return [p.to(device, dtype).requires_grad_() for p in params]
 
 
+def _out_and_grads(x, graph, seeds, params, fanouts, aggr, key,
+                   eager=False):
+    """``[out] + the parameters' gradients`` (``None`` for a frozen one) of
+    ``out.square().sum()`` with the RNG at ``key``: through the compiled
+    path's op on ``graph`` (``[edge_index]`` or ``[colptr, row]``) or, with
+    ``eager``, the eager op on ``graph = [colptr, row]``."""
+    for p in params:
+        p.grad = None
+    torch.manual_seed(key)  # both draw their keys from the generator
+    dropout = _dropout(x.device.type)
+    if eager:
+        out = sage_tree(x, *graph, seeds, params, fanouts, x.dtype, aggr,
+                        dropout=dropout)
+    else:
+        need = [False] + [p.requires_grad for p in params]
+        out = sage_tree_step(x, graph, seeds, params, fanouts, x.dtype, aggr,
+                             False, dropout, True, need, True)[0]
+    out.square().sum().backward()
+    return [out.detach()] + [p.grad for p in params]
+
+
 @pytest.mark.parametrize('device', devices())
 @pytest.mark.parametrize('fanouts', [[3, 3], [4, -1], [3, 3, 3]], ids=str)
 @pytest.mark.parametrize('aggr', ['mean', 'max'])
@@ -56,22 +77,10 @@ def test_step_op_equals_sage_tree(device, fanouts, aggr):
     ei, x = _graph(device)
     seeds = torch.tensor([0, 7, 7, 59, 31], device=device)
     params = _params(fanouts, device)
-    colptr, row = as_csc(ei, N, N)
-    results = []
-    for graph in ([ei], [colptr, row], None):
-        for p in params:
-            p.grad = None
-        torch.manual_seed(5)  # both draw their keys from the generator
-        if graph is None:
-            out = sage_tree(x, colptr, row, seeds, params, fanouts, x.dtype,
-                            aggr, dropout=_dropout(device))
-        else:
-            need = [False] + [True] * len(params)
-            out = sage_tree_step(x, graph, seeds, params, fanouts, x.dtype,
-                                 aggr, False, _dropout(device), True, need,
-                                 True)[0]
-        out.square().sum().backward()
-        results.append([out.detach()] + [p.grad for p in params])
+    csc = list(as_csc(ei, N, N))
+    results = [_out_and_grads(x, graph, seeds, params, fanouts, aggr, 5,
+                              eager)
+               for graph, eager in (([ei], False), (csc, False), (csc, True))]
     for got in results[:2]:
         for a, b in zip(got, results[2]):
             torch.testing.assert_close(a, b)
@@ -86,23 +95,11 @@ def test_step_op_gradients_of_some_parameters_over_steps(device):
     seeds = torch.tensor([0, 7, 59, 31], device=device)
     params = _params([3, 3], device)
     params[1].requires_grad_(False)
-    need = [False] + [p.requires_grad for p in params]
-    colptr, row = as_csc(ei, N, N)
+    csc = list(as_csc(ei, N, N))
     for step in range(4):
-        got = []
-        for via_op in (True, False):
-            for p in params:
-                p.grad = None
-            torch.manual_seed(step)
-            if via_op:
-                out = sage_tree_step(x, [ei], seeds, params, [3, 3], x.dtype,
-                                     'mean', False, _dropout(device), True,
-                                     need, True)[0]
-            else:
-                out = sage_tree(x, colptr, row, seeds, params, [3, 3],
-                                x.dtype, 'mean', dropout=_dropout(device))
-            out.square().sum().backward()
-            got.append([out.detach()] + [p.grad for p in params])
+        got = [_out_and_grads(x, [ei], seeds, params, [3, 3], 'mean', step),
+               _out_and_grads(x, csc, seeds, params, [3, 3], 'mean', step,
+                              eager=True)]
         assert got[0][2] is None and got[1][2] is None
         for a, b in zip(*got):
             if a is not None:
