@@ -1,9 +1,15 @@
 """Node2Vec on Cora, PyG's examples/node2vec.py with FusedNode2Vec.
 
-The only change to PyG's model code is the import:
+The changes to PyG's code are the import and the optimizer's class:
 
     from torch_geometric.nn import Node2Vec                        # PyG
     from pyg_fusesample import FusedNode2Vec as Node2Vec           # ours
+
+    optimizer = torch.optim.SparseAdam(params, lr=0.01)            # PyG
+    optimizer = pyg_fusesample.optim.FusedSparseAdam(params, lr=0.01)  # ours
+
+(``FusedSparseAdam`` is ``SparseAdam``'s update in one op a parameter;
+``--torch-adam`` keeps torch's),
 
 with PyG's hyper-parameters (embedding_dim=128, walk_length=20,
 context_size=10, walks_per_node=10, num_negative_samples=1, p=q=1,
@@ -38,6 +44,7 @@ import torch
 from torch_geometric.datasets import Planetoid
 
 from pyg_fusesample import FusedNode2Vec as Node2Vec
+from pyg_fusesample.optim import FusedSparseAdam
 
 REPO = osp.normpath(osp.join(osp.dirname(osp.realpath(__file__)), '..'))
 DEFAULT_ROOT = osp.join(REPO, 'data', 'planetoid')
@@ -70,6 +77,10 @@ parser.add_argument('--num-workers', type=int, default=None,
                     help="loader workers (default: PyG's 4, 0 on Windows; 0 "
                     "with the model on a GPU, where the walks run on the GPU "
                     "-- a worker process cannot use CUDA and walks on the CPU)")
+parser.add_argument('--torch-adam', action='store_true',
+                    help='train FusedNode2Vec with torch.optim.SparseAdam '
+                    '(default: pyg_fusesample.optim.FusedSparseAdam, the same '
+                    'update; the --baseline pyg model always uses torch\'s)')
 parser.add_argument('--seed', type=int, default=0)
 args = parser.parse_args()
 
@@ -114,7 +125,7 @@ say(f'Data: {label}: {data.num_nodes:,} nodes, {data.num_edges:,} edges, '
 
 
 # -- training (PyG's example, for either class) ------------------------------
-def run(Model, name):
+def run(Model, name, SparseAdam=torch.optim.SparseAdam):
     torch.manual_seed(args.seed)
     model = Model(
         data.edge_index,
@@ -130,7 +141,7 @@ def run(Model, name):
 
     loader = model.loader(batch_size=128, shuffle=True,
                           num_workers=args.num_workers)
-    optimizer = torch.optim.SparseAdam(list(model.parameters()), lr=0.01)
+    optimizer = SparseAdam(list(model.parameters()), lr=0.01)
 
     def train():
         model.train()
@@ -153,7 +164,8 @@ def run(Model, name):
         return acc
 
     say(f'Model: {name}, device: {device}, walks on: '
-        f'{getattr(model, "sample_device", "cpu")}, loader workers: '
+        f'{getattr(model, "sample_device", "cpu")}, optimizer: '
+        f'{type(optimizer).__name__}, loader workers: '
         f'{args.num_workers}, batches per epoch: {len(loader)}')
     times = []
     acc = float('nan')
@@ -175,7 +187,9 @@ def run(Model, name):
     return acc, mean
 
 
-results = {'FusedNode2Vec': run(Node2Vec, 'FusedNode2Vec')}
+results = {'FusedNode2Vec': run(
+    Node2Vec, 'FusedNode2Vec',
+    torch.optim.SparseAdam if args.torch_adam else FusedSparseAdam)}
 
 if args.baseline == 'pyg':
     from torch_geometric.nn import Node2Vec as PyGNode2Vec

@@ -12,7 +12,9 @@
 * :class:`AutoSpMMConv` -- GCN-style aggregation on the SpMM kernel the
   :mod:`~pyg_fusesample.autotune` scheduler picks, never slower than cuSPARSE.
 * :class:`FusedNode2Vec` -- a drop-in for PyG's ``Node2Vec`` whose walks run
-  on ``ops.random_walk`` (CPU or GPU, no pyg-lib).
+  on ``ops.random_walk`` (CPU or GPU, no pyg-lib);
+  :class:`~pyg_fusesample.optim.FusedSparseAdam` -- ``SparseAdam``'s update
+  in one op a parameter.
 * :func:`rank_seeds`, :func:`rank_seed` -- each rank's shard of the seeds
   and seed of its batch stream, for DDP training (one process per GPU).
 * :mod:`pyg_fusesample.ops` -- the ``torch.ops.fusesample`` ops.
@@ -28,6 +30,7 @@ from .loader import (FusedGraphSAINTRandomWalkSampler, FusedLinkNeighborLoader,
                      LayerWiseLoader)
 from .loader import rank_seed, rank_seeds
 from . import nn
+from . import optim
 from .nn import (AutoSpMMConv, CapturedStep, FusedGraphSAGE, FusedNode2Vec,
                  FusedSAGEConv)
 

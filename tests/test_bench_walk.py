@@ -72,6 +72,10 @@ def test_walk_bench_cpu(tmp_path, capsys):
     assert int(fused['epoch_steps']) == math.ceil(2000 / 64)
     assert float(fused['epoch_s']) == pytest.approx(
         int(fused['epoch_steps']) * float(fused['step_ms']) / 1e3, rel=0.01)
+    fused_adam = by['node2vec', 'FusedNode2Vec+FusedSparseAdam']
+    assert float(fused_adam['step_ms']) > 0
+    assert 'optimizer FusedSparseAdam' in fused_adam['note']
+    assert 'FusedSparseAdam' not in fused['note']
 
     if HAS_TORCH_CLUSTER:  # (measured like the fused rows)
         for v in ('torch-cluster-uniform', 'torch-cluster-node2vec'):

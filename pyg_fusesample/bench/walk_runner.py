@@ -77,6 +77,9 @@ on Cora), per variant:
 
 * ``FusedNode2Vec``: :class:`~pyg_fusesample.nn.FusedNode2Vec` on the device
   (walks on the device, ``num_workers=0``);
+* ``FusedNode2Vec+FusedSparseAdam``: the same with
+  :class:`~pyg_fusesample.optim.FusedSparseAdam` (SparseAdam's update in one
+  op a parameter) instead of ``torch.optim.SparseAdam``;
 * ``pyg-node2vec-torch-cluster``: the same model and loop with
   ``random_walk_fn`` replaced by ``torch.ops.torch_cluster.random_walk`` on
   a copy of the CSR on the device (skipped, with the reason, without
@@ -109,13 +112,18 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 from ..environment import device_name, versions
+from ..optim import FusedSparseAdam
 from .csv_schema import WALK_COLUMNS, append_rows, read_rows
 from .graph_runs import for_each_graph, write_markdown
 from .timing import event_timed_calls
 
 WALK_VARIANTS = ('fused-uniform', 'fused-node2vec', 'fused-weighted',
                  'torch-cluster-uniform', 'torch-cluster-node2vec')
-N2V_VARIANTS = ('FusedNode2Vec', 'pyg-node2vec-torch-cluster', 'pyg-node2vec')
+N2V_VARIANTS = ('FusedNode2Vec', 'FusedNode2Vec+FusedSparseAdam',
+                'pyg-node2vec-torch-cluster', 'pyg-node2vec')
+# The variant that trains with pyg_fusesample.optim.FusedSparseAdam (all
+# others with torch.optim.SparseAdam).
+FUSED_ADAM = '+FusedSparseAdam'
 # PyG's examples/node2vec.py
 N2V_CONFIG = dict(embedding_dim=128, walk_length=20, context_size=10,
                   walks_per_node=10, num_negative_samples=1, sparse=True)
@@ -502,7 +510,11 @@ def n2v_row(data, name: str, device: torch.device, variant: str,
     note = []
     torch.manual_seed(seed)
     model = _n2v_model(variant, data, device, p, q, note)
-    opt = torch.optim.SparseAdam(list(model.parameters()), lr=N2V_LR)
+    if variant.endswith(FUSED_ADAM):
+        note.append('optimizer FusedSparseAdam')
+        opt = FusedSparseAdam(list(model.parameters()), lr=N2V_LR)
+    else:
+        opt = torch.optim.SparseAdam(list(model.parameters()), lr=N2V_LR)
     loader = model.loader(batch_size=batch_size, shuffle=True,
                           num_workers=num_workers,
                           persistent_workers=num_workers > 0)

@@ -9,6 +9,7 @@ from .sampling import (NeighborSampleOutput, PendingNeighborSample,
 from .sage_tree import sage_tree
 from .search import segment_search
 from .skipgram import skipgram_loss
+from .sparse_adam import sparse_adam_
 from .split import TypeSplit, split_by_type
 from .walk import random_walk
 
@@ -17,5 +18,5 @@ __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
            'csc_from_coo', 'gather_rows', 'gather_rows_cached',
            'gather_rows_list', 'SampleAggregateOutput',
            'TypeSplit', 'split_by_type',
-           'sample_aggregate', 'sage_tree', 'random_walk', 'skipgram_loss',
+           'sample_aggregate', 'sage_tree', 'random_walk', 'skipgram_loss', 'sparse_adam_',
            'LayerSampleOutput', 'layer_sample', 'segment_search']
