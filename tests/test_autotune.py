@@ -4,6 +4,7 @@ No real kernels: ``scheduler.measure`` is replaced by a fake timer, and a
 fake ``ops`` module stands in where dispatch is exercised. CPU only.
 """
 import builtins
+import collections
 import json
 import os
 import time
@@ -57,7 +58,8 @@ class FakeTimer:
     def __init__(self, ms):
         self.ms, self.calls, self.cutoffs = ms, [], []
 
-    def __call__(self, c, graph, x, reduce, budget_ms, cutoff_ms=None):
+    def __call__(self, c, graph, x, reduce, budget_ms,
+                 cutoff_ms=None, warmup=None):
         self.calls.append((c, graph))
         self.cutoffs.append(cutoff_ms)
         return fake_ms(self.ms, c)
@@ -223,7 +225,8 @@ def test_guardrail_alpha_toggle_and_failing_kernel(timer, monkeypatch):
     assert autotune.choose(skewed_graph(0), 16,
                            torch.float32).variant == 'cusparse'
 
-    def fails(c, graph, x, reduce, budget_ms, cutoff_ms=None):
+    def fails(c, graph, x, reduce, budget_ms,
+              cutoff_ms=None, warmup=None):
         if c.variant != 'cusparse':
             raise RuntimeError('no kernel image')
         return 1.0
@@ -497,7 +500,8 @@ class SplitTimer(FakeTimer):
         super().__init__(ms)
         self.full_ms, self.full_graph = full_ms, full_graph
 
-    def __call__(self, c, graph, x, reduce, budget_ms, cutoff_ms=None):
+    def __call__(self, c, graph, x, reduce, budget_ms,
+                 cutoff_ms=None, warmup=None):
         self.calls.append((c, graph))
         table = self.full_ms if graph is self.full_graph else self.ms
         return fake_ms(table, c)
@@ -690,7 +694,8 @@ def test_16_bit_decision_never_slower_than_float32_with_casts(dtype,
     behind casts among its references: chosen when every 16-bit kernel is
     slower; the product it dispatches is the float32 one, cast back."""
     class ByDtype(FakeTimer):
-        def __call__(self, c, graph, x, reduce, budget_ms, cutoff_ms=None):
+        def __call__(self, c, graph, x, reduce, budget_ms,
+                     cutoff_ms=None, warmup=None):
             self.calls.append((c, x.dtype))
             if c.variant.startswith(candidates.CAST):
                 return 0.3
@@ -778,6 +783,34 @@ def test_time_ms_stops_a_candidate_that_cannot_win():
     assert ms >= 10 and len(calls) == 1
 
 
+def test_whole_graph_timings_make_one_warm_up_call(monkeypatch):
+    """The probe has run every candidate (lazy init, module load), so a
+    whole-graph re-timing makes WARMUP_FULL (one) untimed call, not WARMUP:
+    each costs a whole call (products-like F=256, H200: 30 ms, confirm
+    stages of 0.29-0.34 s at three calls a candidate). The real timer on
+    fake kernels, a budget that leaves one timed call."""
+    n = []
+    scheduler.time_ms(lambda: n.append(1), torch.device('cpu'), 1000.0,
+                      warmup=1)
+    assert len(n) == 1 + scheduler.MAX_REPS
+    monkeypatch.setitem(scheduler.PROBE_NNZ, 'cpu', 2000)
+    monkeypatch.setattr(scheduler, 'CONFIRM_BAND', (0.0, float('inf')))
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_BUDGET_MS', '0.001')
+    g = skewed_graph(rows=20000, hubs=20, hub_degree=900)
+    calls = collections.Counter()
+
+    def dispatch(variant, params, graph, x, reduce):
+        calls[variant, graph is g] += 1
+    monkeypatch.setattr(scheduler, 'dispatch', dispatch)
+    assert 'cpu@full' in autotune.choose(g, 16, torch.float32).timings
+    probe = {v: k for (v, full), k in calls.items() if not full}
+    whole = {v: k for (v, full), k in calls.items() if full}
+    assert probe == dict.fromkeys(['cusparse', 'scatter', 'cpu'],
+                                  scheduler.WARMUP + 1)
+    # one untimed call and one timed call per candidate on the whole graph
+    assert 'cpu' in whole and set(whole.values()) == {2}
+
+
 def test_which_candidates_pay_a_first_call_setup():
     C = candidates.Candidate
     assert candidates.pays_setup(C('cusparse'))
@@ -800,10 +833,11 @@ def test_row_per_warp_kernels_are_not_timed_past_their_heaviest_row(
         timer, cuda_rules, monkeypatch):
     """A row-per-warp kernel cannot beat its heaviest row (one warp walks
     it): when that bound alone is over the cut-off the kernel is not timed
-    at all (on the hub-skewed graph its one probe call took 86-288 ms); a
-    graph whose heaviest row is light times it as before."""
+    at all (on the hub-skewed graph its one probe call took 35-138 ms at
+    F=32); a graph whose heaviest row is light times it as before."""
     g = skewed_graph(rows=3000, hubs=3, hub_degree=2000)
-    monkeypatch.setattr(candidates, 'WARP_ELEMENTS_PER_MS', 3200)  # 20 ms
+    monkeypatch.setattr(candidates, 'WARP_ELEMENTS_PER_MS_32BIT',
+                        3200)  # 20 ms
     with warnings.catch_warnings():
         warnings.simplefilter('error')  # (not a "shortlist refused" case)
         d = autotune.choose(g, 32, torch.float32)
@@ -811,11 +845,53 @@ def test_row_per_warp_kernels_are_not_timed_past_their_heaviest_row(
     assert not timed & set(candidates.ROW_PER_WARP)
     assert d.variant == 'hub'
     assert candidates.heaviest_row_ms(candidates.Candidate('hub'),
-                                      g.stats(), 32) == 0.0
+                                      g.stats(), 32, torch.float32) == 0.0
     light = skewed_graph(rows=3000, hubs=3, hub_degree=20)
     timer.calls.clear()
     autotune.choose(light, 32, torch.float32)
     assert {c.variant for c, _ in timer.calls} >= {'warp'}
+
+
+class DtypeTimer(FakeTimer):
+    """Fake times by the input's dtype: ``ms[dtype]`` is a pair of tables,
+    the probe subgraph's and ``full_graph``'s, read as fake_ms reads them (a
+    cast reference is timed with the 16-bit input); records (candidate,
+    dtype, whether on the whole graph)."""
+
+    def __init__(self, ms, full_graph=None):
+        super().__init__(ms)
+        self.full_graph = full_graph
+
+    def __call__(self, c, graph, x, reduce, budget_ms,
+                 cutoff_ms=None, warmup=None):
+        full = graph is self.full_graph
+        self.calls.append((c, x.dtype, full))
+        return fake_ms(self.ms[x.dtype][full], c)
+
+
+def test_heaviest_row_bound_rate_follows_the_element_size(cuda_rules,
+                                                          monkeypatch):
+    """A warp walks 16-bit rows ~3x faster (H200, hub-skewed graph, heaviest
+    row 299k non-zeros, F=32: 'warp' took 35.1 ms in float32, 11.7 ms in
+    bfloat16), so the bound's rate depends on the element size: a row of
+    40k non-zeros at F=256 bounds 'warp' at >= 14.6 ms in float32, over the
+    cut-off (9 ms after cuSPARSE's 1 ms), and it is not timed; in bfloat16,
+    >= 5.1 ms, it is."""
+    warp = candidates.Candidate('warp')
+    hub_skewed = {'max_degree': 299_000}
+    assert candidates.heaviest_row_ms(warp, hub_skewed, 32,
+                                      torch.float32) <= 35.1
+    assert candidates.heaviest_row_ms(warp, hub_skewed, 32,
+                                      torch.bfloat16) <= 11.7
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', '')
+    g = skewed_graph(rows=3000, hubs=1, hub_degree=40000)
+    ms = {'cusparse': 1.0, 'warp': 0.9, 'hub': 0.4, 'hub-subwarp': 0.6,
+          'fp32:hub': 0.5}
+    t = DtypeTimer({torch.float32: (ms, None), torch.bfloat16: (ms, None)})
+    monkeypatch.setattr(scheduler, 'measure', t)
+    autotune.choose(g, 256, torch.bfloat16)  # (the float32 decision first)
+    assert [dtype for c, dtype, _ in t.calls if c.variant == 'warp'] == [
+        torch.bfloat16]
 
 
 @pytest.mark.parametrize('native_ms, expect', [
@@ -828,7 +904,8 @@ def test_16_bit_kernel_needs_only_parity_with_the_cast_path(
     parity (it does the same plus no casts, half the bytes); against
     cuSPARSE and scatter it still needs alpha."""
     class ByDtype(FakeTimer):
-        def __call__(self, c, graph, x, reduce, budget_ms, cutoff_ms=None):
+        def __call__(self, c, graph, x, reduce, budget_ms,
+                     cutoff_ms=None, warmup=None):
             if c.variant.startswith(candidates.CAST):
                 return 0.3
             if x.dtype != torch.float32 and c.variant == 'cpu':
@@ -846,6 +923,50 @@ def test_16_bit_kernel_needs_only_parity_with_the_cast_path(
     assert d.variant == 'cusparse'
 
 
+@pytest.mark.parametrize(
+    'fp32_probe, cusparse_full, native_full, cast_timed, expect', [
+        (0.97, 1.0, 0.60, False, 'cpu'),  # under float32 'cpu' alone (0.80)
+        (0.97, 1.0, 0.82, True, 'cpu'),   # over it, under the cast path
+        (0.97, 1.0, 0.90, True, 'fp32:cpu'),  # over the cast path (0.85)
+        (0.50, 1.0, 0.60, True, 'cpu'),  # float32 decided on the probe
+        (0.97, 0.70, 0.68, False, 'cusparse'),  # 'cpu' fails alpha there
+    ])
+def test_16_bit_confirm_times_the_cast_path_only_if_it_could_win(
+        fp32_probe, cusparse_full, native_full, cast_timed, expect,
+        monkeypatch, tmp_path):
+    """On the whole graph a 16-bit decision times the float32 kernel with
+    casts last, and only if what the others chose there is slower than the
+    float32 decision's own whole-graph time of that kernel (the casts only
+    add to it; products-like bf16 F=256, H200: 'hub' 15.5 ms, float32
+    'cusparse' 30.6 ms, its cast path ~0.1 s of a 0.865 s decision). With
+    no such time (float32 decided on the probe) it is timed as before."""
+    monkeypatch.setitem(scheduler.PROBE_NNZ, 'cpu', 2000)
+    log = tmp_path / 'probes.jsonl'
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_TELEMETRY', str(log))
+    g = skewed_graph(rows=20000, hubs=20, hub_degree=900)
+    t = DtypeTimer({
+        torch.float32: ({'cusparse': 1.0, 'cpu': fp32_probe},
+                        {'cusparse': 1.0, 'cpu': 0.80}),
+        torch.bfloat16: ({'cusparse': 1.0, 'fp32:cpu': 0.90, 'cpu': 0.85},
+                         {'cusparse': cusparse_full, 'fp32:cpu': 0.85,
+                          'cpu': native_full})}, g)
+    monkeypatch.setattr(scheduler, 'measure', t)
+    d = autotune.choose(g, 16, torch.bfloat16)
+    assert d.variant == expect
+    whole = [c.label for c, dtype, full in t.calls
+             if full and dtype == torch.bfloat16]
+    assert whole == ['cusparse', 'cpu'] + ['fp32:cpu'] * cast_timed
+    assert d.timings['fp32:cpu@full'] == (0.85 if cast_timed else None)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    cast, = [r for r in lines
+             if r['candidate'] == 'fp32:cpu' and r['stage'] == 'confirm']
+    if cast_timed:
+        assert cast['error'] is None
+    else:
+        assert cast['error'].startswith('not timed: the float32 kernel alone '
+                                        'takes 0.80 ms on the whole graph')
+
+
 def test_forget_one_decision_keeps_the_others(timer, monkeypatch):
     monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', '')
     g = skewed_graph()
@@ -854,3 +975,17 @@ def test_forget_one_decision_keeps_the_others(timer, monkeypatch):
     autotune.forget(g, 16, torch.float32)
     assert autotune.choose(g, 32, torch.float32).source == 'memo'
     assert autotune.choose(g, 16, torch.float32).source != 'memo'
+
+
+def test_forget_by_width_or_dtype_alone(timer, monkeypatch):
+    monkeypatch.setenv('FUSESAMPLE_AUTOTUNE_CACHE', '')
+    g = skewed_graph()
+    for F, dtype in ((16, torch.float32), (32, torch.float32),
+                     (16, torch.float64)):
+        autotune.choose(g, F, dtype)
+    autotune.forget(g, 16)  # (both dtypes of width 16)
+    assert autotune.choose(g, 32, torch.float32).source == 'memo'
+    assert autotune.choose(g, 16, torch.float64).source != 'memo'
+    autotune.forget(g, dtype=torch.float32)  # (both widths in float32)
+    assert autotune.choose(g, 16, torch.float64).source == 'memo'
+    assert autotune.choose(g, 32, torch.float32).source != 'memo'

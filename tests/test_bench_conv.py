@@ -68,3 +68,22 @@ def test_decision_quality_times_the_choice_against_every_candidate(
     path = tmp_path / 'conv.csv'
     append_rows(str(path), rows, columns=conv_runner.COLUMNS)
     assert ' / ' in conv_runner.markdown(str(path)).splitlines()[-1]
+
+
+def test_16_bit_decision_quality_times_a_first_call_in_that_dtype(
+        monkeypatch):
+    """A 16-bit key's decision time includes the float32 decision it takes
+    its cast reference from, memoised or not before (a bf16-only user's
+    first call makes both)."""
+    from pyg_fusesample.autotune import scheduler
+    from pyg_fusesample.bench import decision_quality
+    from pyg_fusesample.sparse.csr_graph import CSRGraph
+    data = power_law_graph(300, 5.0, num_features=4, num_classes=3, seed=2)
+    graph = CSRGraph.from_edge_index(data.edge_index, data.num_nodes)
+    scheduler.choose(graph, 8, torch.float32)  # memoised beforehand
+    made = []
+    decide = scheduler._decide
+    monkeypatch.setattr(scheduler, '_decide', lambda graph, F, dtype, *a: (
+        made.append(dtype), decide(graph, F, dtype, *a))[1])
+    decision_quality.quality(graph, 8, torch.bfloat16)
+    assert made[:2] == [torch.bfloat16, torch.float32]

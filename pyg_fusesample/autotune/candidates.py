@@ -79,23 +79,30 @@ def pays_setup(c: Candidate) -> bool:
 # One warp walks a row's non-zeros in turn in the row-per-warp kernels
 # ('warp', and 'subwarp', which gives a row fewer lanes still), so none of
 # them can finish before its heaviest row does. Measured on an H200 (the
-# hub-skewed GCN graph, whose heaviest row has 299k non-zeros): the fastest
-# of them took 86 ms a call at F=64 and 286 ms at F=256, i.e. 224k-268k
-# feature elements a millisecond for one warp. This is set ~7x above that,
-# so the bound never passes over a kernel that could be fast.
-WARP_ELEMENTS_PER_MS = 2_000_000
+# hub-skewed GCN graph, whose heaviest row has 299k non-zeros): 'warp' took
+# 35.1 ms a call at F=32 in float32, i.e. 273k feature elements a
+# millisecond for one warp (224k-268k at F=64 and 256), and 11.7 ms in
+# bfloat16, 818k: 16-bit rows go ~3x faster a warp. Each rate is set well
+# above its measurement (2.6x for float32 -- float64 goes no faster -- and
+# 2.4x for 16 bits), so the bound never passes over a kernel that could be
+# fast.
+WARP_ELEMENTS_PER_MS_16BIT = 2_000_000
+WARP_ELEMENTS_PER_MS_32BIT = 700_000
 ROW_PER_WARP = ('warp', 'subwarp')
 
 
-def heaviest_row_ms(c: Candidate, stats: Dict[str, float], F: int) -> float:
-    r"""A lower bound on ``c``'s time for ``F`` features on a graph whose
-    heaviest row has ``stats['max_degree']`` non-zeros: 0 but for the
-    row-per-warp kernels. On the hub-skewed graph the single probe call of
-    each of those took 86-288 ms (H200), most of a 0.8 s decision that the
-    hub kernels won at 0.5 ms."""
+def heaviest_row_ms(c: Candidate, stats: Dict[str, float], F: int,
+                    dtype: torch.dtype) -> float:
+    r"""A lower bound on ``c``'s time for ``F`` features of ``dtype`` on a
+    graph whose heaviest row has ``stats['max_degree']`` non-zeros: 0 but
+    for the row-per-warp kernels. On the hub-skewed graph (F=32, float32,
+    H200) the single probe calls of those took 35-138 ms each, 0.385 s of a
+    0.51 s decision in which cuSPARSE took 0.47 ms."""
     if c.variant not in ROW_PER_WARP:
         return 0.0
-    return float(stats['max_degree']) * F / WARP_ELEMENTS_PER_MS
+    rate = WARP_ELEMENTS_PER_MS_16BIT if dtype.itemsize == 2 else \
+        WARP_ELEMENTS_PER_MS_32BIT
+    return float(stats['max_degree']) * F / rate
 
 
 def hub_thresholds(stats: Dict[str, float]) -> List[int]:

@@ -32,6 +32,13 @@ OPS = ('spmm',)
 REDUCES = ('sum', 'mean')
 PROBE_NNZ = {'cuda': 1 << 22, 'cpu': 1 << 16}  # probe subgraph size
 WARMUP, MAX_REPS = 2, 7
+# The whole-graph re-timings (_confirm) make one untimed call, not WARMUP:
+# the probe has run every candidate already (lazy init, module load,
+# library handles), what is left is per-graph set-up (the hub kernels' row
+# split, the output's allocation). A warm-up call there costs a whole call:
+# 30 ms on products-like at F=256 (H200), whose confirm stages took 0.29 s
+# (float32) and 0.34 s (bfloat16) at three calls a candidate.
+WARMUP_FULL = 1
 # A probe verdict this close to the guardrail (best kernel / (alpha x
 # cuSPARSE) inside the band) is re-timed on the whole graph: on hub-skewed
 # graphs the row sample's cache behaviour misranked the two by 15-30%, and
@@ -62,8 +69,8 @@ class Decision:
     """``source``: 'memo', 'cache', 'probe' (a kernel won), 'confirm' (a
     kernel won on the whole graph after a close probe), 'guardrail' (no
     kernel beat alpha x baseline: cuSPARSE) or 'forced'. ``timings``: probe
-    medians in ms by candidate label (None: the candidate failed); labels
-    ending in ``@full`` were timed on the whole graph."""
+    medians in ms by candidate label (None: the candidate failed or was not
+    timed); labels ending in ``@full`` were timed on the whole graph."""
     variant: str
     params: Dict[str, int] = field(default_factory=dict)
     source: str = 'probe'
@@ -99,16 +106,19 @@ def choose(graph: CSRGraph, F: int, dtype: torch.dtype, op: str = 'spmm',
 def forget(graph: CSRGraph, F: Optional[int] = None,
            dtype: Optional[torch.dtype] = None, op: str = 'spmm',
            reduce: str = 'sum') -> None:
-    """Drops the graph's memoised decisions (the file keeps its entries);
-    with ``F`` and ``dtype`` only that one decision (of ``op``, ``reduce``),
-    so that the next :func:`choose` of it decides again."""
+    """Drops the graph's memoised decisions (the file keeps its entries):
+    all of them, or with ``F`` and/or ``dtype`` those of that width and/or
+    dtype (of ``op``, ``reduce``), so that the next :func:`choose` of them
+    decides again."""
     if F is None and dtype is None:
         graph._cache.pop(_MEMO, None)
         cache.structure_cache(graph).pop(_MEMO, None)
         return
     # (the memo lives in the structure cache, shared with value copies)
-    cache.structure_cache(graph).get(_MEMO, {}).pop((op, reduce, F, dtype),
-                                                    None)
+    memo = cache.structure_cache(graph).get(_MEMO, {})
+    for key in [k for k in memo if k[:2] == (op, reduce)
+                and F in (None, k[2]) and dtype in (None, k[3])]:
+        del memo[key]
 
 
 def dispatch(variant: str, params: Dict[str, int], graph: CSRGraph, x: Tensor,
@@ -226,12 +236,29 @@ def references(graph: CSRGraph, F: int, dtype: torch.dtype,
     scatter path and, for a 16-bit dtype, the float32 decision's kernel
     with casts (that decision is made first, memoised and cached like any
     other)."""
-    fp32 = None
-    if dtype in LOW_PRECISION:
-        d = choose(valued_as(graph, torch.float32), F, torch.float32, 'spmm',
-                   reduce)
-        fp32 = Candidate(d.variant, dict(d.params))
-    return candidates.references(fp32)
+    return candidates.references(
+        _kernel(_float32_decision(graph, F, dtype, reduce)))
+
+
+def _float32_decision(graph: CSRGraph, F: int, dtype: torch.dtype,
+                      reduce: str) -> Optional[Decision]:
+    """For a 16-bit ``dtype``, the float32 decision for the same graph,
+    ``F`` and ``reduce`` (its kernel with casts is a reference); None for
+    other dtypes."""
+    if dtype not in LOW_PRECISION:
+        return None
+    return choose(valued_as(graph, torch.float32), F, torch.float32, 'spmm',
+                  reduce)
+
+
+def _kernel(d: Optional[Decision]) -> Optional[Candidate]:
+    return None if d is None else Candidate(d.variant, dict(d.params))
+
+
+def _own_full_ms(d: Optional[Decision]) -> Optional[float]:
+    """The whole-graph time of decision ``d``'s own kernel from when it was
+    made (None: no decision, or its kernel was not timed there)."""
+    return None if d is None else d.timings.get(_kernel(d).label + '@full')
 
 
 def _probe(graph, F, dtype, reduce, x, s):
@@ -240,7 +267,8 @@ def _probe(graph, F, dtype, reduce, x, s):
     the subgraph keeps the full column space, so does its input."""
     dev = graph.device
     graph = valued_as(graph, dtype)  # (the kernels' requirement)
-    refs = references(graph, F, dtype, reduce)
+    fp32 = _float32_decision(graph, F, dtype, reduce)
+    refs = candidates.references(_kernel(fp32))
     stats = graph.stats()  # (the probe keeps the heaviest row whole)
     shortlist = candidates.shortlist(stats, F, dtype, dev.type)
     sub = probe_subgraph(graph, PROBE_NNZ.get(dev.type, PROBE_NNZ['cpu']))
@@ -258,7 +286,7 @@ def _probe(graph, F, dtype, reduce, x, s):
         best_ms = math.inf
         for c in probed:  # references first: they set the first cut-off
             cutoff = CUT_FACTOR * best_ms + CUT_SLACK_MS
-            bound = candidates.heaviest_row_ms(c, stats, F)
+            bound = candidates.heaviest_row_ms(c, stats, F, dtype)
             if bound > cutoff:
                 timings[c.label] = None
                 errors[c.label] = (f'not timed: its heaviest row alone takes '
@@ -310,7 +338,8 @@ def _probe(graph, F, dtype, reduce, x, s):
                  <= CONFIRM_BAND[1])
         if sub is not graph and base is not None and (close or len(rivals) > 1):
             winner, source, ref = _confirm(graph, x, reduce, rivals, refs, ref,
-                                           s, budget, timings, errors, lines)
+                                           s, budget, timings, errors, lines,
+                                           _own_full_ms(fp32))
     chosen = winner or ref
     records = [dict(r, chosen=c.label == chosen.label) for c, r in lines]
     return Decision(chosen.variant, dict(chosen.params), source,
@@ -376,9 +405,10 @@ def _line(c: Candidate, ms: Optional[float], stage: str, limit: float,
 
 
 def _timed(c: Candidate, graph, x, reduce, budget, errors, label,
-           cutoff: float = math.inf):
+           cutoff: float = math.inf, warmup: int = WARMUP):
     try:
-        return measure(c, graph, x.detach(), reduce, budget, cutoff)
+        return measure(c, graph, x.detach(), reduce, budget, cutoff,
+                       warmup=warmup)
     except Exception as e:  # a kernel that cannot run loses
         errors[label] = f'{type(e).__name__}: {e}'
         return None
@@ -386,7 +416,7 @@ def _timed(c: Candidate, graph, x, reduce, budget, errors, label,
 
 def _confirm(graph, x, reduce, rivals: List[Candidate],
              refs: List[Candidate], probe_ref: Candidate, s, budget: float,
-             timings, errors, lines):
+             timings, errors, lines, fp32_full_ms: Optional[float] = None):
     """Times the references and the probe's close kernels (best first) on
     the whole graph and lets those times decide: ``(winner or None, source,
     the fastest reference)``. Adds ``label@full`` timings and telemetry
@@ -394,16 +424,29 @@ def _confirm(graph, x, reduce, rivals: List[Candidate],
     over CUT_FACTOR is not timed again: the sample misranked candidates by
     15-30%, never 4x, and on the whole products-like graph (H100) PyG's
     scatter path took 90-300 ms a call, three calls of it most of a
-    0.8-1.3 s decision."""
+    0.8-1.3 s decision. A 16-bit decision's float32 kernel with casts is
+    timed last, and only if it could be chosen (:func:`_cast_not_needed`,
+    from ``fp32_full_ms``, that kernel's own whole-graph time)."""
     ran = [timings[r.label] for r in refs if timings[r.label] is not None]
     refs = [r for r in refs if timings[r.label] is not None
             and timings[r.label] <= CUT_FACTOR * min(ran)]
-    pair = list(refs) + list(rivals)
+    cast = [r for r in refs if r.variant.startswith(CAST)]  # (one at most)
+    timed = [r for r in refs if r not in cast]
     full = {}
-    for c in pair:
+
+    def retime(c):
         label = c.label + '@full'
-        full[c.label] = timings[label] = _timed(c, graph, x, reduce, budget,
-                                                errors, label)
+        full[c.label] = timings[label] = _timed(
+            c, graph, x, reduce, budget, errors, label, warmup=WARMUP_FULL)
+    for c in timed + rivals:
+        retime(c)
+    for c in cast:
+        why = _cast_not_needed(rivals, timed, full, fp32_full_ms, s)
+        if why is None:
+            retime(c)
+        else:
+            full[c.label] = timings[c.label + '@full'] = None
+            errors[c.label + '@full'] = why
     ref = _fastest(refs, full)
     best = rivals[0]
     if ref is None:  # no reference ran on the whole graph: the probe stands
@@ -414,26 +457,57 @@ def _confirm(graph, x, reduce, rivals: List[Candidate],
     limit = _limit(refs, full, s)
     lines += [(c, _line(c, full[c.label], 'confirm', limit,
                         errors.get(c.label + '@full'), s, graph))
-              for c in pair]
+              for c in refs + rivals]
+    top = _winner(rivals, refs, full, s)
+    return (top, 'confirm', ref) if top is not None else \
+        (None, 'guardrail', ref)
+
+
+def _winner(rivals: List[Candidate], refs: List[Candidate], full,
+            s) -> Optional[Candidate]:
+    # The fastest rival if it is within the guardrail of the references
+    # timed in `full`, else None.
     top = _fastest(rivals, full)
-    if top is not None and full[top.label] <= limit:
-        return top, 'confirm', ref
-    return None, 'guardrail', ref
+    return top if top is not None and \
+        full[top.label] <= _limit(refs, full, s) else None
+
+
+def _cast_not_needed(rivals: List[Candidate], refs: List[Candidate], full,
+                     fp32_full_ms: Optional[float], s) -> Optional[str]:
+    """Why a 16-bit decision need not time the float32 kernel with casts on
+    the whole graph (None: it must): what the rivals and ``refs`` timed
+    there choose without it takes no longer than that kernel alone took
+    there in the float32 decision (``fp32_full_ms``), which the casts only
+    add to, so the cast path would not be chosen. Products-like, bfloat16
+    F=256 (H200): 'hub@539@32' took 15.5 ms there, the float32 'cusparse'
+    30.6 ms, and timing its cast path (33 ms a call, three calls) took
+    ~0.1 s of a 0.865 s decision."""
+    ref = _fastest(refs, full)
+    chosen = _winner(rivals, refs, full, s) or ref
+    if fp32_full_ms is None or ref is None or \
+            full[chosen.label] > fp32_full_ms:
+        return None
+    return (f'not timed: the float32 kernel alone takes {fp32_full_ms:.2f} '
+            f'ms on the whole graph, {chosen.label} in 16 bits '
+            f'{full[chosen.label]:.2f} ms')
 
 
 def measure(c: Candidate, graph: CSRGraph, x: Tensor, reduce: str,
-            budget_ms: float, cutoff_ms: float = math.inf) -> float:
-    """Median ms of candidate ``c`` on ``graph`` (the tests replace this)."""
+            budget_ms: float, cutoff_ms: float = math.inf,
+            warmup: int = WARMUP) -> float:
+    """Median ms of candidate ``c`` on ``graph`` (the tests replace this);
+    ``warmup`` as in :func:`time_ms`."""
     return time_ms(lambda: dispatch(c.variant, c.params, graph, x, reduce),
                    x.device, budget_ms, cutoff_ms,
-                   first_call_counts=not candidates.pays_setup(c))
+                   first_call_counts=not candidates.pays_setup(c),
+                   warmup=warmup)
 
 
 def time_ms(fn: Callable[[], object], device: torch.device,
             budget_ms: float, cutoff_ms: float = math.inf,
-            first_call_counts: bool = False) -> float:
+            first_call_counts: bool = False, warmup: int = WARMUP) -> float:
     """Median of as many timed calls (1..MAX_REPS) as fit ``budget_ms``
-    after WARMUP untimed ones (lazy init, caches). A warm-up call slower
+    after ``warmup`` untimed ones (lazy init, caches). A warm-up call slower
     than ``cutoff_ms`` is the answer (the caller only needs to know it
     lost): from the second one on, or already the first with
     ``first_call_counts`` (no one-time set-up to excuse it).
@@ -452,12 +526,12 @@ def time_ms(fn: Callable[[], object], device: torch.device,
     warm = [once()]
     if first_call_counts and warm[0] > cutoff_ms:
         return warm[0]
-    for _ in range(WARMUP - 1):
+    for _ in range(warmup - 1):
         warm.append(once())
         if warm[-1] > cutoff_ms:
             return warm[-1]
     est = min(warm)
-    reps = max(1, min(MAX_REPS, int((budget_ms - WARMUP * est) /
+    reps = max(1, min(MAX_REPS, int((budget_ms - warmup * est) /
                                     max(est, 1e-3))))
     return statistics.median(once() for _ in range(reps))
 

@@ -5,8 +5,9 @@ on the whole graph.
 Issue 23 asks for a decision within 0.5 s per (graph, F, dtype) "without
 losing the quality of the choice". ``quality(graph, F, dtype)`` answers
 both for one SpMM: it re-decides with the memo entry of that key dropped
-and the decision file off (so the probe runs as on a first call; the fp32
-decision a 16-bit probe consults stays memoised, as it would be), then
+and the decision file off, so the probe runs as on a first call -- for a
+16-bit key a first call in that dtype, which makes the float32 decision it
+takes a reference from too (that one is dropped as well) -- then
 times the chosen kernel and every candidate -- the references (cuSPARSE,
 PyG's scatter, the fp32 decision with casts for a 16-bit input), the
 shortlist and the index-order twins of the hub-split kernels -- on the
@@ -21,7 +22,7 @@ from typing import Dict, List
 import torch
 
 from ..autotune import candidates, scheduler
-from ..autotune.candidates import Candidate
+from ..autotune.candidates import LOW_PRECISION, Candidate
 
 # Timing of the exhaustive pass: its warm-up calls plus as many as fit this
 # per-candidate budget (at least one).
@@ -44,8 +45,11 @@ def _no_decision_file():
 
 def _fresh_decision(graph, F: int, dtype: torch.dtype):
     """The decision for (graph, F, dtype) as a first call makes it, timed
-    (seconds, the device synchronised before and after)."""
+    (seconds, the device synchronised before and after); for a 16-bit dtype
+    with the float32 decision it consults made again within it."""
     scheduler.forget(graph, F, dtype)
+    if dtype in LOW_PRECISION:
+        scheduler.forget(graph, F, torch.float32)
     sync = torch.cuda.synchronize if graph.device.type == 'cuda' else (
         lambda: None)
     with _no_decision_file():
