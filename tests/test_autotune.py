@@ -896,13 +896,14 @@ def test_heaviest_row_bound_rate_follows_the_element_size(cuda_rules,
 
 @pytest.mark.parametrize('native_ms, expect', [
     (0.29, 'cpu'),                     # 0.97x the cast path: native
-    (0.31, candidates.CAST + 'cpu'),   # slower than the cast path: cast
+    (0.31, 'cpu'),                     # 1.03x: within CAST_MARGIN, native
+    (0.32, candidates.CAST + 'cpu'),   # 1.07x: the cast path
 ])
-def test_16_bit_kernel_needs_only_parity_with_the_cast_path(
+def test_16_bit_kernel_is_kept_unless_the_cast_path_is_clearly_faster(
         native_ms, expect, monkeypatch):
-    """Against the float32 kernel with casts a 16-bit kernel is used at
-    parity (it does the same plus no casts, half the bytes); against
-    cuSPARSE and scatter it still needs alpha."""
+    """Against the float32 kernel with casts a 16-bit kernel is used up to
+    CAST_MARGIN (1.05) of its time (it does the same plus no casts, half
+    the bytes); against cuSPARSE and scatter it still needs alpha."""
     class ByDtype(FakeTimer):
         def __call__(self, c, graph, x, reduce, budget_ms,
                      cutoff_ms=None, warmup=None):

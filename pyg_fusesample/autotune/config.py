@@ -10,7 +10,8 @@ its decision; :func:`pyg_fusesample.autotune.forget` drops it.
 ``FUSESAMPLE_AUTOTUNE_ALPHA``
     guardrail margin: a kernel is used only if ``ms <= alpha * ref_ms`` for
     cuSPARSE and PyG's scatter path (default 0.95); against the float32
-    kernel with casts (16-bit inputs) parity is enough
+    kernel with casts (16-bit inputs) it may take up to 1.05x that kernel's
+    time (``scheduler.CAST_MARGIN``)
 ``FUSESAMPLE_AUTOTUNE_CACHE``
     decision file (default ``~/.cache/pyg_fusesample/autotune.json``;
     ``off``/``0``/empty: memo only, no file)
