@@ -167,3 +167,31 @@ def test_bad_inputs():
         sparse_adam_(p, m, v, torch.tensor([0, 6]), vals, *step)
     with pytest.raises(RuntimeError, match="'exp_avg_sq' must be contiguous"):
         sparse_adam_(p, m, torch.zeros(3, 6).t(), rows, vals, *step)
+
+
+@pytest.mark.parametrize('device', devices())
+def test_param_groups_tensor_lr_and_closure(device):
+    """Several groups with their own hyper-parameters, a tensor lr, a
+    parameter without a gradient, and a closure, as torch's optimizer."""
+    torch.manual_seed(2)
+    params = [torch.randn(30, 6, device=device) for _ in range(3)]
+    grads = [embedding_grads(device, torch.float32, 30, 6, steps=2, seed=s)
+             for s in range(2)]
+
+    def train(cls):
+        ps = [torch.nn.Parameter(p.clone()) for p in params]
+        opt = cls([{'params': ps[:1]},
+                   {'params': ps[1:], 'lr': torch.tensor(0.05),
+                    'betas': (0.8, 0.99)}], lr=0.02)
+        for step in range(2):
+            def closure():
+                ps[0].grad = grads[0][step].clone()
+                ps[1].grad = grads[1][step].clone()
+                return torch.tensor(1.0)  # ps[2] keeps no gradient
+            assert float(opt.step(closure)) == 1.0
+        return ps
+
+    for ours, theirs in zip(train(FusedSparseAdam),
+                            train(torch.optim.SparseAdam)):
+        assert_same_params(ours.detach(), theirs.detach())
+    assert torch.equal(train(FusedSparseAdam)[2], params[2])

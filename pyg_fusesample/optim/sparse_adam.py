@@ -99,16 +99,11 @@ def _fused_takes(p: Tensor, m: Tensor, v: Tensor, grad: Tensor) -> bool:
             and all(t.is_contiguous() for t in (p, m, v)))
 
 
-_WARNED = set()
-
-
 def _warn_unfused(p: Tensor, grad: Tensor) -> None:
-    key = (p.dtype, p.dim(), grad.sparse_dim(), p.is_contiguous())
-    if key not in _WARNED:
-        _WARNED.add(key)
-        warnings.warn(
-            f'FusedSparseAdam: a parameter of dtype {p.dtype}, shape '
-            f'{tuple(p.shape)} (contiguous: {p.is_contiguous()}) with a '
-            f'gradient sparse over {grad.sparse_dim()} dimensions is updated '
-            f"by torch's sparse_adam (the fused op takes contiguous float32/"
-            f'float64 parameters with row-sparse gradients)', RuntimeWarning)
+    # (the warnings filter shows each distinct message once)
+    warnings.warn(
+        f'FusedSparseAdam: a parameter of dtype {p.dtype}, shape '
+        f'{tuple(p.shape)} (contiguous: {p.is_contiguous()}) with a gradient '
+        f'sparse over {grad.sparse_dim()} dimensions is updated by torch\'s '
+        f'sparse_adam (the fused op takes contiguous float32/float64 '
+        f'parameters with row-sparse gradients)', RuntimeWarning)
