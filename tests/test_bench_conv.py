@@ -83,7 +83,7 @@ def test_16_bit_decision_quality_times_a_first_call_in_that_dtype(
     scheduler.choose(graph, 8, torch.float32)  # memoised beforehand
     made = []
     decide = scheduler._decide
-    monkeypatch.setattr(scheduler, '_decide', lambda graph, F, dtype, *a: (
-        made.append(dtype), decide(graph, F, dtype, *a))[1])
+    monkeypatch.setattr(scheduler, '_decide', lambda graph, F, dtype, *a, **k:
+                        (made.append(dtype), decide(graph, F, dtype, *a, **k))[1])
     decision_quality.quality(graph, 8, torch.bfloat16)
     assert made[:2] == [torch.bfloat16, torch.float32]
