@@ -26,14 +26,24 @@ HUB_VARIANTS = ('hub', 'hub-subwarp')  # rows above hub_threshold: blocks
 LIGHT_ORDERS = ('length', 'index')  # light rows of the hub-split variants
 
 
-def _raw_spmm(graph: CSRGraph, value: Optional[Tensor], x: Tensor, reduce: str,
-              variant: str, hub_threshold: int, lanes: int = 0,
-              light_order: str = 'length') -> Tensor:
+def spmm_setup(graph: CSRGraph, variant: str, hub_threshold: int,
+               light_order: str = 'length'):
+    r"""The row split a hub variant's call on :obj:`graph` needs (cached in
+    the graph per threshold, so only a first call pays it): ``(hub_rows,
+    light_rows)``, either None where the variant needs none."""
     hub_rows = light_rows = None
     if variant in HUB_VARIANTS:
         hub_rows = graph.hub_chunks(hub_threshold)
         if light_order == 'length':
             light_rows = graph.light_rows(hub_threshold)
+    return hub_rows, light_rows
+
+
+def _raw_spmm(graph: CSRGraph, value: Optional[Tensor], x: Tensor, reduce: str,
+              variant: str, hub_threshold: int, lanes: int = 0,
+              light_order: str = 'length') -> Tensor:
+    hub_rows, light_rows = spmm_setup(graph, variant, hub_threshold,
+                                      light_order)
     return _ops.spmm(graph.rowptr, graph.col, value, x, reduce, variant,
                      hub_threshold, hub_rows, lanes, light_rows)
 
