@@ -172,3 +172,49 @@ def test_opcheck():
         torch.ops.fusesample.layer_sample.default,
         (graph.colptr, graph.row, graph.edge_id, value, None,
          torch.tensor([1, 2, 3]), [4, 4], 3))
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('method', ['ladies', 'fastgcn'])
+@pytest.mark.parametrize('normalize', [False, True])
+def test_layer_batch_is_layer_sample_and_the_batch_attributes(
+        device, method, normalize):
+    """layer_batch = layer_sample with the same key, edge_index stacked,
+    each layer's weights into a target divided by their sum (a loop over
+    targets here), e_id -1 past num_edges, the attributes' rows."""
+    from pyg_fusesample.ops import layer_batch
+    ei = _graph(60, 500)
+    graph, value = _inputs(ei, 60)
+    cum = _fastgcn_cumsum(graph, value) if method == 'fastgcn' else None
+    dev = torch.device(device)
+    args = (graph.colptr.to(dev), graph.row.to(dev), graph.edge_id.to(dev))
+    seed = torch.tensor([3, 17, 5, 40], device=dev)
+    x = torch.randn(60, 3, device=dev)
+    y = torch.arange(60, device=dev)
+    kw = dict(edge_value=value.to(dev),
+              node_cumsum=None if cum is None else cum.to(dev))
+    out = layer_batch(*args, seed, [6, 4], 11, num_edges=450,
+                      normalize_weights=normalize, weight_dtype=torch.float16,
+                      node_attrs=[x, y], **kw)
+    ref = layer_sample(*args, seed, [6, 4], 11, **kw)
+    assert torch.equal(out.node, ref.node)
+    assert torch.equal(out.edge_index, torch.stack([ref.row, ref.col]))
+    assert torch.equal(out.e_id, torch.where(ref.edge < 450, ref.edge, -1))
+    assert torch.equal(out.num_sampled_nodes, ref.num_sampled_nodes)
+    assert torch.equal(out.num_sampled_edges, ref.num_sampled_edges)
+    assert torch.equal(out.node_attrs[0], x[ref.node]) and \
+        torch.equal(out.node_attrs[1], y[ref.node])
+    w = ref.weight.cpu().clone()
+    if normalize:
+        start = 0
+        for e in ref.num_sampled_edges.tolist():
+            col = ref.col.cpu()[start:start + e]
+            for t in col.unique().tolist():
+                into = start + (col == t).nonzero().view(-1)
+                total = w[into].sum()
+                w[into] = w[into] / total if total > 0 else 0.0
+            start += e
+    assert out.edge_weight.dtype == torch.float16
+    assert torch.allclose(out.edge_weight.cpu().double(), w.half().double())
+    with pytest.raises(RuntimeError, match="'weight_dtype' must be a floating"):
+        layer_batch(*args, seed, [6], 1, weight_dtype=torch.long)

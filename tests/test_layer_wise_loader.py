@@ -145,18 +145,63 @@ def test_prefetch_yields_the_same_batches(device, method):
     assert all(torch.equal(a[0], b[0]) for a, b in zip(ahead, plain))
     it = iter(loader)
     next(it)
-    it.close()
-    assert not it.thread.is_alive()
+    it.close()  # an epoch left half-way: its threads stop, nothing follows
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('threads', [1, 3])
+@pytest.mark.parametrize('drop_last', [False, True])
+def test_prefetch_threads_keep_the_order(device, threads, drop_last,
+                                         monkeypatch):
+    """The native threads make every W-th batch each; the batches come in
+    the epoch's order, all attributes equal to plain iteration's (a last
+    partial batch, or none with drop_last)."""
+    from pyg_fusesample.loader import layer_wise_loader
+    monkeypatch.setattr(layer_wise_loader._NativeIterator, 'threads',
+                        {device: threads})
+    data = _data(n=150).to(device)
+    data.score = torch.randn(150, 2, 3, device=device)
+
+    def epoch(prefetch):
+        loader = LayerWiseLoader(data, [12, 6], batch_size=16, shuffle=True,
+                                 seed=2, drop_last=drop_last,
+                                 prefetch=prefetch)
+        it = iter(loader)
+        return len(it), list(it)
+    (n_plain, plain), (n_ahead, ahead) = epoch(False), epoch(True)
+    assert n_plain == n_ahead == len(plain) == len(ahead) == \
+        (9 if drop_last else 10)
+    for a, b in zip(ahead, plain):
+        assert a.keys() == b.keys()
+        for key in b.keys():
+            if isinstance(b[key], torch.Tensor):
+                assert torch.equal(a[key], b[key]), key
+            elif key != 'adjs':
+                assert a[key] == b[key], key
+        assert a.batch_size == b.batch_size
 
 
 def test_prefetch_needs_no_workers_and_reraises():
     data = _data()
     with pytest.raises(ValueError, match="needs 'num_workers=0'"):
         LayerWiseLoader(data, [5], prefetch=True, num_workers=2)
-    loader = LayerWiseLoader(data, [5], batch_size=8, prefetch=True)
+    for prefetch in (False, True):
+        loader = LayerWiseLoader(data, [5], batch_size=8, prefetch=prefetch)
+        loader.num_samples = [-2]  # the op's own check, on the thread
+        with pytest.raises(RuntimeError, match=r"'num_samples\[0\]' is -2"):
+            next(iter(loader))
 
-    def broken(item):
-        raise RuntimeError('sampling failed')
-    loader._collate = broken
-    with pytest.raises(RuntimeError, match='sampling failed'):
-        next(iter(loader))
+
+def test_attributes_off_the_graph_device_are_gathered_here():
+    """A node attribute that is not on the graph's device is sliced by the
+    loader, not by the op (which gathers on the graph's device)."""
+    from pyg_fusesample.loader.layer_wise_loader import _NodeRows
+    data = _data()
+    rows = _NodeRows(data, torch.device('meta'))
+    assert rows.gathered == []
+    node = torch.tensor([3, 1, 4])
+    got = dict(rows.attributes([], node))
+    assert torch.equal(got['x'], data.x[node]) and \
+        torch.equal(got['y'], data.y[node])

@@ -4,12 +4,8 @@
 // Why a native thread: a [15, 10] GraphSAGE step is bound by the host's launch
 // rate, so every microsecond the training thread spends assembling a batch
 // (sampling launch, size read-back, edge_index, feature gathers) adds to the
-// step. A Python helper thread moves that work off the training thread but
-// not off the GIL: the two threads take turns, and the step gets no faster
-// (call94/95: 1.22-1.28x the model-only floor at bf16, batch 1024). This
-// thread never touches Python. Ops are called through the dispatcher, and
-// custom-class methods run without the GIL, so the training thread only pays
-// for next() handing over ready tensors.
+// step; the thread, queue and streams are native_prefetcher.h's (one worker:
+// the lookahead below is sequential).
 //
 // Contract:
 //   BatchPrefetcher(colptr, row, edge_id?, seeds, batch_size, keys,
@@ -47,28 +43,16 @@
 //     (fusesample::neighbor_sample_async), so the GPU samples batch b+1
 //     while the thread assembles batch b; otherwise fusesample::
 //     neighbor_sample samples each batch when its turn comes.
-//   Streams (CUDA): the thread enqueues its work on a stream of its own,
-//     which starts after the work enqueued on the current stream before the
-//     prefetcher was built. next() makes the current stream wait for the
-//     batch and records the batch's tensors as used there, so the caching
-//     allocator does not hand their memory out early.
-//   Autograd: batches are assembled without gradient tracking.
-#include <Python.h>  // first, as Python asks
+//   Streams (CUDA) and autograd: as native_prefetcher.h says (a stream of
+//     its own, handed over with an event; no gradient tracking).
+#include "native_prefetcher.h"  // first: it includes Python.h
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <c10/core/Event.h>
-#include <c10/core/StreamGuard.h>
-#include <c10/core/impl/VirtualGuardImpl.h>
-#include <torch/custom_class.h>
 #include <torch/library.h>
 
-#include <condition_variable>
-#include <deque>
 #include <exception>
-#include <mutex>
 #include <optional>
-#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -111,7 +95,7 @@ void check_attrs(const char* name, const std::vector<at::Tensor>& attrs,
   }
 }
 
-class BatchPrefetcher : public torch::CustomClassHolder {
+class BatchPrefetcher : public NativePrefetcher {
  public:
   BatchPrefetcher(at::Tensor colptr, at::Tensor row, std::optional<at::Tensor> edge_id,
                   at::Tensor seeds, int64_t batch_size, std::vector<int64_t> keys,
@@ -120,12 +104,13 @@ class BatchPrefetcher : public torch::CustomClassHolder {
                   std::vector<at::Tensor> edge_attrs, int64_t depth, bool lookahead,
                   std::optional<at::Tensor> edge_time, std::optional<at::Tensor> seed_time,
                   bool temporal_last, std::optional<at::Tensor> weight_cumsum)
-      : colptr_(std::move(colptr)), row_(std::move(row)), edge_id_(std::move(edge_id)),
+      : NativePrefetcher(static_cast<int64_t>(keys.size()), depth, /*threads=*/1),
+        colptr_(std::move(colptr)), row_(std::move(row)), edge_id_(std::move(edge_id)),
         seeds_(std::move(seeds)), batch_size_(batch_size), keys_(std::move(keys)),
         num_neighbors_(std::move(num_neighbors)), replace_(replace),
         disjoint_(disjoint), fused_(fused), lookahead_(lookahead && fused && colptr_.is_cuda()),
         node_attrs_(std::move(node_attrs)),
-        edge_attrs_(std::move(edge_attrs)), depth_(static_cast<size_t>(depth)),
+        edge_attrs_(std::move(edge_attrs)),
         edge_time_(std::move(edge_time)), seed_time_(std::move(seed_time)),
         temporal_last_(temporal_last), weight_cumsum_(std::move(weight_cumsum)) {
     check_csc(kClass, colptr_, row_, edge_id_);
@@ -133,7 +118,6 @@ class BatchPrefetcher : public torch::CustomClassHolder {
     check_fanouts(kClass, num_neighbors_);
     TORCH_CHECK(batch_size_ > 0, kClass, ": 'batch_size' must be positive, got ",
                 batch_size_);
-    TORCH_CHECK(depth >= 1, kClass, ": 'depth' must be >= 1, got ", depth);
     const int64_t num_seeds = seeds_.numel();
     const int64_t covered = static_cast<int64_t>(keys_.size()) * batch_size_;
     TORCH_CHECK(covered - num_seeds < batch_size_ && num_seeds - covered < batch_size_,
@@ -149,64 +133,17 @@ class BatchPrefetcher : public torch::CustomClassHolder {
     check_attrs("node_attrs", node_attrs_, colptr_.numel() - 1, "num_nodes", colptr_);
     check_attrs("edge_attrs", edge_attrs_, row_.numel(), "num_edges", colptr_,
                 edge_id_.has_value());
-    if (colptr_.is_cuda()) start_stream();
-    thread_ = std::thread([this] { run(); });
+    std::vector<at::Tensor> inputs{colptr_, row_, seeds_};
+    for (const auto* t : {&edge_id_, &edge_time_, &seed_time_, &weight_cumsum_})
+      if (*t) inputs.push_back(**t);
+    for (const auto* attrs : {&node_attrs_, &edge_attrs_})
+      inputs.insert(inputs.end(), attrs->begin(), attrs->end());
+    start(colptr_.device(), inputs);
   }
 
   ~BatchPrefetcher() override { close(); }
 
-  std::vector<at::Tensor> next() {
-    Item item;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      ready_.wait(lock, [this] { return !queue_.empty() || finished_ || stopped_; });
-      if (queue_.empty()) return {};
-      item = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    room_.notify_one();
-    if (item.error) {
-      close();
-      std::rethrow_exception(item.error);
-    }
-    if (item.done) hand_over(item);
-    return std::move(item.tensors);
-  }
-
-  void close() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopped_ = true;
-      queue_.clear();
-    }
-    room_.notify_all();
-    ready_.notify_all();
-    join();
-  }
-
  private:
-  struct Item {
-    std::vector<at::Tensor> tensors;
-    std::optional<c10::Event> done;  // recorded after the batch's work (CUDA)
-    std::exception_ptr error;
-  };
-
-  // Waits for the thread to end. Python drops the prefetcher (and so runs
-  // the destructor) holding the GIL, and the thread may need the GIL on its
-  // way out: releasing the last C++ reference to a tensor whose Python object
-  // has died takes it. Joining while holding it hung an abandoned epoch
-  // (call128), so the wait lets it go.
-  void join() {
-    if (!thread_.joinable() || thread_.get_id() == std::this_thread::get_id()) return;
-    if (Py_IsInitialized() && PyGILState_Check()) {
-      Py_BEGIN_ALLOW_THREADS
-      thread_.join();
-      Py_END_ALLOW_THREADS
-    } else {
-      thread_.join();
-    }
-  }
-
   struct Sample {
     std::vector<at::Tensor> tensors;  // the op's outputs
     bool pending = false;             // neighbor_sample_async's, not read yet
@@ -214,64 +151,14 @@ class BatchPrefetcher : public torch::CustomClassHolder {
     std::exception_ptr error;
   };
 
-  // The thread's own stream, so its waits for sampled sizes do not queue
-  // behind training steps (nor a synchronised step behind its sampling). It
-  // starts after the work enqueued so far on the current stream (the seeds'
-  // selection, any update of the attributes), and the inputs are marked as
-  // used by it: the allocator keeps their memory until its work is done.
-  void start_stream() {
-    const c10::Device device = colptr_.device();
-    const c10::impl::VirtualGuardImpl impl(device.type());
-    const c10::Stream current = impl.getStream(device);
-    stream_ = impl.getStreamFromGlobalPool(device);
-    c10::Event begun(device.type());
-    begun.record(current);
-    begun.block(*stream_);
-    for (const at::Tensor& t : {colptr_, row_, seeds_}) t.record_stream(*stream_);
-    for (const auto* t : {&edge_id_, &edge_time_, &seed_time_, &weight_cumsum_})
-      if (*t) (*t)->record_stream(*stream_);
-    for (const auto* attrs : {&node_attrs_, &edge_attrs_})
-      for (const at::Tensor& t : *attrs)
-        if (t.device() == colptr_.device()) t.record_stream(*stream_);
-  }
-
-  void run() {
-    std::optional<c10::StreamGuard> on_stream;
-    if (stream_) on_stream.emplace(*stream_);
-    c10::AutoGradMode no_grad(false);
-    const int64_t num_batches = static_cast<int64_t>(keys_.size());
-    Sample ahead;
-    for (int64_t b = 0; b < num_batches; ++b) {
-      Sample current = b > 0 && lookahead_ ? std::move(ahead) : sample(b);
-      // Fused on a GPU: batch b+1's sampling is enqueued before batch b's
-      // gathers, so the GPU has it while this thread waits for b's sizes and
-      // assembles b (the loader's lookahead, without the GIL).
-      if (lookahead_ && b + 1 < num_batches) ahead = sample(b + 1);
-      Item item;
-      try {
-        item.tensors = assemble(collect(current));
-        if (stream_) {
-          item.done.emplace(stream_->device_type());
-          item.done->record(*stream_);
-        }
-      } catch (...) {
-        item.error = std::current_exception();
-      }
-      const bool failed = item.error != nullptr;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        room_.wait(lock, [this] { return stopped_ || queue_.size() < depth_; });
-        if (stopped_) break;
-        queue_.push_back(std::move(item));
-      }
-      ready_.notify_one();
-      if (failed) break;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      finished_ = true;
-    }
-    ready_.notify_all();
+  // Batch b from its sample. Fused on a GPU, batch b+1's sampling is
+  // enqueued before batch b's gathers, so the GPU has it while this thread
+  // waits for b's sizes and assembles b (the loader's lookahead, without the
+  // GIL).
+  std::vector<at::Tensor> produce(int64_t b) override {
+    Sample current = b > 0 && lookahead_ ? std::move(ahead_) : sample(b);
+    if (lookahead_ && b + 1 < static_cast<int64_t>(keys_.size())) ahead_ = sample(b + 1);
+    return assemble(collect(current));
   }
 
   // Batch b's sampling: fused on a GPU enqueued by
@@ -301,10 +188,10 @@ class BatchPrefetcher : public torch::CustomClassHolder {
                               edge_time_, seed_time, temporal_last_, weight_cumsum_);
         s.tensors = {node, row, col, edge, batch, meta};
         s.pending = true;
-        if (stream_) {
-          s.launched.emplace(stream_->device_type());
-          s.launched->record(*stream_);
-        }
+        // (lookahead: on a GPU, whose worker runs on a stream of its own)
+        const c10::Device device = colptr_.device();
+        s.launched.emplace(device.type());
+        s.launched->record(c10::impl::VirtualGuardImpl(device.type()).getStream(device));
       } else {
         auto [node, row, col, edge, batch, nsn, nse, counts] =
             sample_now.call(colptr_, row_, edge_id_, seeds, num_neighbors_, replace_,
@@ -358,17 +245,6 @@ class BatchPrefetcher : public torch::CustomClassHolder {
     return out;
   }
 
-  // The consumer's stream waits for the batch, and the batch's memory is not
-  // reused before that stream is done with it.
-  void hand_over(const Item& item) const {
-    const c10::Stream consumer =
-        c10::impl::VirtualGuardImpl(stream_->device_type()).getStream(stream_->device());
-    if (consumer == *stream_) return;
-    item.done->block(consumer);
-    for (const at::Tensor& t : item.tensors)
-      if (t.device() == consumer.device()) t.record_stream(consumer);
-  }
-
   const at::Tensor colptr_, row_;
   const std::optional<at::Tensor> edge_id_;
   const at::Tensor seeds_;
@@ -376,17 +252,10 @@ class BatchPrefetcher : public torch::CustomClassHolder {
   const std::vector<int64_t> keys_, num_neighbors_;
   const bool replace_, disjoint_, fused_, lookahead_;
   const std::vector<at::Tensor> node_attrs_, edge_attrs_;
-  const size_t depth_;
   const std::optional<at::Tensor> edge_time_, seed_time_;
   const bool temporal_last_;
   const std::optional<at::Tensor> weight_cumsum_;
-  std::optional<c10::Stream> stream_;
-
-  std::mutex mutex_;
-  std::condition_variable ready_, room_;  // a batch is ready / there is room
-  std::deque<Item> queue_;
-  bool finished_ = false, stopped_ = false;
-  std::thread thread_;  // started at the end of the constructor
+  Sample ahead_;  // the next batch's sample (lookahead; the one worker's)
 };
 
 }  // namespace
@@ -398,8 +267,8 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
                        bool, std::vector<at::Tensor>, std::vector<at::Tensor>,
                        int64_t, bool, std::optional<at::Tensor>,
                        std::optional<at::Tensor>, bool, std::optional<at::Tensor>>())
-      .def("next", &BatchPrefetcher::next)
-      .def("close", &BatchPrefetcher::close);
+      .def("next", [](const c10::intrusive_ptr<BatchPrefetcher>& self) { return self->next(); })
+      .def("close", [](const c10::intrusive_ptr<BatchPrefetcher>& self) { self->close(); });
 }
 
 }  // namespace fusesample

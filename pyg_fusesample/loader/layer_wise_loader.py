@@ -5,10 +5,10 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ..ops import layer_sample
+from ..ops import layer_batch
 from ..sampler.graph_store import CSCGraph, build_csc
 from ..sampler.rule_graph import segment_of_slots
-from .background import check_prefetch, prefetched, prefetching
+from .background import check_prefetch, prefetching
 from .fused_neighbor_loader import _check_input_nodes
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
                              resolve_generator)
@@ -75,13 +75,14 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
         seed (int, optional) / generator (torch.Generator, optional): make
             the shuffling and the draws repeatable.
         transform (callable, optional): applied to every batch.
-        prefetch (bool): assemble the batches on a background thread, up to
-            two ahead (:mod:`~pyg_fusesample.loader.background`): a batch's
-            host work (the sampling op's launches and size reads, the
-            attribute gathers) then overlaps the training step instead of
-            preceding it. The batches are the same; needs
-            ``num_workers=0``. (default: :obj:`None`: on when the graph is
-            on a GPU and ``num_workers=0``)
+        prefetch (bool): assemble the batches on native background threads
+            that never take the GIL (``fusesample.LayerBatchPrefetcher``;
+            three on a GPU, each on a CUDA stream of its own, one on the
+            CPU), up to two ahead each: a batch's host work (the sampling
+            op's launches and size reads, the attribute gathers) then
+            overlaps the training step instead of preceding it. The batches
+            are the same; needs ``num_workers=0``. (default: :obj:`None`: on
+            when the graph is on a GPU and ``num_workers=0``)
         **kwargs: further :class:`torch.utils.data.DataLoader` arguments.
     """
     def __init__(self, data: Data, num_samples: List[int],
@@ -133,47 +134,116 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
     def __iter__(self):
         if not prefetching(self.prefetch, self.graph.device):
             return super().__iter__()
-        return prefetched(self, lambda: list(self.sampler), self._collate,
-                          self.graph.device)
+        return _NativeIterator(self)
 
     def _collate(self, item: Tuple[Tensor, int]) -> Data:
         positions, rng_seed = item
         positions = positions.to(self.graph.device)
-        out = layer_sample(self.graph.colptr, self.graph.row,
-                           self.graph.edge_id,
-                           self.input_nodes.index_select(0, positions),
-                           self.num_samples, rng_seed, self.edge_value,
-                           self.node_cumsum)
+        rows = _NodeRows(self.data, self.graph.device)
+        out = layer_batch(
+            self.graph.colptr, self.graph.row, self.graph.edge_id,
+            self.input_nodes.index_select(0, positions), self.num_samples,
+            rng_seed, self.edge_value, self.node_cumsum, self.num_edges,
+            self.normalize_weights, _weight_dtype(self.data), rows.gathered)
+        return self._batch(out[:6], out.node_attrs, rows, positions)
+
+    def _batch(self, out: List[Tensor], gathered: List[Tensor],
+               rows: '_NodeRows', positions: Tensor) -> Data:
+        # The Data of a batch from fusesample::layer_batch's outputs.
+        node, edge_index, edge_weight, e_id, nsn, nse = out
         batch = Data()
-        for key, value in self.data.items():
-            if key == 'edge_index' or not isinstance(value, Tensor):
-                continue
-            if self.data.is_node_attr(key):
-                batch[key] = value.index_select(0, out.node.to(value.device))
-        weight = out.weight
-        edges = out.num_sampled_edges.tolist()
-        nodes = out.num_sampled_nodes.cumsum(0).tolist()
-        if self.normalize_weights:
-            weight = _per_target_normalised(weight, out.col, edges, nodes)
-        x = self.data.get('x')
-        dtype = x.dtype if isinstance(x, Tensor) and x.is_floating_point() \
-            else torch.get_default_dtype()
-        batch.edge_index = torch.stack([out.row, out.col])
-        batch.edge_weight = weight.to(dtype)
-        batch.e_id = torch.where(out.edge < self.num_edges, out.edge,
-                                 torch.full_like(out.edge, -1))
-        batch.n_id = out.node
+        for key, value in rows.attributes(gathered, node):
+            batch[key] = value
+        edges = nse.tolist()
+        nodes = nsn.cumsum(0).tolist()
+        batch.edge_index = edge_index
+        batch.edge_weight = edge_weight
+        batch.e_id = e_id
+        batch.n_id = node
         batch.input_id = positions
         batch.batch_size = int(positions.numel())
-        batch.num_sampled_nodes = out.num_sampled_nodes.tolist()
+        batch.num_sampled_nodes = nsn.tolist()
         batch.num_sampled_edges = edges
-        batch.adjs = _blocks(batch.edge_index, batch.edge_weight, edges, nodes)
-        batch.num_nodes = out.node.numel()
+        batch.adjs = _blocks(edge_index, edge_weight, edges, nodes)
+        batch.num_nodes = node.numel()
         return batch if self.transform is None else self.transform(batch)
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(method={self.method!r}, '
                 f'num_samples={self.num_samples})')
+
+
+class _NodeRows:
+    # The node attributes of `data` that a batch slices by its node ids, in
+    # data's order: those on the graph's device are gathered by the op (on
+    # the prefetcher's thread), the others here.
+    def __init__(self, data: Data, device: torch.device):
+        self.items = [(key, value) for key, value in data.items()
+                      if key != 'edge_index' and isinstance(value, Tensor)
+                      and data.is_node_attr(key)]
+        self.gathered = [v for _, v in self.items if v.device == device]
+        self.device = device
+
+    def attributes(self, gathered: List[Tensor], node: Tensor):
+        rows = iter(gathered)
+        for key, value in self.items:
+            yield key, (next(rows) if value.device == self.device
+                        else value.index_select(0, node.to(value.device)))
+
+
+class _NativeIterator:
+    # One epoch of the loader's batches from fusesample.LayerBatchPrefetcher
+    # (kernels/loader/layer_batch_prefetcher.cpp): native threads that never
+    # take the GIL run fusesample::layer_batch for each batch, each on a CUDA
+    # stream of its own, and this thread only builds the Data. Python threads
+    # (loader/background.py) kept a LADIES or FastGCN step at 1.43-1.91x the
+    # step on pre-sampled batches (H200), taking turns with it on the GIL.
+    # The draws are plain iteration's: DataLoader's base seed (an iterator of
+    # the loader, made and discarded), then the epoch's order and keys.
+    depth = 2  # batches ready per thread
+    threads = {'cuda': 3, 'cpu': 1}
+
+    def __init__(self, loader: LayerWiseLoader):
+        torch.utils.data.DataLoader.__iter__(loader)
+        order, keys = loader.sampler.plan()
+        device = loader.graph.device
+        order = order.to(device)
+        self.loader = loader
+        self.rows = rows = _NodeRows(loader.data, device)
+        self.prefetcher = torch.classes.fusesample.LayerBatchPrefetcher(
+            loader.graph.colptr, loader.graph.row, loader.graph.edge_id,
+            loader.edge_value, loader.node_cumsum,
+            loader.input_nodes.index_select(0, order), loader.batch_size,
+            keys, loader.num_samples, loader.num_edges,
+            loader.normalize_weights, _weight_dtype(loader.data),
+            rows.gathered, self.depth, self.threads.get(device.type, 1))
+        self.windows = loader.sampler.slices(order, keys)
+        self.num_batches = len(keys)
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __next__(self) -> Data:
+        tensors = self.prefetcher.next()
+        if not tensors:
+            raise StopIteration
+        positions, _, _ = next(self.windows)
+        return self.loader._batch(tensors[:6], tensors[6:], self.rows,
+                                  positions)
+
+    def close(self):
+        r"""Stops the threads (an epoch left before its end)."""
+        self.prefetcher.close()
+
+
+def _weight_dtype(data: Data) -> torch.dtype:
+    # The edge weights' dtype: the features', else the default.
+    x = data.get('x')
+    return x.dtype if isinstance(x, Tensor) and x.is_floating_point() \
+        else torch.get_default_dtype()
 
 
 def _propagation_graph(data: Data, normalization: Optional[str],
@@ -224,19 +294,6 @@ def _seed_nodes(input_nodes: Optional[Tensor], num_nodes: int,
                                 or int(input_nodes.max()) >= num_nodes):
         raise ValueError(f"'input_nodes' holds ids outside [0, {num_nodes})")
     return input_nodes.to(device)
-
-
-def _per_target_normalised(weight: Tensor, col: Tensor, edges: List[int],
-                           nodes: List[int]) -> Tensor:
-    # Each layer's weights into one target sum to one (targets' local ids
-    # repeat across layers, so layer by layer; layer l has nodes[l] targets).
-    parts = []
-    for l, (w, c) in enumerate(zip(weight.split(edges), col.split(edges))):
-        total = torch.zeros(int(nodes[l]), dtype=w.dtype, device=w.device)
-        total.index_add_(0, c, w)
-        parts.append(torch.where(total[c] > 0, w / total[c],
-                                 torch.zeros_like(w)))
-    return torch.cat(parts) if parts else weight
 
 
 def _blocks(edge_index: Tensor, edge_weight: Tensor, edges: List[int],

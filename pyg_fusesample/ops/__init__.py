@@ -1,6 +1,7 @@
 """Thin Python wrappers over ``torch.ops.fusesample.*`` with fake kernels."""
 from .aggregate import SampleAggregateOutput, sample_aggregate
-from .layer import LayerSampleOutput, layer_sample
+from .layer import (LayerBatchOutput, LayerSampleOutput, layer_batch,
+                    layer_sample)
 from .sampling import (NeighborSampleOutput, PendingNeighborSample,
                        csc_from_coo, gather_rows, gather_rows_cached,
                        gather_rows_list,
@@ -19,4 +20,5 @@ __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
            'gather_rows_list', 'SampleAggregateOutput',
            'TypeSplit', 'split_by_type',
            'sample_aggregate', 'sage_tree', 'random_walk', 'skipgram_loss', 'sparse_adam_',
-           'LayerSampleOutput', 'layer_sample', 'segment_search']
+           'LayerSampleOutput', 'layer_sample', 'LayerBatchOutput',
+           'layer_batch', 'segment_search']

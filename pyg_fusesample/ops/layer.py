@@ -1,6 +1,7 @@
 """Layer-wise sampling (LADIES, FastGCN): :func:`layer_sample` over
 ``torch.ops.fusesample.layer_sample`` (contract in
-``kernels/layer/layer_sample.cpp``)."""
+``kernels/layer/layer_sample.cpp``) and :func:`layer_batch`, a loader's
+batch in one op (``kernels/layer/layer_batch.cpp``)."""
 from typing import List, NamedTuple, Optional
 
 import torch
@@ -64,6 +65,41 @@ def layer_sample(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
     return LayerSampleOutput(*torch.ops.fusesample.layer_sample(
         colptr, row, edge_id, edge_value, node_cumsum, seed,
         [int(s) for s in num_samples], int(rng_seed)))
+
+
+class LayerBatchOutput(NamedTuple):
+    node: Tensor               # as LayerSampleOutput's
+    edge_index: Tensor         # [2, E'] stack(row, col)
+    edge_weight: Tensor        # [E'] weight (normalised), in weight_dtype
+    e_id: Tensor               # [E'] edge ids, -1 for ids >= num_edges
+    num_sampled_nodes: Tensor  # [L + 1] int64 (CPU)
+    num_sampled_edges: Tensor  # [L] int64 (CPU), innermost layer first
+    node_attrs: List[Tensor]   # each of node_attrs' rows of node
+
+
+def layer_batch(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
+                seed: Tensor, num_samples: List[int], rng_seed: int,
+                edge_value: Optional[Tensor] = None,
+                node_cumsum: Optional[Tensor] = None, num_edges: int = -1,
+                normalize_weights: bool = True,
+                weight_dtype: torch.dtype = torch.float32,
+                node_attrs: List[Tensor] = ()) -> LayerBatchOutput:
+    r""":func:`layer_sample` and what a
+    :class:`~pyg_fusesample.loader.LayerWiseLoader` batch holds besides,
+    in one op (the loader's plain path and its native prefetch threads run
+    it): ``edge_index = stack(row, col)``; the weights, with
+    :obj:`normalize_weights` divided per layer by the sum of those into the
+    same target (:math:`w_{uv} / \sum_{u'} w_{u'v}`, 0 where that is 0), in
+    :obj:`weight_dtype`; ``e_id``, the edge ids with -1 for those
+    ``>= num_edges`` (added self-loops; ``-1``: keep all); and the rows of
+    every tensor of :obj:`node_attrs` (on the graph's device) at ``node``.
+    The other arguments are :func:`layer_sample`'s."""
+    out = torch.ops.fusesample.layer_batch(
+        colptr, row, edge_id, edge_value, node_cumsum, seed,
+        [int(s) for s in num_samples], int(rng_seed),
+        int(num_edges) if num_edges >= 0 else row.numel() + 1,
+        bool(normalize_weights), weight_dtype, list(node_attrs))
+    return LayerBatchOutput(*out)
 
 
 @torch.library.register_fake('fusesample::layer_sample')

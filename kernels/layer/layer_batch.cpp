@@ -1,0 +1,115 @@
+// fusesample::layer_batch -- one LayerWiseLoader batch in one op: the draws of
+// fusesample::layer_sample and what the loader's Data holds besides them.
+//
+// Contract:
+//   layer_batch(colptr, row, edge_id?, edge_value?, node_cumsum?, seed,
+//               num_samples, rng_seed, num_edges, normalize_weights,
+//               weight_dtype, node_attrs)
+//     The first eight arguments are layer_sample's. Returns
+//     node              layer_sample's node (global ids, the batch first);
+//     edge_index [2, m] stack(row, col) of layer_sample (local ids; source,
+//                       target), the layers innermost first;
+//     edge_weight [m]   layer_sample's weight; with normalize_weights, each
+//                       layer's weights into one target divided by their
+//                       sum (0 where that sum is 0); cast to weight_dtype;
+//     e_id [m]          the edges' ids, -1 for ids >= num_edges (the self-
+//                       loops the loader adds have ids num_edges + v);
+//     num_sampled_nodes [L + 1], num_sampled_edges [L]: layer_sample's (int64
+//                       on the CPU);
+//     node_attrs        each tensor's rows of node (gather_rows).
+// Why one op: the loader's plain path and its native prefetcher
+// (fusesample.LayerBatchPrefetcher) build the same batches from it, and the
+// prefetcher's thread, which never takes the GIL, then does all of a batch's
+// work. Composite: the device's layer_sample and gather_rows do the work.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include <tuple>
+#include <vector>
+
+namespace fusesample {
+namespace layer {
+namespace {
+
+using LayerSampleFn =
+    std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
+               at::Tensor>(const at::Tensor&, const at::Tensor&,
+                           const c10::optional<at::Tensor>&, const c10::optional<at::Tensor>&,
+                           const c10::optional<at::Tensor>&, const at::Tensor&,
+                           at::IntArrayRef, int64_t);
+using GatherListFn = std::vector<at::Tensor>(at::TensorList, const at::Tensor&, bool);
+
+using LayerBatch = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
+                              at::Tensor, std::vector<at::Tensor>>;
+
+// Layer l's weights (the num_sampled_edges[l] after the previous layers'),
+// divided by the sum of those into the same target. Targets' local ids repeat
+// across layers, so layer by layer; layer l has n_0 + ... + n_l targets.
+at::Tensor per_target_normalised(const at::Tensor& weight, const at::Tensor& col,
+                                 const at::Tensor& num_sampled_nodes,
+                                 const at::Tensor& num_sampled_edges) {
+  const int64_t layers = num_sampled_edges.numel();
+  const int64_t* n = num_sampled_nodes.data_ptr<int64_t>();
+  const int64_t* e = num_sampled_edges.data_ptr<int64_t>();
+  std::vector<at::Tensor> parts;
+  int64_t offset = 0, targets = 0;
+  for (int64_t l = 0; l < layers; ++l) {
+    targets += n[l];
+    const at::Tensor w = weight.narrow(0, offset, e[l]);
+    const at::Tensor c = col.narrow(0, offset, e[l]);
+    offset += e[l];
+    const at::Tensor total = at::zeros({targets}, w.options()).index_add_(0, c, w);
+    const at::Tensor per_edge = total.index_select(0, c);
+    parts.push_back(at::where(per_edge > 0, w / per_edge, at::zeros_like(w)));
+  }
+  return parts.empty() ? weight : at::cat(parts);
+}
+
+LayerBatch layer_batch(const at::Tensor& colptr, const at::Tensor& row,
+                       const c10::optional<at::Tensor>& edge_id,
+                       const c10::optional<at::Tensor>& edge_value,
+                       const c10::optional<at::Tensor>& node_cumsum, const at::Tensor& seed,
+                       at::IntArrayRef num_samples, int64_t rng_seed, int64_t num_edges,
+                       bool normalize_weights, at::ScalarType weight_dtype,
+                       at::TensorList node_attrs) {
+  static const auto sample = c10::Dispatcher::singleton()
+                                 .findSchemaOrThrow("fusesample::layer_sample", "")
+                                 .typed<LayerSampleFn>();
+  static const auto gather = c10::Dispatcher::singleton()
+                                 .findSchemaOrThrow("fusesample::gather_rows_list", "")
+                                 .typed<GatherListFn>();
+  TORCH_CHECK(at::isFloatingType(weight_dtype),
+              "fusesample::layer_batch: 'weight_dtype' must be a floating type, got ",
+              weight_dtype);
+  auto [node, src, dst, edge, weight, nsn, nse] = sample.call(
+      colptr, row, edge_id, edge_value, node_cumsum, seed, num_samples, rng_seed);
+  if (normalize_weights) weight = per_target_normalised(weight, dst, nsn, nse);
+  // The node ids are the sampler's own output, in range: no check (no sync).
+  return {node,
+          at::stack({src, dst}),
+          weight.to(weight_dtype),
+          at::where(edge < num_edges, edge, at::full({}, -1, edge.options())),
+          nsn,
+          nse,
+          gather.call(node_attrs, node, false)};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(fusesample, m) {
+  m.def(
+      "layer_batch(Tensor colptr, Tensor row, Tensor? edge_id, "
+      "Tensor? edge_value, Tensor? node_cumsum, Tensor seed, int[] num_samples, "
+      "int rng_seed, int num_edges, bool normalize_weights, "
+      "ScalarType weight_dtype, Tensor[] node_attrs) -> (Tensor node, "
+      "Tensor edge_index, Tensor edge_weight, Tensor e_id, "
+      "Tensor num_sampled_nodes, Tensor num_sampled_edges, Tensor[] node_attrs)");
+}
+
+TORCH_LIBRARY_IMPL(fusesample, CompositeExplicitAutograd, m) {
+  m.impl("layer_batch", &layer_batch);
+}
+
+}  // namespace layer
+}  // namespace fusesample
