@@ -1,6 +1,7 @@
 """`bench subgraph` on the CPU: each loader trains its model for a step
 through the loader and on pre-sampled batches, rows fill the CSV's columns,
-and the markdown gives the loader / pre-sampled ratio."""
+and the markdown gives the loader / pre-sampled ratios, synchronised and
+pipelined."""
 import torch
 
 from pyg_fusesample.bench import subgraph_runner
@@ -19,11 +20,15 @@ def test_every_loader_steps_and_reports(tmp_path):
     for r in rows:
         assert set(r) <= set(subgraph_runner.COLUMNS)
         assert float(r['step_ms']) > 0 and r['batch_edges'] > 0
+        assert float(r['pipelined_ms']) > 0
     path = str(tmp_path / 'subgraph.csv')
     append_rows(path, rows, columns=subgraph_runner.COLUMNS)
     md = subgraph_runner.markdown(path)
     for name in subgraph_runner.LOADERS:
         line = next(x for x in md.splitlines() if f'| {name} |' in x)
-        assert float(line.rstrip(' |').split('|')[-1]) > 0  # the ratio
+        cells = line.strip(' |').split(' | ')
+        # both ratios: synchronised and pipelined
+        assert float(cells[8]) > 0 and float(cells[11]) > 0
+        assert abs(float(cells[8]) - float(cells[6]) / float(cells[7])) < 0.01
     assert sum('(prefetch) |' in x for x in md.splitlines()) == len(
         subgraph_runner.LOADERS)

@@ -44,7 +44,7 @@ inline void check_inputs(const at::Tensor& colptr, const at::Tensor& row,
                 num_samples[l], "; use a count >= 0, or -1 for all candidates");
 }
 
-// Kernels provides
+// Kernels provides (every tensor argument contiguous, int64 unless named)
 //   Tensor segment_of(ends, m)
 //     -> the segment of each of the m positions [0, m), for consecutive
 //        segments ending at `ends` (the inclusive prefix sums of their
@@ -63,13 +63,14 @@ inline void check_inputs(const at::Tensor& colptr, const at::Tensor& row,
 //     -> searchsorted(sorted, query), int64 ids (left).
 template <class Kernels>
 LayerSampleResult layer_sample_driver(
-    const at::Tensor& colptr, const at::Tensor& row,
+    const at::Tensor& colptr_arg, const at::Tensor& row,
     const c10::optional<at::Tensor>& edge_id,
     const c10::optional<at::Tensor>& edge_value,
     const c10::optional<at::Tensor>& node_cumsum_arg, const at::Tensor& seed,
     at::IntArrayRef num_samples, int64_t rng_seed) {
-  check_inputs(colptr, row, edge_id, edge_value, node_cumsum_arg, seed,
+  check_inputs(colptr_arg, row, edge_id, edge_value, node_cumsum_arg, seed,
                num_samples);
+  const at::Tensor colptr = colptr_arg.contiguous();  // (Kernels' contract)
   // The draw kernels read the prefix sums as a flat array.
   const auto node_cumsum =
       node_cumsum_arg.has_value()

@@ -77,7 +77,7 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
         transform (callable, optional): applied to every batch.
         prefetch (bool): assemble the batches on native background threads
             that never take the GIL (``fusesample.LayerBatchPrefetcher``;
-            three on a GPU, each on a CUDA stream of its own, one on the
+            two on a GPU, each on a CUDA stream of its own, one on the
             CPU), up to two ahead each: a batch's host work (the sampling
             op's launches and size reads, the attribute gathers) then
             overlaps the training step instead of preceding it. The batches
@@ -200,8 +200,13 @@ class _NativeIterator:
     # step on pre-sampled batches (H200), taking turns with it on the GIL.
     # The draws are plain iteration's: DataLoader's base seed (an iterator of
     # the loader, made and discarded), then the epoch's order and keys.
+    # Threads by device. On a GPU (H100, products-like, 512-seed batches,
+    # loader alone) 1 / 2 / 3 / 4 threads made a LADIES batch every 2.58 /
+    # 1.87 / 1.69 / 1.50 ms (two Python threads: 2.41), but a training step
+    # next to them took no less with 3 or 4 than with 2 (their launches and
+    # size reads slow the training thread's): 2.
     depth = 2  # batches ready per thread
-    threads = {'cuda': 3, 'cpu': 1}
+    threads = {'cuda': 2, 'cpu': 1}
 
     def __init__(self, loader: LayerWiseLoader):
         torch.utils.data.DataLoader.__iter__(loader)

@@ -64,21 +64,20 @@ __global__ void __launch_bounds__(kWarps * 32)
 // a quarter as many.
 constexpr int kVec = 4;
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+constexpr bool kFloat4Atomics = true;  // atomicAdd(float4*, float4)
+#else
+constexpr bool kFloat4Atomics = false;
+#endif
+
 template <int N, typename acc_t>
 __device__ __forceinline__ void atomic_add_n(acc_t* p, const acc_t (&v)[N]) {
+  if constexpr (kFloat4Atomics && N == kVec && std::is_same_v<acc_t, float>) {
+    atomicAdd(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
+  } else {
 #pragma unroll
-  for (int k = 0; k < N; ++k) gpuAtomicAdd(p + k, v[k]);
-}
-
-template <>
-__device__ __forceinline__ void atomic_add_n<kVec, float>(float* p,
-                                                         const float (&v)[kVec]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  atomicAdd(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
-#else
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) gpuAtomicAdd(p + k, v[k]);
-#endif
+    for (int k = 0; k < N; ++k) gpuAtomicAdd(p + k, v[k]);
+  }
 }
 
 // The gradient of one group: coef_scale * grad[0] is d loss / d term. Lane

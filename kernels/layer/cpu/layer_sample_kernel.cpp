@@ -35,14 +35,11 @@ struct CpuKernels {
                                   const at::Tensor& node,
                                   const at::Tensor& ends,
                                   const at::Tensor& tgt) {
-    const auto ptr = colptr.contiguous();
-    const auto nd = node.contiguous();
-    const auto e = ends.contiguous();
     const int64_t m = tgt.numel();
     auto out = at::empty({m}, tgt.options());
-    const int64_t* p = ptr.data_ptr<int64_t>();
-    const int64_t* v = nd.data_ptr<int64_t>();
-    const int64_t* end = e.data_ptr<int64_t>();
+    const int64_t* p = colptr.data_ptr<int64_t>();
+    const int64_t* v = node.data_ptr<int64_t>();
+    const int64_t* end = ends.data_ptr<int64_t>();
     const int64_t* t = tgt.data_ptr<int64_t>();
     int64_t* o = out.data_ptr<int64_t>();
     at::parallel_for(0, m, 4096, [&](int64_t lo, int64_t hi) {

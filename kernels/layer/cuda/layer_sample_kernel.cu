@@ -86,16 +86,13 @@ struct CudaKernels {
                                   const at::Tensor& node,
                                   const at::Tensor& ends,
                                   const at::Tensor& tgt) {
-    const auto ptr = colptr.contiguous();
-    const auto nd = node.contiguous();
-    const auto e = ends.contiguous();
     const int64_t m = tgt.numel();
     auto out = at::empty({m}, tgt.options());
     if (m > 0) {
       in_edge_slots_kernel<<<grid_blocks(m, kThreads, 8), kThreads, 0,
                              at::cuda::getCurrentCUDAStream()>>>(
-          ptr.data_ptr<int64_t>(), nd.data_ptr<int64_t>(),
-          e.data_ptr<int64_t>(), tgt.data_ptr<int64_t>(), m,
+          colptr.data_ptr<int64_t>(), node.data_ptr<int64_t>(),
+          ends.data_ptr<int64_t>(), tgt.data_ptr<int64_t>(), m,
           out.data_ptr<int64_t>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }

@@ -115,7 +115,7 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
           g, w, start_c.data_ptr<int64_t>(), num_walks, in.num_nodes(),
           node_t.data_ptr<int64_t>(),
           return_edge ? edge_t.data_ptr<int64_t>() : nullptr);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      C10_CUDA_KERNEL_LAUNCH_CHECK();  // (before the copies launch their own)
       node.copy_(node_t.t());
       if (return_edge) edge.copy_(edge_t.t());
     } else {
@@ -124,8 +124,8 @@ std::tuple<at::Tensor, at::Tensor> random_walk_cuda(
           g, w, start_c.data_ptr<int64_t>(), num_walks, roots,
           in.num_nodes(), frontier.data_ptr<int64_t>(),
           node.data_ptr<int64_t>(), edge_out);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return {node, edge};
 }
