@@ -11,7 +11,7 @@ import torch
 
 from conftest import devices
 from example_runner import run_subprocess
-from pyg_fusesample.loader import background, side_stream
+from pyg_fusesample.loader import background, layer_wise_loader, side_stream
 
 
 def _endless(made):
@@ -159,7 +159,8 @@ def test_subgraph_loaders_prefetch_by_default_on_a_gpu(device):
     for loader in _loaders(data):
         assert loader.prefetch is None
         it = iter(loader)
-        threaded = isinstance(it, background.BackgroundIterator)
+        threaded = isinstance(it, (background.BackgroundIterator,
+                                   layer_wise_loader._NativeIterator))
         assert threaded == (device == 'cuda'), type(loader).__name__
         assert len(list(it)) == len(loader)
     # Worker processes (CPU data only: CUDA data refuses them) turn the
@@ -167,7 +168,8 @@ def test_subgraph_loaders_prefetch_by_default_on_a_gpu(device):
     for loader in _loaders(data.cpu(), num_workers=1) + _loaders(
             data, prefetch=False):
         assert loader.prefetch is False
-        assert not isinstance(iter(loader), background.BackgroundIterator)
+        assert not isinstance(iter(loader), (
+            background.BackgroundIterator, layer_wise_loader._NativeIterator))
 
 
 @pytest.mark.cuda
@@ -175,15 +177,18 @@ def test_gpu_prefetch_makes_batches_on_a_side_stream():
     # The thread's reads of device values must not wait for the training
     # steps on the caller's stream: it works on a stream of its own, and
     # the caller's stream waits for each batch (the same batches).
+    # (FusedShaDowKHopSampler's Python threads; LayerWiseLoader's native
+    # ones: test_layer_wise_loader.py)
     from torch_geometric.data import Data
-    from pyg_fusesample import LayerWiseLoader
+    from pyg_fusesample import FusedShaDowKHopSampler
     g = torch.Generator().manual_seed(0)
     data = Data(edge_index=torch.randint(60, (2, 400), generator=g),
                 x=torch.randn(60, 4, generator=g), num_nodes=60).to('cuda')
-    plain = [b.n_id for b in LayerWiseLoader(data, [5, 5], batch_size=8,
-                                             seed=1, prefetch=False)]
-    loader = LayerWiseLoader(data, [5, 5], batch_size=8, seed=1,
-                             prefetch=True)
+    plain = [b.x for b in FusedShaDowKHopSampler(
+        data, depth=2, num_neighbors=3, batch_size=8, seed=1,
+        prefetch=False)]
+    loader = FusedShaDowKHopSampler(data, depth=2, num_neighbors=3,
+                                    batch_size=8, seed=1, prefetch=True)
     streams, make = [], loader._collate
 
     def spy(item):
@@ -193,9 +198,9 @@ def test_gpu_prefetch_makes_batches_on_a_side_stream():
     consumer = torch.cuda.current_stream().cuda_stream
     ahead = [b for b in loader]
     assert len(ahead) == len(plain)
-    assert all(torch.equal(a.n_id, p) for a, p in zip(ahead, plain))
+    assert all(torch.equal(a.x, p) for a, p in zip(ahead, plain))
     assert streams and all(s != consumer for s in streams)
     # one side stream per thread, the batches dealt out in turn
     assert len(set(streams)) == min(background.GPU_THREADS, len(plain))
-    for b in ahead:  # nested tensors (adjs) are recorded too
+    for b in ahead:
         side_stream.record_on(b, torch.cuda.current_stream())

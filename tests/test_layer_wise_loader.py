@@ -183,6 +183,25 @@ def test_prefetch_threads_keep_the_order(device, threads, drop_last,
         assert a.batch_size == b.batch_size
 
 
+@pytest.mark.cuda
+def test_native_prefetch_waits_for_the_callers_stream():
+    """The native threads work on streams of their own that start after
+    what the caller's stream enqueued before the epoch (here a write to x
+    behind ~50 ms of GPU time, which nothing on the host waits for), and
+    the caller's stream waits for each batch."""
+    data = _data().to('cuda')
+    plain = [b.x for b in LayerWiseLoader(data, [5, 5], batch_size=8, seed=1,
+                                          prefetch=False)]
+    loader = LayerWiseLoader(data, [5, 5], batch_size=8, seed=1,
+                             prefetch=True)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(100_000_000)
+    data.x.mul_(2)
+    ahead = [b.x * 1 for b in loader]  # (used on the caller's stream)
+    assert len(ahead) == len(plain)
+    assert all(torch.equal(a, 2 * p) for a, p in zip(ahead, plain))
+
+
 def test_prefetch_needs_no_workers_and_reraises():
     data = _data()
     with pytest.raises(ValueError, match="needs 'num_workers=0'"):

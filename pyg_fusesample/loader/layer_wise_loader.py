@@ -212,7 +212,8 @@ class _NativeIterator:
         torch.utils.data.DataLoader.__iter__(loader)
         order, keys = loader.sampler.plan()
         device = loader.graph.device
-        order = order.to(device)
+        if device.type == 'cuda':  # (no wait for the caller's stream here)
+            order = order.pin_memory().to(device, non_blocking=True)
         self.loader = loader
         self.rows = rows = _NodeRows(loader.data, device)
         self.prefetcher = torch.classes.fusesample.LayerBatchPrefetcher(
