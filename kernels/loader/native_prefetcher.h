@@ -38,6 +38,7 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/custom_class.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
