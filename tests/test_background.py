@@ -11,7 +11,8 @@ import torch
 
 from conftest import devices
 from example_runner import run_subprocess
-from pyg_fusesample.loader import background, layer_wise_loader, side_stream
+from pyg_fusesample.loader import (background, fused_shadow, layer_wise_loader,
+                                   side_stream)
 
 
 def _endless(made):
@@ -160,7 +161,8 @@ def test_subgraph_loaders_prefetch_by_default_on_a_gpu(device):
         assert loader.prefetch is None
         it = iter(loader)
         threaded = isinstance(it, (background.BackgroundIterator,
-                                   layer_wise_loader._NativeIterator))
+                                   layer_wise_loader._NativeIterator,
+                                   fused_shadow._NativeIterator))
         assert threaded == (device == 'cuda'), type(loader).__name__
         assert len(list(it)) == len(loader)
     # Worker processes (CPU data only: CUDA data refuses them) turn the
@@ -169,7 +171,8 @@ def test_subgraph_loaders_prefetch_by_default_on_a_gpu(device):
             data, prefetch=False):
         assert loader.prefetch is False
         assert not isinstance(iter(loader), (
-            background.BackgroundIterator, layer_wise_loader._NativeIterator))
+            background.BackgroundIterator, layer_wise_loader._NativeIterator,
+            fused_shadow._NativeIterator))
 
 
 @pytest.mark.cuda
@@ -177,18 +180,20 @@ def test_gpu_prefetch_makes_batches_on_a_side_stream():
     # The thread's reads of device values must not wait for the training
     # steps on the caller's stream: it works on a stream of its own, and
     # the caller's stream waits for each batch (the same batches).
-    # (FusedShaDowKHopSampler's Python threads; LayerWiseLoader's native
-    # ones: test_layer_wise_loader.py)
+    # (FusedGraphSAINTRandomWalkSampler's Python threads; the native ones of
+    # LayerWiseLoader and FusedShaDowKHopSampler: their own test files)
     from torch_geometric.data import Data
-    from pyg_fusesample import FusedShaDowKHopSampler
+    from pyg_fusesample import FusedGraphSAINTRandomWalkSampler
     g = torch.Generator().manual_seed(0)
     data = Data(edge_index=torch.randint(60, (2, 400), generator=g),
                 x=torch.randn(60, 4, generator=g), num_nodes=60).to('cuda')
-    plain = [b.x for b in FusedShaDowKHopSampler(
-        data, depth=2, num_neighbors=3, batch_size=8, seed=1,
-        prefetch=False)]
-    loader = FusedShaDowKHopSampler(data, depth=2, num_neighbors=3,
-                                    batch_size=8, seed=1, prefetch=True)
+
+    def saint(prefetch):
+        return FusedGraphSAINTRandomWalkSampler(
+            data, batch_size=5, walk_length=2, num_steps=8, log=False,
+            seed=1, prefetch=prefetch)
+    plain = [b.x for b in saint(False)]
+    loader = saint(True)
     streams, make = [], loader._collate
 
     def spy(item):

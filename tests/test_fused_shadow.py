@@ -605,3 +605,88 @@ def test_prefetch_yields_the_same_batches(device):
     with pytest.raises(ValueError, match="needs 'num_workers=0'"):
         FusedShaDowKHopSampler(data, depth=1, num_neighbors=2, prefetch=True,
                                num_workers=1)
+
+
+@pytest.mark.parametrize('device', ['cpu', pytest.param(
+    'cuda', marks=pytest.mark.cuda)])
+@pytest.mark.parametrize('threads', [1, 3])
+@pytest.mark.parametrize('drop_last', [False, True])
+def test_native_prefetch_threads_keep_the_order(device, threads, drop_last,
+                                                monkeypatch):
+    """The native threads (fusesample.ShadowBatchPrefetcher) make every
+    W-th batch each; the batches come in the epoch's order with every
+    attribute equal to plain iteration's: x by the nodes, y by the roots,
+    edge_attr by the edges, a non-tensor as it is."""
+    monkeypatch.setattr(fused_shadow._NativeIterator, 'threads',
+                        {device: threads})
+    data = random_data(num_nodes=70, num_edges=300, seed=21).to(device)
+
+    def epoch(prefetch):
+        loader = FusedShaDowKHopSampler(data, depth=2, num_neighbors=3,
+                                        batch_size=8, shuffle=True, seed=3,
+                                        drop_last=drop_last,
+                                        prefetch=prefetch)
+        it = iter(loader)
+        return len(it), list(it)
+    (n_plain, plain), (n_ahead, ahead) = epoch(False), epoch(True)
+    assert n_plain == n_ahead == len(plain) == len(ahead) == \
+        (8 if drop_last else 9)
+    for a, b in zip(ahead, plain):
+        assert a.keys() == b.keys()
+        for key in b.keys():
+            if isinstance(b[key], torch.Tensor):
+                assert torch.equal(a[key], b[key]), key
+            else:
+                assert a[key] == b[key], key
+    it = iter(FusedShaDowKHopSampler(data, depth=2, num_neighbors=3,
+                                     batch_size=8, prefetch=True))
+    next(it)
+    it.close()  # an epoch left half-way: its threads stop, nothing follows
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+def test_native_prefetch_reraises_the_ops_error():
+    data = random_data()
+    for prefetch in (False, True):
+        loader = FusedShaDowKHopSampler(data, depth=2, num_neighbors=3,
+                                        batch_size=8, prefetch=prefetch)
+        loader.num_neighbors = -5  # neighbor_sample's own check
+        with pytest.raises(RuntimeError, match='-5'):
+            next(iter(loader))
+
+
+def test_attributes_off_the_graph_device_are_taken_here():
+    """An attribute not on the graph's device is sliced by the loader (its
+    ids copied there), not by the op."""
+    from pyg_fusesample.loader.subgraph_common import BatchIndex
+    data = random_data()
+    plan = fused_shadow._Attributes(data, torch.device('meta'))
+    assert plan.node == plan.root == plan.edge == []
+    node, edge = torch.tensor([4, 1, 7]), torch.tensor([0, 5])
+    index = BatchIndex(node, edge, node[:1])
+    got = dict(plan.attributes([], index))
+    assert torch.equal(got['x'], data.x[node])
+    assert torch.equal(got['y'], data.y[node[:1]])
+    assert torch.equal(got['edge_attr'], data.edge_attr[edge])
+    assert got['note'] == 'kept as is'
+
+
+@pytest.mark.cuda
+def test_native_prefetch_waits_for_the_callers_stream():
+    """The threads' streams start after what the caller's stream enqueued
+    before the epoch (a write to x behind ~50 ms of GPU time that nothing
+    on the host waits for); the caller's stream waits for each batch."""
+    data = random_data().to('cuda')
+
+    def loader(prefetch):
+        return FusedShaDowKHopSampler(data, depth=2, num_neighbors=3,
+                                      batch_size=8, seed=1, prefetch=prefetch)
+    plain = [b.x for b in loader(False)]
+    ahead = loader(True)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(100_000_000)
+    data.x.mul_(2)
+    got = [b.x * 1 for b in ahead]
+    assert len(got) == len(plain)
+    assert all(torch.equal(a, 2 * p) for a, p in zip(got, plain))

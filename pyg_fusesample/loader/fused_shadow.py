@@ -18,6 +18,11 @@ for a whole batch on the device the graph lives on:
    binary-searched in it, so a hub in a small set costs the set's size, not
    the hub's degree. With large sets the ``induced_subgraph`` op first cuts
    every distinct node's list down to the batch's nodes, once.
+
+All three run in one op, ``fusesample::shadow_subgraph`` (C++ over the
+device's kernels), which also gathers the attributes' rows; iterating on a
+GPU runs it on native threads that never take the GIL
+(``fusesample.ShadowBatchPrefetcher``).
 """
 import copy
 from typing import List, Optional, Tuple
@@ -28,15 +33,17 @@ from torch.utils.data import (BatchSampler, RandomSampler, Sampler,
                               SequentialSampler)
 from torch_geometric.data import Batch, Data
 
-from ..ops import induced_subgraph, neighbor_sample, segment_search
+from .. import _extension  # noqa: F401  (registers the ops)
 from ..ops.rng_keys import draw_rng_seeds
 from ..sampler.graph_store import CSCGraph
 from ..sparse.edge_index_checks import check_edge_index
 from ..sparse.walk_graph import WalkGraph
-from .background import check_prefetch, prefetched, prefetching
+from .background import check_prefetch, prefetching
 from .seeded_batches import resolve_generator
 from .subgraph_common import (BatchIndex, check_device_kwargs, check_int,
                               warn_other_devices)
+
+_ops = torch.ops.fusesample
 
 # Adjacency entries (or candidate pairs) one pass of grouped_induced_edges
 # materialises (each costs about 50 bytes of temporaries); larger passes are
@@ -49,39 +56,6 @@ HUB_FACTOR = 4
 # From this many nodes per root on, FusedShaDowKHopSampler restricts the lists
 # to the batch's nodes with the induced_subgraph op before the grouped pass.
 UNION_MIN_SET = 64
-
-
-def _chunks(count: Tensor, budget: int) -> List[Tuple[int, int, int, int]]:
-    # (lo, hi, base, size): runs of positions whose counts sum to at most
-    # `budget` (a single larger count is its own run), with the run's start
-    # and size in the concatenation of all counts. One host read.
-    cum = count.cumsum(0)
-    total = int(cum[-1]) if count.numel() else 0
-    if total <= budget:
-        return [(0, count.numel(), 0, total)] if total else []
-    cum_host = cum.cpu()
-    chunks, lo, base, n = [], 0, 0, count.numel()
-    while lo < n:
-        hi = int(torch.searchsorted(cum_host, base + budget, right=True))
-        hi = min(max(hi, lo + 1), n)
-        end = int(cum_host[hi - 1])
-        if end > base:
-            chunks.append((lo, hi, base, end - base))
-        lo, base = hi, end
-    return chunks
-
-
-def _expand(count: Tensor, lo: int, hi: int, base: int, size: int,
-            shift: Tensor) -> Tuple[Tensor, Tensor]:
-    # For a run of positions lo..hi-1 with `count` items each: every item's
-    # position and its index (its rank among its position's items plus the
-    # position's `shift`, given as start - exclusive prefix sum of counts).
-    device = count.device
-    pos = torch.repeat_interleave(torch.arange(lo, hi, device=device),
-                                  count[lo:hi], output_size=size)
-    index = torch.arange(base, base + size, device=device)
-    index += shift.index_select(0, pos)
-    return pos, index
 
 
 def grouped_induced_edges(ptr: Tensor, nbr: Tensor, edge_id: Optional[Tensor],
@@ -104,7 +78,9 @@ def grouped_induced_edges(ptr: Tensor, nbr: Tensor, edge_id: Optional[Tensor],
     * a binary search for every member of the set in the list (longer
       lists: hubs),
 
-    so the work per position is about :math:`\min(\deg, c\,|set|)`.
+    so the work per position is about :math:`\min(\deg, c\,|set|)`
+    (:data:`HUB_FACTOR`). One op, ``fusesample::grouped_induced_edges``
+    (ATen and ``segment_search`` on the device of the inputs).
 
     Returns ``(nbr_pos, pos, edge)``, sorted by ``pos``, then list order: the
     position of the neighbour, the position of the node whose list holds the
@@ -120,72 +96,10 @@ def grouped_induced_edges(ptr: Tensor, nbr: Tensor, edge_id: Optional[Tensor],
             the scanned positions', then the searched ones').
         budget (int): entries or pairs per pass; larger work runs in chunks.
     """
-    device = node.device
-    n = node.numel()
-    empty = torch.empty(0, dtype=torch.long, device=device)
-    if n == 0 or nbr.numel() == 0:
-        return empty, empty, empty
-    begin = ptr.index_select(0, node)
-    end = ptr.index_select(0, node + 1)
-    deg = end - begin
-    num_groups = int(group[-1]) + 1
-    set_ptr = torch.searchsorted(
-        key, torch.arange(num_groups + 1, device=device) * num_nodes)
-    set_size = set_ptr.diff().index_select(0, group)
-    hub = deg > HUB_FACTOR * set_size
+    return tuple(_ops.grouped_induced_edges(
+        ptr, nbr, edge_id, node, group, key, int(num_nodes),
+        bool(parallel_edges), bool(ordered), HUB_FACTOR, int(budget)))
 
-    # Short lists: scan them (a hub's count is 0 here).
-    scan_count = torch.where(hub, torch.zeros_like(deg), deg)
-    shift = begin - (scan_count.cumsum(0) - scan_count)
-    offset = group * num_nodes
-    parts = []
-    for lo, hi, base, size in _chunks(scan_count, budget):
-        pos, slot = _expand(scan_count, lo, hi, base, size, shift)
-        query = nbr.index_select(0, slot).long()
-        query += offset.index_select(0, pos)
-        found = torch.searchsorted(key, query).clamp_(max=n - 1)
-        hit = (key.index_select(0, found) == query).nonzero().view(-1)
-        parts.append((found.index_select(0, hit), pos.index_select(0, hit),
-                      slot.index_select(0, hit)))
-
-    # Long lists: look every member of the set up in them.
-    pair_count = torch.where(hub, set_size, torch.zeros_like(deg))
-    # a pair's index: its member's position in the set
-    shift = set_ptr.index_select(0, group) - (pair_count.cumsum(0)
-                                              - pair_count)
-    pair_chunks = _chunks(pair_count, budget)
-    for lo, hi, base, size in pair_chunks:
-        pos, other = _expand(pair_count, lo, hi, base, size, shift)
-        value = node.index_select(0, other).to(nbr.dtype)
-        first, length = begin.index_select(0, pos), deg.index_select(0, pos)
-        low = segment_search(nbr, first, length, value)
-        if parallel_edges:
-            mult = segment_search(nbr, first, length, value, upper=True) - low
-        else:
-            stop = first + length
-            mult = ((low < stop) & (nbr.index_select(
-                0, torch.minimum(low, stop - 1)) == value)).long()
-        keep = mult > 0
-        pos, other, low, mult = pos[keep], other[keep], low[keep], mult[keep]
-        if parallel_edges and bool((mult > 1).any()):
-            total = int(mult.sum())
-            idx = torch.repeat_interleave(
-                torch.arange(mult.numel(), device=device), mult,
-                output_size=total)
-            step = (torch.arange(total, device=device)
-                    - (mult.cumsum(0) - mult).index_select(0, idx))
-            pos, other = pos[idx], other[idx]
-            low = low[idx] + step
-        parts.append((other, pos, low))
-
-    if not parts:
-        return empty, empty, empty
-    nbr_pos, pos, slot = (torch.cat(t) for t in zip(*parts))
-    if ordered and pair_chunks and len(parts) > 1:  # merge the two kinds
-        order = torch.sort(pos * max(nbr.numel(), 1) + slot)[1]
-        nbr_pos, pos, slot = nbr_pos[order], pos[order], slot[order]
-    edge = slot if edge_id is None else edge_id.index_select(0, slot)
-    return nbr_pos, pos, edge
 
 
 class _KeyedIndices(list):
@@ -230,6 +144,102 @@ class _Roots(torch.utils.data.Dataset):
         roots = self.node_idx.index_select(
             0, torch.as_tensor(list(indices), dtype=torch.long))
         return roots, getattr(indices, 'key', None)
+
+
+class _Attributes:
+    # How a batch takes each attribute of `data`, in data's order: PyG's
+    # rule (``y`` by the roots, node attributes by the nodes, edge
+    # attributes by the edges, the rest as it is); the rows of those on the
+    # graph's device are gathered by the op (on the prefetch threads), the
+    # others here (BatchIndex: their ids copied to their device once).
+    SKIP = ('edge_index', 'adj_t', 'num_nodes', 'batch', 'ptr')
+
+    def __init__(self, data: Data, device: torch.device):
+        num_nodes, num_edges = data.num_nodes, data.num_edges
+        self.items = []  # (key, value, kind or None)
+        for key, value in data:
+            if key in self.SKIP:
+                continue
+            kind = None
+            if isinstance(value, Tensor) and value.dim() > 0:
+                if key == 'y' and value.size(0) == num_nodes:
+                    kind = 'root'
+                elif value.size(0) == num_nodes:
+                    kind = 'node'
+                elif value.size(0) == num_edges:
+                    kind = 'edge'
+            self.items.append((key, value, kind))
+        self.device = device
+        here = [(v, k) for _, v, k in self.items
+                if k is not None and v.device == device]
+        self.node, self.root, self.edge = (
+            [v for v, k in here if k == kind]
+            for kind in ('node', 'root', 'edge'))
+
+    def attributes(self, rows: List[Tensor], index: BatchIndex):
+        # rows: the op's gathers, node then root then edge attributes.
+        by_kind = {'node': iter(rows[:len(self.node)]),
+                   'root': iter(rows[len(self.node):len(self.node)
+                                     + len(self.root)]),
+                   'edge': iter(rows[len(self.node) + len(self.root):])}
+        for key, value, kind in self.items:
+            if kind is None:
+                yield key, value
+            elif value.device == self.device:
+                yield key, next(by_kind[kind])
+            else:
+                yield key, index.take(value, kind)
+
+
+class _NativeIterator:
+    # One epoch of the sampler's batches from fusesample.ShadowBatchPrefetcher
+    # (kernels/loader/shadow_batch_prefetcher.cpp): native threads that never
+    # take the GIL run fusesample::shadow_subgraph for each batch, each on a
+    # CUDA stream of its own; this thread only builds the Batch. The draws
+    # are plain iteration's: DataLoader's base seed (an iterator of the
+    # loader, made and discarded), then the epoch's batches and keys.
+    depth = 2  # batches ready per thread
+    threads = {'cuda': 2, 'cpu': 1}
+
+    def __init__(self, loader: 'FusedShaDowKHopSampler'):
+        torch.utils.data.DataLoader.__iter__(loader)
+        items = list(loader.batch_sampler)
+        device = loader.device
+        sizes = [len(item) for item in items]
+        positions = torch.as_tensor([i for item in items for i in item],
+                                    dtype=torch.long)
+        roots = loader.node_idx.index_select(0, positions)
+        if device.type == 'cuda':  # (no wait for the caller's stream here)
+            roots = roots.pin_memory().to(device, non_blocking=True)
+        offsets = [0]
+        for size in sizes:
+            offsets.append(offsets[-1] + size)
+        self.loader = loader
+        self.plan = plan = _Attributes(loader.data, device)
+        g = loader.graph
+        self.prefetcher = torch.classes.fusesample.ShadowBatchPrefetcher(
+            g.colptr, g.row, g.edge_id, roots, offsets,
+            [item.key for item in items], loader.depth, loader.num_neighbors,
+            loader.replace, loader._parallel_edges, loader.is_sparse_tensor,
+            UNION_MIN_SET, HUB_FACTOR, SCAN_BUDGET, plan.node, plan.root,
+            plan.edge, self.depth, self.threads.get(device.type, 1))
+        self.num_batches = len(items)
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __next__(self) -> Batch:
+        tensors = self.prefetcher.next()
+        if not tensors:
+            raise StopIteration
+        return self.loader._batch(tensors[:7], tensors[7:], self.plan)
+
+    def close(self):
+        r"""Stops the threads (an epoch left before its end)."""
+        self.prefetcher.close()
 
 
 def _has_parallel_edges(graph: CSCGraph) -> bool:
@@ -419,9 +429,7 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
     def __iter__(self):
         if not prefetching(self.prefetch, self.device):
             return super().__iter__()
-        return prefetched(
-            self, lambda: list(self.batch_sampler),
-            lambda b: self._collate(self.dataset.__getitems__(b)), self.device)
+        return _NativeIterator(self)
 
     def _collate(self, item) -> Batch:
         if isinstance(item, tuple) and len(item) == 2:
@@ -438,57 +446,33 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
         with RNG key :obj:`rng_seed` (default: drawn from the generator)."""
         if rng_seed is None:
             rng_seed = draw_rng_seeds(1, self.generator)[0]
-        g, N = self.graph, self.N
-        device = g.device
+        N, device = self.N, self.device
         roots = torch.as_tensor(roots).to(device=device, dtype=torch.long)
         if roots.dim() != 1:
             raise ValueError("the roots must be a 1-D tensor")
         B = roots.numel()
-        if self.depth > 0 and B > 0:
-            out = neighbor_sample(g.colptr, g.row, g.edge_id, roots,
-                                  [self.num_neighbors] * self.depth,
-                                  self.replace, True, int(rng_seed))
-            node, group = out.node, out.batch
-        else:
-            if B and (int(roots.min()) < 0 or int(roots.max()) >= N):
-                raise ValueError(f"root ids outside [0, {N})")
-            node = roots
-            group = torch.arange(B, device=device)
+        if (self.depth == 0 and B > 0) and (int(roots.min()) < 0
+                                             or int(roots.max()) >= N):
+            raise ValueError(f"root ids outside [0, {N})")
+        plan = _Attributes(self.data, device)
+        out = self._subgraph(roots, int(rng_seed), plan)
+        return self._batch(out[:7], list(out[7]) + list(out[8]) + list(out[9]),
+                           plan)
 
-        # Every root's set sorted by node id, roots one after the other.
-        key, perm = torch.sort(group * N + node)
-        n_id = node.index_select(0, perm)
-        group = group.index_select(0, perm)
+    def _subgraph(self, roots: Tensor, rng_seed: int, plan: '_Attributes'):
+        g = self.graph
+        return _ops.shadow_subgraph(
+            g.colptr, g.row, g.edge_id, roots, self.depth, self.num_neighbors,
+            self.replace, rng_seed, self._parallel_edges,
+            self.is_sparse_tensor, UNION_MIN_SET, HUB_FACTOR, SCAN_BUDGET,
+            plan.node, plan.root, plan.edge)
+
+    def _batch(self, out: List[Tensor], rows: List[Tensor],
+               plan: '_Attributes') -> Batch:
+        # A Batch from fusesample::shadow_subgraph's seven tensors and its
+        # attribute rows (node, root, edge lists flattened).
+        n_id, group, ptr, root_n_id, src, dst, e_id = out
         n = n_id.numel()
-        ptr = torch.cat([torch.zeros(1, dtype=torch.long, device=device),
-                         torch.bincount(group, minlength=B).cumsum(0)])
-        root_n_id = torch.searchsorted(
-            key, torch.arange(B, device=device) * N + roots)
-
-        # In-edge lists: the neighbour is the source, the list's node the
-        # target. They come sorted by (target, source), the order of an
-        # adj_t batch; an edge_index batch is sorted by (source, target), as
-        # PyG's is.
-        colptr, row, edge_id, node, num = g.colptr, g.row, g.edge_id, n_id, N
-        if n >= UNION_MIN_SET * max(B, 1):
-            # Large sets: most lists would be scanned whole, and the sets
-            # share many nodes. The op first cuts every distinct node's list
-            # down to the batch's nodes, once (C++/CUDA, one pass per list);
-            # the grouped pass then reads those short lists.
-            node, inverse = torch.unique(n_id, return_inverse=True)
-            row, col, edge_id = induced_subgraph(colptr, row, edge_id, node)
-            num = node.numel()
-            colptr = torch.cat([col.new_zeros(1), torch.bincount(
-                col, minlength=num).cumsum(0)])
-            node, key = inverse, group * num + inverse
-        src, dst, e_id = grouped_induced_edges(colptr, row, edge_id, node,
-                                               group, key, num,
-                                               self._parallel_edges,
-                                               ordered=self.is_sparse_tensor)
-        if not self.is_sparse_tensor and src.numel():
-            order = torch.sort(src * max(n, 1) + dst, stable=True)[1]
-            src, dst, e_id = src[order], dst[order], e_id[order]
-
         batch = Batch(batch=group, ptr=ptr)
         batch.root_n_id = root_n_id
         if self.is_sparse_tensor:
@@ -499,23 +483,9 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
                 sparse_sizes=(n, n), is_sorted=True, trust_data=True)
         else:
             batch.edge_index = torch.stack([src, dst], dim=0)
-
         index = BatchIndex(n_id, e_id, n_id.index_select(0, root_n_id))
-        num_nodes, num_edges = self.data.num_nodes, self.data.num_edges
-        for k, v in self.data:
-            if k in ('edge_index', 'adj_t', 'num_nodes', 'batch', 'ptr'):
-                continue
-            if isinstance(v, Tensor) and v.dim() > 0:
-                if k == 'y' and v.size(0) == num_nodes:
-                    batch[k] = index.take(v, 'root')
-                    continue
-                if v.size(0) == num_nodes:
-                    batch[k] = index.take(v, 'node')
-                    continue
-                if v.size(0) == num_edges:
-                    batch[k] = index.take(v, 'edge')
-                    continue
-            batch[k] = v
+        for key, value in plan.attributes(rows, index):
+            batch[key] = value
         return batch
 
     def __repr__(self) -> str:
