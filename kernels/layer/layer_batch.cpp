@@ -22,11 +22,12 @@
 // prefetcher's thread, which never takes the GIL, then does all of a batch's
 // work. Composite: the device's layer_sample and gather_rows do the work.
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include <tuple>
 #include <vector>
+
+#include "../common/op_handles.h"
 
 namespace fusesample {
 namespace layer {
@@ -38,7 +39,6 @@ using LayerSampleFn =
                            const c10::optional<at::Tensor>&, const c10::optional<at::Tensor>&,
                            const c10::optional<at::Tensor>&, const at::Tensor&,
                            at::IntArrayRef, int64_t);
-using GatherListFn = std::vector<at::Tensor>(at::TensorList, const at::Tensor&, bool);
 
 using LayerBatch = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
                               at::Tensor, std::vector<at::Tensor>>;
@@ -73,12 +73,8 @@ LayerBatch layer_batch(const at::Tensor& colptr, const at::Tensor& row,
                        at::IntArrayRef num_samples, int64_t rng_seed, int64_t num_edges,
                        bool normalize_weights, at::ScalarType weight_dtype,
                        at::TensorList node_attrs) {
-  static const auto sample = c10::Dispatcher::singleton()
-                                 .findSchemaOrThrow("fusesample::layer_sample", "")
-                                 .typed<LayerSampleFn>();
-  static const auto gather = c10::Dispatcher::singleton()
-                                 .findSchemaOrThrow("fusesample::gather_rows_list", "")
-                                 .typed<GatherListFn>();
+  static const auto sample = ops::find<LayerSampleFn>("fusesample::layer_sample");
+  static const auto& gather = ops::gather_rows_list();
   TORCH_CHECK(at::isFloatingType(weight_dtype),
               "fusesample::layer_batch: 'weight_dtype' must be a floating type, got ",
               weight_dtype);

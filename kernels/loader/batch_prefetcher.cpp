@@ -48,7 +48,6 @@
 #include "native_prefetcher.h"  // first: it includes Python.h
 
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include <exception>
@@ -58,25 +57,19 @@
 #include <vector>
 
 #include "../common/checks.h"
+#include "../common/op_handles.h"
 
 namespace fusesample {
 namespace {
 
 constexpr const char* kClass = "fusesample.BatchPrefetcher";
 
-using SampleFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
-                            at::Tensor, at::Tensor, at::Tensor>(
-    const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-    const at::Tensor&, at::IntArrayRef, bool, bool, int64_t, bool, int64_t,
-    at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, const std::optional<at::Tensor>&,
-    const std::optional<at::Tensor>&, bool, const std::optional<at::Tensor>&);
 using SampleAsyncFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
                                  at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
     const at::Tensor&, at::IntArrayRef, bool, bool, int64_t, int64_t, at::IntArrayRef,
     at::IntArrayRef, at::IntArrayRef, const std::optional<at::Tensor>&,
     const std::optional<at::Tensor>&, bool, const std::optional<at::Tensor>&);
-using GatherListFn = std::vector<at::Tensor>(at::TensorList, const at::Tensor&, bool);
 
 // at_least: the rows are indexed by ids the CSC maps its positions to
 // (edge_id), of which the graph may have more than the CSC samples from
@@ -167,13 +160,9 @@ class BatchPrefetcher : public NativePrefetcher {
   // CPU kernel finishes before it returns).
   // Errors are kept for collect(), so they reach the consumer at batch b.
   Sample sample(int64_t b) noexcept {
-    static const auto sample_now = c10::Dispatcher::singleton()
-                                       .findSchemaOrThrow("fusesample::neighbor_sample", "")
-                                       .typed<SampleFn>();
+    static const auto& sample_now = ops::neighbor_sample();
     static const auto sample_async =
-        c10::Dispatcher::singleton()
-            .findSchemaOrThrow("fusesample::neighbor_sample_async", "")
-            .typed<SampleAsyncFn>();
+        ops::find<SampleAsyncFn>("fusesample::neighbor_sample_async");
     Sample s;
     try {
       const int64_t start = b * batch_size_;
@@ -231,9 +220,7 @@ class BatchPrefetcher : public NativePrefetcher {
 
   // One batch from its sample, as the loader's plain path builds it.
   std::vector<at::Tensor> assemble(std::vector<at::Tensor> sampled) const {
-    static const auto gather = c10::Dispatcher::singleton()
-                                   .findSchemaOrThrow("fusesample::gather_rows_list", "")
-                                   .typed<GatherListFn>();
+    static const auto& gather = ops::gather_rows_list();
     const at::Tensor &node = sampled[0], &edge = sampled[3];
     std::vector<at::Tensor> out{node,       at::stack({sampled[1], sampled[2]}),
                                 edge,       sampled[4],

@@ -29,7 +29,6 @@
 #include "native_prefetcher.h"  // first: it includes Python.h
 
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -39,6 +38,7 @@
 #include <vector>
 
 #include "../common/checks.h"
+#include "../common/op_handles.h"
 
 namespace fusesample {
 namespace {
@@ -87,9 +87,7 @@ class LayerBatchPrefetcher : public NativePrefetcher {
 
  private:
   std::vector<at::Tensor> produce(int64_t b) override {
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("fusesample::layer_batch", "")
-                               .typed<LayerBatchFn>();
+    static const auto op = ops::find<LayerBatchFn>("fusesample::layer_batch");
     const int64_t start = b * batch_size_;
     const int64_t end = std::min(start + batch_size_, seeds_.numel());
     auto [node, edge_index, edge_weight, e_id, nsn, nse, attrs] =

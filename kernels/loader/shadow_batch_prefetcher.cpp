@@ -20,7 +20,6 @@
 #include "native_prefetcher.h"  // first: it includes Python.h
 
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -30,6 +29,7 @@
 #include <vector>
 
 #include "../common/checks.h"
+#include "../common/op_handles.h"
 
 namespace fusesample {
 namespace {
@@ -80,9 +80,7 @@ class ShadowBatchPrefetcher : public NativePrefetcher {
 
  private:
   std::vector<at::Tensor> produce(int64_t b) override {
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("fusesample::shadow_subgraph", "")
-                               .typed<ShadowFn>();
+    static const auto op = ops::find<ShadowFn>("fusesample::shadow_subgraph");
     auto [n_id, batch, ptr, root_n_id, src, dst, e_id, nodes, roots, edges] =
         op.call(colptr_, row_, edge_id_, roots_.slice(0, offsets_[b], offsets_[b + 1]),
                 depth_, num_neighbors_, replace_, keys_[b], parallel_edges_, ordered_,

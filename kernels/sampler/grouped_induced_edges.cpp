@@ -23,13 +23,13 @@
 // a few host reads of sizes (one per chunking, one for the set count, one for
 // parallel copies).
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include <algorithm>
 #include <tuple>
 #include <vector>
 
+#include "../common/op_handles.h"
 #include "grouped_induced_edges.h"
 
 namespace fusesample {
@@ -83,10 +83,8 @@ std::tuple<at::Tensor, at::Tensor> expand(const at::Tensor& count, const Chunk& 
 at::Tensor segment_search(const at::Tensor& sorted, const at::Tensor& first,
                           const at::Tensor& length, const at::Tensor& value, bool upper) {
   static const auto op =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("fusesample::segment_search", "")
-          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            const at::Tensor&, bool)>();
+      ops::find<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                           const at::Tensor&, bool)>("fusesample::segment_search");
   return op.call(sorted, first, length, value, upper);
 }
 

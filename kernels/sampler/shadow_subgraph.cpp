@@ -26,38 +26,26 @@
 // (fusesample.ShadowBatchPrefetcher) build the same batches from it, and the
 // threads never take the GIL. Composite: the device's kernels do the work.
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include <algorithm>
 #include <tuple>
 #include <vector>
 
+#include "../common/op_handles.h"
 #include "grouped_induced_edges.h"
 
 namespace fusesample {
 namespace {
 
-using SampleFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
-                            at::Tensor, at::Tensor, at::Tensor>(
-    const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&,
-    const at::Tensor&, at::IntArrayRef, bool, bool, int64_t, bool, int64_t,
-    at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, const c10::optional<at::Tensor>&,
-    const c10::optional<at::Tensor>&, bool, const c10::optional<at::Tensor>&);
 using InducedFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&,
     const at::Tensor&);
-using GatherListFn = std::vector<at::Tensor>(at::TensorList, const at::Tensor&, bool);
 
 using ShadowBatch =
     std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
                at::Tensor, std::vector<at::Tensor>, std::vector<at::Tensor>,
                std::vector<at::Tensor>>;
-
-template <class Fn>
-c10::TypedOperatorHandle<Fn> find_op(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Fn>();
-}
 
 ShadowBatch shadow_subgraph(const at::Tensor& colptr, const at::Tensor& row,
                             const c10::optional<at::Tensor>& edge_id,
@@ -66,9 +54,9 @@ ShadowBatch shadow_subgraph(const at::Tensor& colptr, const at::Tensor& row,
                             bool ordered, int64_t union_min_set, int64_t hub_factor,
                             int64_t budget, at::TensorList node_attrs,
                             at::TensorList root_attrs, at::TensorList edge_attrs) {
-  static const auto sample = find_op<SampleFn>("fusesample::neighbor_sample");
-  static const auto induced = find_op<InducedFn>("fusesample::induced_subgraph");
-  static const auto gather = find_op<GatherListFn>("fusesample::gather_rows_list");
+  static const auto& sample = ops::neighbor_sample();
+  static const auto induced = ops::find<InducedFn>("fusesample::induced_subgraph");
+  static const auto& gather = ops::gather_rows_list();
   TORCH_CHECK(depth >= 0, "fusesample::shadow_subgraph: 'depth' must be >= 0, got ", depth);
   const int64_t N = colptr.numel() - 1;
   const int64_t B = roots.numel();

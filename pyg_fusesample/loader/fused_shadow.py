@@ -39,6 +39,7 @@ from ..sampler.graph_store import CSCGraph
 from ..sparse.edge_index_checks import check_edge_index
 from ..sparse.walk_graph import WalkGraph
 from .background import check_prefetch, prefetching
+from .native_epoch import NativeEpoch
 from .seeded_batches import resolve_generator
 from .subgraph_common import (BatchIndex, check_device_kwargs, check_int,
                               warn_other_devices)
@@ -191,55 +192,33 @@ class _Attributes:
                 yield key, index.take(value, kind)
 
 
-class _NativeIterator:
-    # One epoch of the sampler's batches from fusesample.ShadowBatchPrefetcher
-    # (kernels/loader/shadow_batch_prefetcher.cpp): native threads that never
-    # take the GIL run fusesample::shadow_subgraph for each batch, each on a
-    # CUDA stream of its own; this thread only builds the Batch. The draws
-    # are plain iteration's: DataLoader's base seed (an iterator of the
-    # loader, made and discarded), then the epoch's batches and keys.
-    depth = 2  # batches ready per thread
-    threads = {'cuda': 2, 'cpu': 1}
-
+class _NativeIterator(NativeEpoch):
+    # One epoch from fusesample.ShadowBatchPrefetcher (kernels/loader/
+    # shadow_batch_prefetcher.cpp), which runs fusesample::shadow_subgraph
+    # per batch. Two Python threads had kept the step at 1.38-1.50x its
+    # pre-sampled time on products-like (H100): the Python of a batch's
+    # collate took turns with the training step on the GIL.
     def __init__(self, loader: 'FusedShaDowKHopSampler'):
-        torch.utils.data.DataLoader.__iter__(loader)
+        self.draw_base_seed(loader)
         items = list(loader.batch_sampler)
         device = loader.device
-        sizes = [len(item) for item in items]
         positions = torch.as_tensor([i for item in items for i in item],
                                     dtype=torch.long)
-        roots = loader.node_idx.index_select(0, positions)
-        if device.type == 'cuda':  # (no wait for the caller's stream here)
-            roots = roots.pin_memory().to(device, non_blocking=True)
+        roots = self.to_device(loader.node_idx.index_select(0, positions),
+                               device)
         offsets = [0]
-        for size in sizes:
-            offsets.append(offsets[-1] + size)
-        self.loader = loader
-        self.plan = plan = _Attributes(loader.data, device)
+        for item in items:
+            offsets.append(offsets[-1] + len(item))
+        plan = _Attributes(loader.data, device)
         g = loader.graph
-        self.prefetcher = torch.classes.fusesample.ShadowBatchPrefetcher(
+        prefetcher = torch.classes.fusesample.ShadowBatchPrefetcher(
             g.colptr, g.row, g.edge_id, roots, offsets,
             [item.key for item in items], loader.depth, loader.num_neighbors,
             loader.replace, loader._parallel_edges, loader.is_sparse_tensor,
             UNION_MIN_SET, HUB_FACTOR, SCAN_BUDGET, plan.node, plan.root,
-            plan.edge, self.depth, self.threads.get(device.type, 1))
-        self.num_batches = len(items)
-
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        return self.num_batches
-
-    def __next__(self) -> Batch:
-        tensors = self.prefetcher.next()
-        if not tensors:
-            raise StopIteration
-        return self.loader._batch(tensors[:7], tensors[7:], self.plan)
-
-    def close(self):
-        r"""Stops the threads (an epoch left before its end)."""
-        self.prefetcher.close()
+            plan.edge, self.depth, self.thread_count(device))
+        super().__init__(prefetcher, len(items), lambda tensors: loader._batch(
+            tensors[:7], tensors[7:], plan))
 
 
 def _has_parallel_edges(graph: CSCGraph) -> bool:
@@ -300,9 +279,11 @@ class FusedShaDowKHopSampler(torch.utils.data.DataLoader):
             :obj:`shuffle`, :obj:`num_workers` or :obj:`generator` (also the
             source of the sampling keys), :obj:`seed` (an int: a fresh
             generator seeded with it) and :obj:`prefetch` (a bool: assemble
-            the batches on a background thread, up to two ahead, the same
-            batches; needs ``num_workers=0``; default :obj:`None`: on when
-            the graph is on a GPU and ``num_workers=0``).
+            the batches on native background threads that never take the
+            GIL -- two on a GPU, each on a CUDA stream of its own, one on
+            the CPU -- up to two ahead each, the same batches; needs
+            ``num_workers=0``; default :obj:`None`: on when the graph is on
+            a GPU and ``num_workers=0``).
 
     Differences from PyG's sampler (see ``docs/subgraph_samplers.md``): a
     node reached twice within one root's sample is expanded once (PyG

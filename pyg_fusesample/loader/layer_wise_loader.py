@@ -9,6 +9,7 @@ from ..ops import layer_batch
 from ..sampler.graph_store import CSCGraph, build_csc
 from ..sampler.rule_graph import segment_of_slots
 from .background import check_prefetch, prefetching
+from .native_epoch import NativeEpoch
 from .fused_neighbor_loader import _check_input_nodes
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
                              resolve_generator)
@@ -191,58 +192,28 @@ class _NodeRows:
                         else value.index_select(0, node.to(value.device)))
 
 
-class _NativeIterator:
-    # One epoch of the loader's batches from fusesample.LayerBatchPrefetcher
-    # (kernels/loader/layer_batch_prefetcher.cpp): native threads that never
-    # take the GIL run fusesample::layer_batch for each batch, each on a CUDA
-    # stream of its own, and this thread only builds the Data. Python threads
-    # (loader/background.py) kept a LADIES or FastGCN step at 1.43-1.91x the
-    # step on pre-sampled batches (H200), taking turns with it on the GIL.
-    # The draws are plain iteration's: DataLoader's base seed (an iterator of
-    # the loader, made and discarded), then the epoch's order and keys.
-    # Threads by device. On a GPU (H100, products-like, 512-seed batches,
-    # loader alone) 1 / 2 / 3 / 4 threads made a LADIES batch every 2.58 /
-    # 1.87 / 1.69 / 1.50 ms (two Python threads: 2.41), but a training step
-    # next to them took no less with 3 or 4 than with 2 (their launches and
-    # size reads slow the training thread's): 2.
-    depth = 2  # batches ready per thread
-    threads = {'cuda': 2, 'cpu': 1}
-
+class _NativeIterator(NativeEpoch):
+    # One epoch from fusesample.LayerBatchPrefetcher (kernels/loader/
+    # layer_batch_prefetcher.cpp), which runs fusesample::layer_batch per
+    # batch. Python threads (loader/background.py) had kept a LADIES or
+    # FastGCN step at 1.43-1.91x the step on pre-sampled batches (H200),
+    # taking turns with it on the GIL.
     def __init__(self, loader: LayerWiseLoader):
-        torch.utils.data.DataLoader.__iter__(loader)
+        self.draw_base_seed(loader)
         order, keys = loader.sampler.plan()
         device = loader.graph.device
-        if device.type == 'cuda':  # (no wait for the caller's stream here)
-            order = order.pin_memory().to(device, non_blocking=True)
-        self.loader = loader
-        self.rows = rows = _NodeRows(loader.data, device)
-        self.prefetcher = torch.classes.fusesample.LayerBatchPrefetcher(
+        order = self.to_device(order, device)
+        rows = _NodeRows(loader.data, device)
+        prefetcher = torch.classes.fusesample.LayerBatchPrefetcher(
             loader.graph.colptr, loader.graph.row, loader.graph.edge_id,
             loader.edge_value, loader.node_cumsum,
             loader.input_nodes.index_select(0, order), loader.batch_size,
             keys, loader.num_samples, loader.num_edges,
             loader.normalize_weights, _weight_dtype(loader.data),
-            rows.gathered, self.depth, self.threads.get(device.type, 1))
-        self.windows = loader.sampler.slices(order, keys)
-        self.num_batches = len(keys)
-
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        return self.num_batches
-
-    def __next__(self) -> Data:
-        tensors = self.prefetcher.next()
-        if not tensors:
-            raise StopIteration
-        positions, _, _ = next(self.windows)
-        return self.loader._batch(tensors[:6], tensors[6:], self.rows,
-                                  positions)
-
-    def close(self):
-        r"""Stops the threads (an epoch left before its end)."""
-        self.prefetcher.close()
+            rows.gathered, self.depth, self.thread_count(device))
+        windows = loader.sampler.slices(order, keys)
+        super().__init__(prefetcher, len(keys), lambda tensors: loader._batch(
+            tensors[:6], tensors[6:], rows, next(windows)[0]))
 
 
 def _weight_dtype(data: Data) -> torch.dtype:

@@ -1,0 +1,42 @@
+// Typed handles of the ops that other ops and the native prefetchers call
+// through the dispatcher (so that each device's kernel runs), looked up once.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <optional>
+#include <tuple>
+#include <vector>
+
+namespace fusesample {
+namespace ops {
+
+template <class Fn>
+c10::TypedOperatorHandle<Fn> find(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Fn>();
+}
+
+// fusesample::neighbor_sample (schema in kernels/sampler/neighbor_sample.cpp)
+using NeighborSampleFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor,
+                                    at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+    const at::Tensor&, at::IntArrayRef, bool, bool, int64_t, bool, int64_t,
+    at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, const std::optional<at::Tensor>&,
+    const std::optional<at::Tensor>&, bool, const std::optional<at::Tensor>&);
+
+inline const c10::TypedOperatorHandle<NeighborSampleFn>& neighbor_sample() {
+  static const auto op = find<NeighborSampleFn>("fusesample::neighbor_sample");
+  return op;
+}
+
+// fusesample::gather_rows_list (kernels/gather/gather_rows.cpp)
+using GatherRowsListFn = std::vector<at::Tensor>(at::TensorList, const at::Tensor&, bool);
+
+inline const c10::TypedOperatorHandle<GatherRowsListFn>& gather_rows_list() {
+  static const auto op = find<GatherRowsListFn>("fusesample::gather_rows_list");
+  return op;
+}
+
+}  // namespace ops
+}  // namespace fusesample
