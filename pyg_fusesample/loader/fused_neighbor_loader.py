@@ -18,6 +18,7 @@ from .batch_assembly import (DataPlan, HeteroPlans, StorePlan,
                              assemble_hetero, fill, gather_on_device,
                              sampled_mapping)
 from .feature_caches import check_feature_cache
+from .native_epoch import NativeEpoch
 from .seeded_batches import (BatchDataset, SeededBatchSampler,
                              resolve_generator)
 
@@ -112,7 +113,7 @@ class _InProcessIterator:
         return out
 
 
-class _NativeIterator:
+class _NativeIterator(NativeEpoch):
     # prefetch='thread' for plain batches (_plain_batches, directional
     # subgraphs): fusesample.BatchPrefetcher (kernels/loader/
     # batch_prefetcher.cpp) assembles the epoch's batches on a native thread
@@ -125,8 +126,7 @@ class _NativeIterator:
     # get faster (see the C++ file).
     # Keys, order and ops are those of the plain path: the batches are
     # bitwise equal. With `lookahead`, fused GPU sampling is enqueued one
-    # batch ahead of the batch being assembled.
-    depth = 2
+    # batch ahead of the batch being assembled (so one thread).
     lookahead = True
 
     def __init__(self, loader: 'FusedNeighborLoader'):
@@ -140,7 +140,7 @@ class _NativeIterator:
         # seeds; a batch's `seed_time` attribute is its cut of input_time.
         seeds, input_time = loader._epoch_inputs(order)
         rule = ns._rule_args(ns._seed_time(seeds, input_time))
-        self.prefetcher = torch.classes.fusesample.BatchPrefetcher(
+        prefetcher = torch.classes.fusesample.BatchPrefetcher(
             g.colptr, g.row, g.edge_id, seeds,
             sampler.batch_size, keys, ns.num_neighbors, ns.replace,
             ns.disjoint, ns.fused, [plan.values[k] for k in plan.node_rows],
@@ -149,21 +149,12 @@ class _NativeIterator:
             rule.get('temporal_strategy') == 'last', rule.get('weight_cumsum'))
         self.rows = plan.node_rows + plan.edge_rows
         self.windows = sampler.slices(order, keys, input_time)
-        self.num_batches = len(keys)
         self.disjoint = ns.disjoint
         self.pin = (loader.pin_memory and torch.cuda.is_available()
                     and ns.device.type == 'cpu')
+        super().__init__(prefetcher, len(keys), self._make)
 
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        return self.num_batches
-
-    def __next__(self):
-        tensors = self.prefetcher.next()
-        if not tensors:
-            raise StopIteration
+    def _make(self, tensors):
         node, edge_index, edge, batch, nsn, nse, *rows = tensors
         loader = self.loader
         positions, _, seed_time = next(self.windows)
@@ -175,10 +166,6 @@ class _NativeIterator:
         if self.pin:
             out = out.pin_memory()
         return out
-
-    def close(self):
-        r"""Stops the thread (an epoch left before its end)."""
-        self.prefetcher.close()
 
 
 def _background_iterator(loader: 'FusedNeighborLoader') -> BackgroundIterator:
