@@ -109,14 +109,8 @@ class BatchPrefetcher : public NativePrefetcher {
     check_csc(kClass, colptr_, row_, edge_id_);
     check_node_ids(kClass, "seeds", seeds_, colptr_);
     check_fanouts(kClass, num_neighbors_);
-    TORCH_CHECK(batch_size_ > 0, kClass, ": 'batch_size' must be positive, got ",
-                batch_size_);
     const int64_t num_seeds = seeds_.numel();
-    const int64_t covered = static_cast<int64_t>(keys_.size()) * batch_size_;
-    TORCH_CHECK(covered - num_seeds < batch_size_ && num_seeds - covered < batch_size_,
-                kClass, ": ", keys_.size(), " keys for ", num_seeds,
-                " seeds in batches of ", batch_size_, " (expected ceil or floor of ",
-                "seeds / batch_size)");
+    check_seed_batches(kClass, num_seeds, keys_.size(), batch_size_);
     if (seed_time_) {
       TORCH_CHECK(seed_time_->dim() == 1 && seed_time_->numel() == num_seeds, kClass,
                   ": 'seed_time' must hold one time per seed (", num_seeds, "), got shape ",

@@ -69,13 +69,7 @@ class LayerBatchPrefetcher : public NativePrefetcher {
         node_attrs_(std::move(node_attrs)) {
     check_csc(kClass, colptr_, row_, edge_id_);
     check_node_ids(kClass, "seeds", seeds_, colptr_);
-    TORCH_CHECK(batch_size_ > 0, kClass, ": 'batch_size' must be positive, got ",
-                batch_size_);
-    const int64_t num_seeds = seeds_.numel();
-    const int64_t covered = static_cast<int64_t>(keys_.size()) * batch_size_;
-    TORCH_CHECK(covered - num_seeds < batch_size_ && num_seeds - covered < batch_size_,
-                kClass, ": ", keys_.size(), " keys for ", num_seeds, " seeds in batches of ",
-                batch_size_, " (expected ceil or floor of seeds / batch_size)");
+    check_seed_batches(kClass, seeds_.numel(), keys_.size(), batch_size_);
     std::vector<at::Tensor> inputs{colptr_, row_, seeds_};
     for (const auto* t : {&edge_id_, &edge_value_, &node_cumsum_})
       if (*t) inputs.push_back(**t);

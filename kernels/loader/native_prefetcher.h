@@ -1,7 +1,8 @@
 // NativePrefetcher -- the thread, queue and stream machinery of the loaders'
 // native prefetchers (fusesample.BatchPrefetcher, fusesample.
-// LayerBatchPrefetcher): one epoch of batches assembled on native threads
-// that never take the GIL, handed to the consumer in batch order.
+// LayerBatchPrefetcher, fusesample.ShadowBatchPrefetcher): one epoch of
+// batches assembled on native threads that never take the GIL, handed to the
+// consumer in batch order.
 //
 // Why native threads: a training step bound by the host's launch rate gets no
 // faster from a Python helper thread, which takes turns with the training
@@ -105,6 +106,18 @@ class NativePrefetcher : public torch::CustomClassHolder {
   }
 
   virtual std::vector<at::Tensor> produce(int64_t b) = 0;
+
+  // For prefetchers whose batch b takes seeds [b * batch_size, (b + 1) *
+  // batch_size) with key keys[b]: batch_size > 0 and ceil or floor of
+  // num_seeds / batch_size keys (drop_last is the caller's).
+  static void check_seed_batches(const char* owner, int64_t num_seeds, size_t num_keys,
+                                 int64_t batch_size) {
+    TORCH_CHECK(batch_size > 0, owner, ": 'batch_size' must be positive, got ", batch_size);
+    const int64_t covered = static_cast<int64_t>(num_keys) * batch_size;
+    TORCH_CHECK(covered - num_seeds < batch_size && num_seeds - covered < batch_size, owner,
+                ": ", num_keys, " keys for ", num_seeds, " seeds in batches of ", batch_size,
+                " (expected ceil or floor of seeds / batch_size)");
+  }
 
   // Starts the workers, on `device` (streams of their own on a GPU, which
   // wait for the current stream and keep `inputs` alive until their work is
