@@ -216,5 +216,9 @@ def test_layer_batch_is_layer_sample_and_the_batch_attributes(
             start += e
     assert out.edge_weight.dtype == torch.float16
     assert torch.allclose(out.edge_weight.cpu().double(), w.half().double())
+    # num_edges=-1 keeps every id, also those past the CSC's slot count
+    big = args[2] + 10_000
+    kept = layer_batch(args[0], args[1], big, seed, [6, 4], 11, **kw)
+    assert torch.equal(kept.e_id, ref.edge + 10_000)
     with pytest.raises(RuntimeError, match="'weight_dtype' must be a floating"):
         layer_batch(*args, seed, [6], 1, weight_dtype=torch.long)

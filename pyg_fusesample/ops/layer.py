@@ -97,7 +97,7 @@ def layer_batch(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
     out = torch.ops.fusesample.layer_batch(
         colptr, row, edge_id, edge_value, node_cumsum, seed,
         [int(s) for s in num_samples], int(rng_seed),
-        int(num_edges) if num_edges >= 0 else row.numel() + 1,
+        int(num_edges) if num_edges >= 0 else torch.iinfo(torch.int64).max,
         bool(normalize_weights), weight_dtype, list(node_attrs))
     return LayerBatchOutput(*out)
 
