@@ -121,48 +121,111 @@ def test_fastgcn_importance_law():
     assert chisquare(counts[1:], expected).pvalue > 1e-3
 
 
-def test_exact_layer_weights_are_values():
+@pytest.mark.parametrize('device', devices())
+def test_exact_layer_weights_are_values(device):
     ei = _graph()
     graph, value = _inputs(ei, 50)
-    out = layer_sample(graph.colptr, graph.row, graph.edge_id,
-                       torch.tensor([0, 1]), [-1], 1, value)
+    out = layer_sample(graph.colptr.to(device), graph.row.to(device),
+                       graph.edge_id.to(device),
+                       torch.tensor([0, 1], device=device), [-1], 1,
+                       value.to(device))
     slots = torch.cat([torch.arange(int(graph.colptr[v]), int(graph.colptr[v + 1]))
                        for v in (0, 1)])
     # Every in-edge of the targets, in slot order, weighted by its value.
-    assert torch.equal(out.edge, graph.edge_id[slots])
-    assert torch.equal(out.weight, value[slots])
+    assert torch.equal(out.edge.cpu(), graph.edge_id[slots])
+    assert torch.equal(out.weight.cpu(), value[slots])
 
 
-def test_empty_batch_isolated_targets_and_deterministic():
+@pytest.mark.parametrize('device', devices())
+def test_empty_batch_isolated_targets_and_deterministic(device):
     ei = torch.tensor([[1, 2], [0, 0]])
     graph = build_csc(ei, 4)
-    out = layer_sample(graph.colptr, graph.row, graph.edge_id,
-                       torch.empty(0, dtype=torch.long), [2, 2], 0)
+    args = (graph.colptr.to(device), graph.row.to(device),
+            graph.edge_id.to(device))
+    ids = lambda *v: torch.tensor(v, dtype=torch.long, device=device)  # noqa
+    out = layer_sample(*args, ids(), [2, 2], 0)
     assert out.node.numel() == 0 and out.row.numel() == 0
     assert out.num_sampled_nodes.tolist() == [0, 0, 0]
-    out = layer_sample(graph.colptr, graph.row, graph.edge_id,
-                       torch.tensor([3]), [2], 0)   # 3 has no in-edges
+    out = layer_sample(*args, ids(3), [2], 0)   # 3 has no in-edges
     assert out.node.tolist() == [3] and out.num_sampled_edges.tolist() == [0]
-    a = layer_sample(graph.colptr, graph.row, graph.edge_id,
-                     torch.tensor([0]), [1], 7)
-    b = layer_sample(graph.colptr, graph.row, graph.edge_id,
-                     torch.tensor([0]), [1], 7)
+    a = layer_sample(*args, ids(0), [1], 7)
+    b = layer_sample(*args, ids(0), [1], 7)
     assert torch.equal(a.node, b.node)
+    # FastGCN draws without targets too (its law does not depend on them).
+    cum = torch.tensor([0.0, 1.0, 2.0, 2.0], dtype=torch.float64,
+                       device=device)
+    out = layer_sample(*args, ids(), [3, -1], 5, node_cumsum=cum)
+    assert out.node.numel() == out.num_sampled_nodes.sum()
+    assert set(out.node.tolist()) <= {1, 2}
 
 
-def test_bad_inputs():
+@pytest.mark.parametrize('device', devices())
+def test_bad_inputs(device):
     ei = _graph()
     graph, value = _inputs(ei, 50)
-    args = (graph.colptr, graph.row, graph.edge_id)
+    args = (graph.colptr.to(device), graph.row.to(device),
+            graph.edge_id.to(device))
+    value = value.to(device)
+    ids = lambda *v: torch.tensor(v, device=device)  # noqa: E731
     with pytest.raises(RuntimeError, match="'seed' holds ids outside"):
-        layer_sample(*args, torch.tensor([50]), [2], 0)
+        layer_sample(*args, ids(50), [2], 0)
+    with pytest.raises(RuntimeError, match="'seed' holds ids outside"):
+        layer_sample(*args, ids(3, -1), [2], 0)
     with pytest.raises(RuntimeError, match=r"'num_samples\[0\]' is -2"):
-        layer_sample(*args, torch.tensor([1]), [-2], 0)
+        layer_sample(*args, ids(1), [-2], 0)
     with pytest.raises(RuntimeError, match="'edge_value' must be Double"):
-        layer_sample(*args, torch.tensor([1]), [2], 0, value.float())
+        layer_sample(*args, ids(1), [2], 0, value.float())
     with pytest.raises(RuntimeError, match="'node_cumsum' needs one entry"):
-        layer_sample(*args, torch.tensor([1]), [2], 0, None,
-                     torch.ones(3, dtype=torch.float64))
+        layer_sample(*args, ids(1), [2], 0, None,
+                     torch.ones(3, dtype=torch.float64, device=device))
+    with pytest.raises(RuntimeError, match="'seed' must be"):
+        layer_sample(*args, ids(1.0), [2], 0)
+
+
+def _skewed_graph(num_nodes=3000, num_edges=40_000, seed=0):
+    """A power-law-ish graph with two hubs: node 0 is the source of 4000
+    edges, node 1 the target of 5000; a tail of isolated nodes."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.arange(1, num_nodes - 99, dtype=torch.float64) ** -0.8
+    src = torch.multinomial(w, num_edges, True, generator=g)
+    dst = torch.multinomial(w.flip(0), num_edges, True, generator=g)
+    hub_out = torch.stack([torch.zeros(4000, dtype=torch.long),
+                           torch.randint(num_nodes - 100, (4000,), generator=g)])
+    hub_in = torch.stack([torch.randint(num_nodes - 100, (5000,), generator=g),
+                          torch.ones(5000, dtype=torch.long)])
+    return torch.cat([torch.stack([src, dst]), hub_out, hub_in], 1)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('method', ['ladies', 'fastgcn'])
+@pytest.mark.parametrize('num_samples', [[64, 64, 64], [-1, 50], [0, 30],
+                                         [5000, 10], [1, -1]])
+@pytest.mark.parametrize('valued', [False, True])
+@pytest.mark.parametrize('row_dtype', [torch.int64, torch.int32])
+def test_cuda_matches_cpu(method, num_samples, valued, row_dtype):
+    """The CUDA path (fused steps over a dense node map) returns the CPU
+    path's samples: nodes, edges and their order exactly, weights up to
+    the normalising sum's rounding; hubs, isolated seeds, s >= candidates."""
+    n = 3000
+    graph, value = _inputs(_skewed_graph(n), n, valued, seed=1)
+    cum = _fastgcn_cumsum(graph, value) if method == 'fastgcn' else None
+    row = graph.row.to(row_dtype)
+    g = torch.Generator().manual_seed(3)
+    for key in range(4):
+        seed = torch.cat([torch.tensor([1, 0, n - 1, n - 50]),
+                          torch.randperm(n - 100, generator=g)[:60] + 2]).unique()
+        seed = seed[torch.randperm(seed.numel(), generator=g)]
+        args = (graph.colptr, row, graph.edge_id, seed, num_samples, key,
+                value, cum)
+        ref = layer_sample(*args)
+        out = layer_sample(*[a.cuda() if isinstance(a, torch.Tensor) else a
+                             for a in args])
+        for name in ('node', 'row', 'col', 'edge', 'num_sampled_nodes',
+                     'num_sampled_edges'):
+            assert torch.equal(getattr(out, name).cpu(), getattr(ref, name)), \
+                (name, key)
+        assert torch.allclose(out.weight.cpu(), ref.weight, rtol=1e-12,
+                              atol=0)
 
 
 def test_opcheck():

@@ -17,7 +17,10 @@ namespace layer {
 // val2[begin:end] in that order, and its exponential key -log(U_c) / q_c,
 // U_c keyed by (rng_seed, layer, c): the s smallest keys are a successive
 // sample proportional to q. A zero importance is never drawn (key +inf).
-FS_HOST_DEVICE void ladies_key(const double* val2, int64_t begin, int64_t end,
+// Val2: anything indexed like an array (a pointer; the CUDA kernel's view
+// of the values through the sort's permutation).
+template <class Val2>
+FS_HOST_DEVICE void ladies_key(const Val2& val2, int64_t begin, int64_t end,
                                uint64_t rng_seed, int64_t layer, int64_t c,
                                double* q_out, double* key_out) {
   double q = 0.0;

@@ -1,9 +1,10 @@
-// The device-independent body of fusesample::layer_sample, written in ATen
-// ops; the two steps that draw (layer_draws.h) are the `Kernels` parameter's,
-// so the CPU and CUDA registrations run the same code around their own
-// kernels. A layer reads its sizes on the host (the in-edge count, the
-// candidate count, the new nodes, the kept edges): a few synchronisations
-// per layer on a GPU, as the per-hop samplers have.
+// The body of fusesample::layer_sample's CPU path, written in ATen ops; the
+// steps that draw (layer_draws.h) and the CPU-specific loops are the
+// `Kernels` parameter's. It is also the reference the CUDA path
+// (cuda/layer_sample_kernel.cu: the same draws and output order, in fused
+// steps over a dense node map, since this composition's ~100 launches and
+// host reads a layer slowed a training step beside it) is tested against.
+// check_inputs serves both.
 #pragma once
 
 #include <ATen/ATen.h>

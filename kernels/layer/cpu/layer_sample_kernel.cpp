@@ -1,5 +1,5 @@
 // CPU kernels of fusesample::layer_sample: the draws of layer_draws.h in
-// parallel loops, around the shared ATen body (layer_sample_driver.h).
+// parallel loops, around the ATen body (layer_sample_driver.h).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
