@@ -13,7 +13,8 @@ def test_every_loader_steps_and_reports(tmp_path):
     data = power_law_graph(400, 6.0, num_features=8, num_classes=3, seed=1)
     rows = subgraph_runner.loader_rows('g', data, torch.device('cpu'),
                                        list(subgraph_runner.LOADERS),
-                                       steps=1, warmup=1, cached=1)
+                                       steps=2, warmup=1, cached=1,
+                                       rounds=2)
     assert [(r['loader'], r['variant']) for r in rows] == [
         (name, v) for name in subgraph_runner.LOADERS
         for v in ('loader', 'loader-prefetch', 'pre-sampled')]
@@ -21,6 +22,8 @@ def test_every_loader_steps_and_reports(tmp_path):
         assert set(r) <= set(subgraph_runner.COLUMNS)
         assert float(r['step_ms']) > 0 and r['batch_edges'] > 0
         assert float(r['pipelined_ms']) > 0
+        # the steps pooled over the interleaved rounds
+        assert r['steps'] == 2 and '2 interleaved rounds' in r['note']
     path = str(tmp_path / 'subgraph.csv')
     append_rows(path, rows, columns=subgraph_runner.COLUMNS)
     md = subgraph_runner.markdown(path)

@@ -285,3 +285,42 @@ def test_layer_batch_is_layer_sample_and_the_batch_attributes(
     assert torch.equal(kept.e_id, ref.edge + 10_000)
     with pytest.raises(RuntimeError, match="'weight_dtype' must be a floating"):
         layer_batch(*args, seed, [6], 1, weight_dtype=torch.long)
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('dtype', [torch.float64, torch.float32,
+                                   torch.bfloat16])
+def test_normalize_by_target(device, dtype):
+    """Each layer's runs of equal targets divided by their sums (0 where a
+    sum is 0), the same bits on every device; a target's id repeating
+    across a layer's end starts a new run."""
+    g = torch.Generator().manual_seed(0)
+    nse = torch.tensor([7, 0, 5, 6])
+    col = torch.tensor([0, 0, 1, 3, 3, 3, 4] + [4, 4, 5, 5, 5] +
+                       [0, 1, 1, 2, 2, 2])
+    w = torch.rand(18, generator=g, dtype=torch.float64)
+    w[15:] = 0.0                                   # a run summing to 0
+    ref = torch.empty(18, dtype=torch.float64)
+    start = 0
+    for e in nse.tolist():
+        c, x = col[start:start + e], w[start:start + e]
+        for t in c.unique().tolist():
+            into = (c == t).nonzero().view(-1) + start
+            total = w[into].sum()
+            ref[into] = w[into] / total if total > 0 else 0.0
+        start += e
+    op = torch.ops.fusesample.normalize_by_target
+    out = op(w.to(device), col.to(device), nse, dtype)
+    assert out.dtype == dtype and out.device.type == device
+    assert torch.allclose(out.cpu().double(), ref.to(dtype).double())
+    assert torch.equal(out.cpu(), op(w, col, nse, dtype))
+    assert torch.equal(out[15:].cpu(), torch.zeros(3, dtype=dtype))
+    with pytest.raises(RuntimeError, match="summing to the number"):
+        op(w.to(device), col.to(device), torch.tensor([7, 5]), dtype)
+    with pytest.raises(RuntimeError, match="'weight' must be Double"):
+        op(w.float().to(device), col.to(device), nse, dtype)
+    if device != 'cpu':
+        with pytest.raises(RuntimeError, match="must be a CPU tensor"):
+            op(w.to(device), col.to(device), nse.to(device), dtype)
+    with pytest.raises(RuntimeError, match="'dtype' must be a floating"):
+        op(w.to(device), col.to(device), nse, torch.long)

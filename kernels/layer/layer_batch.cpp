@@ -11,7 +11,8 @@
 //                       target), the layers innermost first;
 //     edge_weight [m]   layer_sample's weight; with normalize_weights, each
 //                       layer's weights into one target divided by their
-//                       sum (0 where that sum is 0); cast to weight_dtype;
+//                       sum (0 where that sum is 0: fusesample::
+//                       normalize_by_target); in weight_dtype;
 //     e_id [m]          the edges' ids, -1 for ids >= num_edges (the self-
 //                       loops the loader adds have ids num_edges + v);
 //     num_sampled_nodes [L + 1], num_sampled_edges [L]: layer_sample's (int64
@@ -20,7 +21,8 @@
 // Why one op: the loader's plain path and its native prefetcher
 // (fusesample.LayerBatchPrefetcher) build the same batches from it, and the
 // prefetcher's thread, which never takes the GIL, then does all of a batch's
-// work. Composite: the device's layer_sample and gather_rows do the work.
+// work. Composite: the device's layer_sample, normalize_by_target and
+// gather_rows do the work.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -43,28 +45,8 @@ using LayerSampleFn =
 using LayerBatch = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
                               at::Tensor, std::vector<at::Tensor>>;
 
-// Layer l's weights (the num_sampled_edges[l] after the previous layers'),
-// divided by the sum of those into the same target. Targets' local ids repeat
-// across layers, so layer by layer; layer l has n_0 + ... + n_l targets.
-at::Tensor per_target_normalised(const at::Tensor& weight, const at::Tensor& col,
-                                 const at::Tensor& num_sampled_nodes,
-                                 const at::Tensor& num_sampled_edges) {
-  const int64_t layers = num_sampled_edges.numel();
-  const int64_t* n = num_sampled_nodes.data_ptr<int64_t>();
-  const int64_t* e = num_sampled_edges.data_ptr<int64_t>();
-  std::vector<at::Tensor> parts;
-  int64_t offset = 0, targets = 0;
-  for (int64_t l = 0; l < layers; ++l) {
-    targets += n[l];
-    const at::Tensor w = weight.narrow(0, offset, e[l]);
-    const at::Tensor c = col.narrow(0, offset, e[l]);
-    offset += e[l];
-    const at::Tensor total = at::zeros({targets}, w.options()).index_add_(0, c, w);
-    const at::Tensor per_edge = total.index_select(0, c);
-    parts.push_back(at::where(per_edge > 0, w / per_edge, at::zeros_like(w)));
-  }
-  return parts.empty() ? weight : at::cat(parts);
-}
+using NormalizeFn = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                               at::ScalarType);
 
 LayerBatch layer_batch(const at::Tensor& colptr, const at::Tensor& row,
                        const c10::optional<at::Tensor>& edge_id,
@@ -74,18 +56,23 @@ LayerBatch layer_batch(const at::Tensor& colptr, const at::Tensor& row,
                        bool normalize_weights, at::ScalarType weight_dtype,
                        at::TensorList node_attrs) {
   static const auto sample = ops::find<LayerSampleFn>("fusesample::layer_sample");
+  static const auto normalize =
+      ops::find<NormalizeFn>("fusesample::normalize_by_target");
   static const auto& gather = ops::gather_rows_list();
   TORCH_CHECK(at::isFloatingType(weight_dtype),
               "fusesample::layer_batch: 'weight_dtype' must be a floating type, got ",
               weight_dtype);
   auto [node, src, dst, edge, weight, nsn, nse] = sample.call(
       colptr, row, edge_id, edge_value, node_cumsum, seed, num_samples, rng_seed);
-  if (normalize_weights) weight = per_target_normalised(weight, dst, nsn, nse);
+  // (layer_sample's edges come layer by layer, target by target: the runs
+  // normalize_by_target divides by their sums.)
+  weight = normalize_weights ? normalize.call(weight, dst, nse, weight_dtype)
+                             : weight.to(weight_dtype);
   // The node ids are the sampler's own output, in range: no check (no sync).
   return {node,
           at::stack({src, dst}),
-          weight.to(weight_dtype),
-          at::where(edge < num_edges, edge, at::full({}, -1, edge.options())),
+          weight,
+          edge.masked_fill(edge >= num_edges, -1),
           nsn,
           nse,
           gather.call(node_attrs, node, false)};

@@ -256,8 +256,12 @@ def main(argv=None):
                      choices=['saint', 'shadow', 'ladies', 'fastgcn'])
     gp2.add_argument('--scale', type=float, default=1.0)
     gp2.add_argument('--seed', type=int, default=0)
-    gp2.add_argument('--steps', type=_positive, default=30)
-    gp2.add_argument('--warmup', type=int, default=5)
+    gp2.add_argument('--steps', type=_positive, default=60)
+    gp2.add_argument('--rounds', type=_positive, default=5,
+                     help='interleaved rounds the steps of each variant are '
+                     'split into')
+    gp2.add_argument('--warmup', type=int, default=6,
+                     help='untimed steps before each round')
     gp2.add_argument('--cached', type=_positive, default=8,
                      help="batches the 'pre-sampled' floor cycles through")
     gp2.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
