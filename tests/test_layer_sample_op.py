@@ -324,3 +324,22 @@ def test_normalize_by_target(device, dtype):
             op(w.to(device), col.to(device), nse.to(device), dtype)
     with pytest.raises(RuntimeError, match="'dtype' must be a floating"):
         op(w.to(device), col.to(device), nse, torch.long)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('s', [1, 8, 300, 2000, 2048, 2049, 4000])
+def test_cuda_ladies_draw_over_many_candidates(s):
+    """LADIES' s smallest keys on a GPU: rounds of block sorts for s <=
+    2048 (~20K candidates: several chunks compete, in several rounds), a
+    device-wide sort above; the CPU's draws either way."""
+    n = 30_000
+    graph, value = _inputs(_skewed_graph(n, 300_000), n, True, seed=2)
+    seed = torch.randperm(n - 100, generator=torch.Generator().manual_seed(s))[:6000]
+    args = (graph.colptr, graph.row, graph.edge_id, seed, [s, s], 17, value)
+    ref = layer_sample(*args)
+    out = layer_sample(*[a.cuda() if isinstance(a, torch.Tensor) else a
+                         for a in args])
+    assert torch.equal(out.node.cpu(), ref.node)
+    assert torch.equal(out.edge.cpu(), ref.edge)
+    assert torch.equal(out.num_sampled_nodes, ref.num_sampled_nodes)
+    assert torch.allclose(out.weight.cpu(), ref.weight, rtol=1e-12, atol=0)

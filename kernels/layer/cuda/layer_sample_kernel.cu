@@ -275,6 +275,10 @@ class FusedLayerSampler {
           c.q_total.data_ptr<double>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
+    if (s > 0 && s <= kMaxTournament) {
+      c.pick = smallest_keys(key, m, s);
+      return c;
+    }
     c.pick = at::empty({m}, index_.dtype(at::kByte));
     at::Tensor key_sorted, cand_sorted;
     if (s > 0 && m > 0) {  // the s smallest keys (s < 0: every positive q)
@@ -291,6 +295,38 @@ class FusedLayerSampler {
            ptr_or_null<int32_t>(cand_sorted), c.q.data_ptr<double>(), m, s,
            c.pick.data_ptr<uint8_t>());
     return c;
+  }
+
+  // pick[g] = 1 for the s smallest finite keys of the candidates (key[0 :
+  // *num_cand] of `capacity`): the rounds of smallest_keys_round_kernel.
+  at::Tensor smallest_keys(const at::Tensor& key, int64_t capacity, int64_t s) {
+    at::Tensor pick = at::zeros({capacity}, index_.dtype(at::kByte));
+    const double* round_key = key.data_ptr<double>();
+    const int32_t* round_index = nullptr;  // (the first round: the candidate)
+    const int64_t* live = counter(kNumCand);
+    at::Tensor kept_key, kept_index;
+    for (int64_t n = capacity; n > 0;) {
+      const int64_t chunks = (n + kSelectChunk - 1) / kSelectChunk;
+      const bool last = chunks == 1;
+      at::Tensor next_key, next_index;
+      if (!last) {
+        next_key = at::empty({chunks * s}, key.options());
+        next_index = at::empty({chunks * s}, index_.dtype(at::kInt));
+      }
+      smallest_keys_round_kernel<<<chunks, kSelectThreads, 0, stream_>>>(
+          round_key, round_index, n, live, s, ptr_or_null<double>(next_key),
+          ptr_or_null<int32_t>(next_index),
+          last ? pick.data_ptr<uint8_t>() : nullptr);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      if (last) break;
+      kept_key = next_key;  // (alive until the next round has read them)
+      kept_index = next_index;
+      round_key = kept_key.data_ptr<double>();
+      round_index = kept_index.data_ptr<int32_t>();
+      live = nullptr;
+      n = chunks * s;
+    }
+    return pick;
   }
 
   // FastGCN: s draws by global importance, as distinct ids with their

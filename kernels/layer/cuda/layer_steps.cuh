@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <limits>
 
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 
 #include "../../common/det_math.h"
@@ -238,6 +239,56 @@ __global__ void importance_total_kernel(const double* __restrict__ q,
   if (threadIdx.x == 0) {
     *total = sum;
     counters[kLive] = live;
+  }
+}
+
+// LADIES' s smallest keys for s <= kMaxTournament, a tournament of block
+// sorts instead of a device-wide sort of all keys (~10 launches and as many
+// memsets a layer for 64-bit keys): each block sorts a chunk of
+// (key, candidate) pairs in shared memory and keeps its s smallest; the kept
+// ones are the next round's input, until one chunk is left, whose s
+// smallest finite keys are drawn. A round divides the pairs by at least 2,
+// so a layer's hundred thousand candidates take three or four launches. Any
+// of the s smallest keys of all is among the s smallest of its chunk; the
+// sort is stable and the chunks stay in order, so ties go to the lower
+// candidate index at every round, as one stable sort would.
+constexpr int kSelectThreads = 512;
+constexpr int kSelectItems = 8;
+constexpr int64_t kSelectChunk = kSelectThreads * kSelectItems;
+constexpr int64_t kMaxTournament = kSelectChunk / 2;
+
+// One round over the pairs [0, n) (the first `*live` only when given: the
+// rest are padding): chunk b's s smallest go to out at b * s. With `pick`
+// (the last round, one chunk): pick[candidate] = 1 for those that are finite.
+__global__ void __launch_bounds__(kSelectThreads)
+smallest_keys_round_kernel(const double* __restrict__ key,
+                           const int32_t* __restrict__ index,
+                           int64_t n, const int64_t* __restrict__ live,
+                           int64_t s, double* __restrict__ out_key,
+                           int32_t* __restrict__ out_index,
+                           uint8_t* __restrict__ pick) {
+  using Sort = cub::BlockRadixSort<double, kSelectThreads, kSelectItems, int32_t>;
+  __shared__ typename Sort::TempStorage storage;
+  const double inf = std::numeric_limits<double>::infinity();
+  const int64_t limit = live != nullptr ? min(n, *live) : n;
+  const int64_t first = blockIdx.x * kSelectChunk + threadIdx.x * kSelectItems;
+  double k[kSelectItems];
+  int32_t v[kSelectItems];
+  for (int j = 0; j < kSelectItems; ++j) {  // (blocked: input order = rank order)
+    const int64_t i = first + j;
+    k[j] = i < limit ? key[i] : inf;
+    v[j] = i < limit ? (index != nullptr ? index[i] : static_cast<int32_t>(i)) : -1;
+  }
+  Sort(storage).Sort(k, v);
+  for (int j = 0; j < kSelectItems; ++j) {
+    const int64_t r = threadIdx.x * kSelectItems + j;
+    if (r >= s) break;
+    if (pick != nullptr) {
+      if (k[j] < inf) pick[v[j]] = 1;
+    } else {
+      out_key[blockIdx.x * s + r] = k[j];
+      out_index[blockIdx.x * s + r] = v[j];
+    }
   }
 }
 
