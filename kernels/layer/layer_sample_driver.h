@@ -45,6 +45,31 @@ inline void check_inputs(const at::Tensor& colptr, const at::Tensor& row,
                 num_samples[l], "; use a count >= 0, or -1 for all candidates");
 }
 
+// The op's outputs from the per-layer parts (every device's path builds
+// them layer by layer): the layers' edges concatenated, innermost first, and
+// the counts as CPU int64 tensors.
+inline LayerSampleResult layers_result(const at::Tensor& node,
+                                       const std::vector<at::Tensor>& rows,
+                                       const std::vector<at::Tensor>& cols,
+                                       const std::vector<at::Tensor>& edges,
+                                       const std::vector<at::Tensor>& weights,
+                                       const std::vector<int64_t>& num_sampled_nodes,
+                                       const std::vector<int64_t>& num_sampled_edges) {
+  const auto index = node.options();
+  const auto cat_or_empty = [](const std::vector<at::Tensor>& parts,
+                               const at::TensorOptions& options) {
+    return parts.empty() ? at::empty({0}, options) : at::cat(parts);
+  };
+  const auto host = at::TensorOptions().dtype(at::kLong);
+  return {node,
+          cat_or_empty(rows, index),
+          cat_or_empty(cols, index),
+          cat_or_empty(edges, index),
+          cat_or_empty(weights, index.dtype(at::kDouble)),
+          at::tensor(num_sampled_nodes, host),
+          at::tensor(num_sampled_edges, host)};
+}
+
 // Kernels provides (every tensor argument contiguous, int64 unless named)
 //   Tensor segment_of(ends, m)
 //     -> the segment of each of the m positions [0, m), for consecutive
@@ -204,18 +229,8 @@ LayerSampleResult layer_sample_driver(
     weights.push_back(w);
     num_sampled_edges.push_back(kept.numel());
   }
-  auto cat_or_empty = [&](const std::vector<at::Tensor>& parts,
-                          const at::TensorOptions& options) {
-    return parts.empty() ? at::empty({0}, options) : at::cat(parts);
-  };
-  const auto host = at::TensorOptions().dtype(at::kLong);
-  return {node,
-          cat_or_empty(rows, index),
-          cat_or_empty(cols, index),
-          cat_or_empty(edges, index),
-          cat_or_empty(weights, real),
-          at::tensor(num_sampled_nodes, host),
-          at::tensor(num_sampled_edges, host)};
+  return layers_result(node, rows, cols, edges, weights, num_sampled_nodes,
+                       num_sampled_edges);
 }
 
 }  // namespace layer

@@ -164,19 +164,8 @@ class FusedLayerSampler {
       num_sampled_nodes.push_back(num_fresh);
       num_sampled_edges.push_back(num_kept);
     }
-    const auto cat_or_empty = [&](const std::vector<at::Tensor>& parts,
-                                  const at::TensorOptions& options) {
-      return parts.empty() ? at::empty({0}, options) : at::cat(parts);
-    };
-    const auto real = index_.dtype(at::kDouble);
-    const auto host_index = at::TensorOptions().dtype(at::kLong);
-    return {node,
-            cat_or_empty(rows, index_),
-            cat_or_empty(cols, index_),
-            cat_or_empty(edges, index_),
-            cat_or_empty(weights, real),
-            at::tensor(num_sampled_nodes, host_index),
-            at::tensor(num_sampled_edges, host_index)};
+    return layers_result(node, rows, cols, edges, weights, num_sampled_nodes,
+                         num_sampled_edges);
   }
 
  private:
