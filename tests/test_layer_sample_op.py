@@ -319,7 +319,9 @@ def test_normalize_by_target(device, dtype):
         op(w.to(device), col.to(device), torch.tensor([7, 5]), dtype)
     with pytest.raises(RuntimeError, match="'weight' must be Double"):
         op(w.float().to(device), col.to(device), nse, dtype)
-    if device != 'cpu':
+    if device == 'cpu':
+        torch.library.opcheck(op.default, (w, col, nse, dtype))
+    else:
         with pytest.raises(RuntimeError, match="must be a CPU tensor"):
             op(w.to(device), col.to(device), nse.to(device), dtype)
     with pytest.raises(RuntimeError, match="'dtype' must be a floating"):

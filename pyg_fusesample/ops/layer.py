@@ -114,3 +114,9 @@ def _(colptr, row, edge_id, edge_value, node_cumsum, seed, num_samples,
             seed.new_empty(num_edges, dtype=torch.float64),
             torch.empty(len(num_samples) + 1, dtype=torch.long, device=host),
             torch.empty(len(num_samples), dtype=torch.long, device=host))
+
+
+@torch.library.register_fake('fusesample::normalize_by_target')
+def _(weight, col, num_sampled_edges, dtype):
+    # (layer_batch's weight normalisation: kernels/layer/normalize_by_target.cpp)
+    return weight.new_empty(weight.shape, dtype=dtype)
