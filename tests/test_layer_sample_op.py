@@ -180,6 +180,11 @@ def test_bad_inputs(device):
                      torch.ones(3, dtype=torch.float64, device=device))
     with pytest.raises(RuntimeError, match="'seed' must be"):
         layer_sample(*args, ids(1.0), [2], 0)
+    empty = torch.zeros(1, dtype=torch.long, device=device)  # no nodes
+    none = torch.empty(0, dtype=torch.long, device=device)
+    with pytest.raises(RuntimeError, match="cannot draw from a graph without"):
+        layer_sample(empty, none, None, none, [2], 0, None,
+                     torch.empty(0, dtype=torch.float64, device=device))
 
 
 def _skewed_graph(num_nodes=3000, num_edges=40_000, seed=0):

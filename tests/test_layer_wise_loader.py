@@ -116,6 +116,15 @@ def test_bad_arguments():
         LayerWiseLoader(data, [5], input_nodes=torch.tensor([1000]))
     with pytest.raises(ValueError, match="does not take 'collate_fn'"):
         LayerWiseLoader(data, [5], collate_fn=list)
+    # FastGCN on a graph whose every importance is 0 (no edges, no loops)
+    edgeless = Data(x=torch.randn(4, 2), edge_index=torch.empty(
+        2, 0, dtype=torch.long), num_nodes=4)
+    with pytest.raises(ValueError, match="every node's is 0"):
+        LayerWiseLoader(edgeless, [2], method='fastgcn', add_self_loops=False)
+    # ... which draws nothing when asked for nothing, and with loops is fine
+    LayerWiseLoader(edgeless, [0], method='fastgcn', add_self_loops=False)
+    assert len(next(iter(LayerWiseLoader(edgeless, [2], method='fastgcn',
+                                         batch_size=2))).n_id) >= 2
 
 
 @pytest.mark.parametrize('device', devices())

@@ -38,6 +38,13 @@ inline void check_inputs(const at::Tensor& colptr, const at::Tensor& row,
     TORCH_CHECK(node_cumsum->numel() == colptr.numel() - 1, kOp,
                 ": 'node_cumsum' needs one entry per node (",
                 colptr.numel() - 1, "), got ", node_cumsum->numel());
+    // (A FastGCN draw searches the prefix sums: a graph without nodes has
+    // none to search. A zero total is the caller's to refuse: reading it
+    // here would cost a GPU a synchronisation per call.)
+    for (size_t l = 0; l < num_samples.size(); ++l)
+      TORCH_CHECK(num_samples[l] == 0 || node_cumsum->numel() > 0, kOp,
+                  ": FastGCN cannot draw from a graph without nodes "
+                  "('num_samples[", l, "]' is ", num_samples[l], ")");
   }
   check_node_ids(kOp, "seed", seed, colptr);
   for (size_t l = 0; l < num_samples.size(); ++l)

@@ -123,6 +123,13 @@ class LayerWiseLoader(torch.utils.data.DataLoader):
             data, normalization, add_self_loops)
         self.node_cumsum = (_fastgcn_importance(self.graph, self.edge_value)
                             if method == 'fastgcn' else None)
+        if self.node_cumsum is not None and any(s != 0 for s in num_samples) \
+                and not (self.node_cumsum.numel() and
+                         float(self.node_cumsum[-1]) > 0):
+            raise ValueError("method='fastgcn' draws nodes by their "
+                             "importance, and every node's is 0 here (a "
+                             "graph without edges; add_self_loops=True "
+                             "gives each node its own)")
         self.input_nodes = _seed_nodes(input_nodes, data.num_nodes,
                                        self.graph.device)
         batches = SeededBatchSampler(self.input_nodes.numel(), batch_size,
