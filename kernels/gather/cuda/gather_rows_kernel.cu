@@ -31,6 +31,7 @@
 #include <limits>
 
 #include "../../common/checks.h"
+#include "../../common/cub_call.h"
 #include "../../common/grid.h"
 
 namespace fusesample {
@@ -120,23 +121,17 @@ at::Tensor contiguous_src(const char* op, const at::Tensor& src) {
 std::pair<at::Tensor, at::Tensor> ascending(const at::Tensor& index,
                                             int64_t src_rows) {
   const int rows = static_cast<int>(index.numel());
-  int end_bit = 1;
-  while (end_bit < 63 && (int64_t{1} << end_bit) < src_rows) ++end_bit;
+  const int end_bit = radix_key_bits(src_rows);
   auto ids = at::empty_like(index);
   auto order = at::arange(rows, index.options().dtype(at::kInt));
   auto position = at::empty_like(order);
   const auto stream = at::cuda::getCurrentCUDAStream();
-  size_t temp_bytes = 0;
-  C10_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
-      nullptr, temp_bytes, index.data_ptr<int64_t>(), ids.data_ptr<int64_t>(),
-      order.data_ptr<int32_t>(), position.data_ptr<int32_t>(), rows, 0,
-      end_bit, stream));
-  auto temp = at::empty({static_cast<int64_t>(temp_bytes)},
-                        index.options().dtype(at::kByte));
-  C10_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
-      temp.data_ptr(), temp_bytes, index.data_ptr<int64_t>(),
-      ids.data_ptr<int64_t>(), order.data_ptr<int32_t>(),
-      position.data_ptr<int32_t>(), rows, 0, end_bit, stream));
+  cub_call(index.options(), [&](void* temp, size_t& bytes) {
+    return cub::DeviceRadixSort::SortPairs(
+        temp, bytes, index.data_ptr<int64_t>(), ids.data_ptr<int64_t>(),
+        order.data_ptr<int32_t>(), position.data_ptr<int32_t>(), rows, 0,
+        end_bit, stream);
+  });
   return {ids, position};
 }
 

@@ -175,7 +175,7 @@ __global__ void candidate_runs_kernel(const int64_t* __restrict__ sorted_src,
   FS_GRID_STRIDE(j, m) {
     const int64_t g = run_end[j] - 1;
     run_of[order[j]] = g;
-    if (j == 0 || sorted_src[j] != sorted_src[j - 1]) {
+    if (rose(run_end, j)) {  // (a run's head: RunHead's scan rose)
       start[g] = j;
       cand[g] = sorted_src[j];
     }
