@@ -7,6 +7,7 @@
 #include <c10/util/TypeCast.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "../common/checks.h"
 #include "../common/det_math.h"
@@ -16,9 +17,10 @@ namespace layer {
 
 constexpr const char* kNormalizeOp = "fusesample::normalize_by_target";
 
-inline void check_normalize_inputs(const at::Tensor& weight, const at::Tensor& col,
-                                   const at::Tensor& num_sampled_edges,
-                                   at::ScalarType dtype) {
+// Returns the layers' edge counts (num_sampled_edges' entries).
+inline std::vector<int64_t> check_normalize_inputs(
+    const at::Tensor& weight, const at::Tensor& col,
+    const at::Tensor& num_sampled_edges, at::ScalarType dtype) {
   check_1d(kNormalizeOp, "weight", weight);
   check_dtype(kNormalizeOp, "weight", weight, at::kDouble);
   check_1d(kNormalizeOp, "col", col);
@@ -32,13 +34,21 @@ inline void check_normalize_inputs(const at::Tensor& weight, const at::Tensor& c
   TORCH_CHECK(num_sampled_edges.device().is_cpu(), kNormalizeOp,
               ": 'num_sampled_edges' must be a CPU tensor (the host sizes the "
               "layers by it)");
-  TORCH_CHECK(num_sampled_edges.sum().item<int64_t>() == weight.numel() &&
-                  (num_sampled_edges.numel() == 0 ||
-                   num_sampled_edges.min().item<int64_t>() >= 0),
-              kNormalizeOp, ": 'num_sampled_edges' must be counts summing to "
-              "the number of weights (", weight.numel(), ")");
+  const at::Tensor nse = num_sampled_edges.contiguous();
+  const int64_t* p = nse.data_ptr<int64_t>();
+  const std::vector<int64_t> counts(p, p + nse.numel());
+  int64_t total = 0;
+  bool counts_ok = true;
+  for (const int64_t c : counts) {
+    counts_ok = counts_ok && c >= 0;
+    total += c;
+  }
+  TORCH_CHECK(counts_ok && total == weight.numel(), kNormalizeOp,
+              ": 'num_sampled_edges' must be counts summing to the number of "
+              "weights (", weight.numel(), ")");
   TORCH_CHECK(at::isFloatingType(dtype), kNormalizeOp,
               ": 'dtype' must be a floating type, got ", dtype);
+  return counts;
 }
 
 // The run of edges into col[head] that starts at `head` (edges [head, end) of

@@ -13,19 +13,18 @@ at::Tensor normalize_by_target_cpu(const at::Tensor& weight_arg,
                                    const at::Tensor& col_arg,
                                    const at::Tensor& num_sampled_edges,
                                    at::ScalarType dtype) {
-  check_normalize_inputs(weight_arg, col_arg, num_sampled_edges, dtype);
+  const std::vector<int64_t> count =
+      check_normalize_inputs(weight_arg, col_arg, num_sampled_edges, dtype);
   const at::Tensor weight = weight_arg.contiguous(), col = col_arg.contiguous();
   at::Tensor out = at::empty({weight.numel()}, weight.options().dtype(dtype));
-  const auto nse = num_sampled_edges.contiguous();
-  const int64_t* count = nse.data_ptr<int64_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype,
                                   "normalize_by_target_cpu", [&] {
     const double* w = weight.data_ptr<double>();
     const int64_t* c = col.data_ptr<int64_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
     int64_t begin = 0;
-    for (int64_t l = 0; l < nse.numel(); ++l) {
-      const int64_t end = begin + count[l];
+    for (const int64_t edges : count) {
+      const int64_t end = begin + edges;
       for (int64_t head = begin; head < end;)
         head = normalize_run(w, c, head, end, o);
       begin = end;

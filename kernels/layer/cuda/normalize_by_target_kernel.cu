@@ -30,18 +30,17 @@ at::Tensor normalize_by_target_cuda(const at::Tensor& weight_arg,
                                     const at::Tensor& col_arg,
                                     const at::Tensor& num_sampled_edges,
                                     at::ScalarType dtype) {
-  check_normalize_inputs(weight_arg, col_arg, num_sampled_edges, dtype);
+  const std::vector<int64_t> count =
+      check_normalize_inputs(weight_arg, col_arg, num_sampled_edges, dtype);
   c10::cuda::CUDAGuard guard(weight_arg.device());
   const at::Tensor weight = weight_arg.contiguous(), col = col_arg.contiguous();
   at::Tensor out = at::empty({weight.numel()}, weight.options().dtype(dtype));
-  const auto nse = num_sampled_edges.contiguous();
-  const int64_t* count = nse.data_ptr<int64_t>();
   const auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype,
                                   "normalize_by_target_cuda", [&] {
     int64_t begin = 0;
-    for (int64_t l = 0; l < nse.numel(); ++l) {
-      const int64_t end = begin + count[l];
+    for (const int64_t edges : count) {
+      const int64_t end = begin + edges;
       if (end > begin) {
         normalize_runs_kernel<scalar_t>
             <<<grid_blocks(end - begin, kThreads, 8), kThreads, 0, stream>>>(
