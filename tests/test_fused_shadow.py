@@ -14,6 +14,8 @@ from pyg_fusesample.loader import fused_shadow
 from pyg_fusesample.loader.fused_shadow import grouped_induced_edges
 from pyg_fusesample.sparse import WalkGraph
 
+from test_loader import assert_batches_equal
+
 try:  # PyG's sampler is the reference where torch_sparse is installed
     import torch_sparse  # noqa: F401
     from torch_geometric.loader import ShaDowKHopSampler
@@ -633,11 +635,7 @@ def test_native_prefetch_threads_keep_the_order(device, threads, drop_last,
         (8 if drop_last else 9)
     for a, b in zip(ahead, plain):
         assert a.keys() == b.keys()
-        for key in b.keys():
-            if isinstance(b[key], torch.Tensor):
-                assert torch.equal(a[key], b[key]), key
-            else:
-                assert a[key] == b[key], key
+        assert_batches_equal(a, b)
     it = iter(FusedShaDowKHopSampler(data, depth=2, num_neighbors=3,
                                      batch_size=8, prefetch=True))
     next(it)
