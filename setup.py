@@ -34,6 +34,18 @@ def sources(pattern: str):
                                      recursive=True))
 
 
+def torch_declares(name: str, header: str) -> bool:
+    """Whether torch's ``header`` declares ``name`` (an API newer than the
+    oldest torch this builds against)."""
+    from torch.utils.cpp_extension import include_paths
+    for root in include_paths():
+        path = os.path.join(root, header)
+        if os.path.exists(path):
+            with open(path) as f:
+                return name in f.read()
+    return False
+
+
 def extension():
     cpp = sources('**/*.cpp')
     cxx_flags = ['-O3']  # the C++ standard is torch.utils.cpp_extension's choice
@@ -49,9 +61,13 @@ def extension():
     if want_cuda():
         nvcc_flags = ['-O3', '--expt-relaxed-constexpr',
                       '-lineinfo']
+        macros = [('WITH_CUDA', None)]
+        if torch_declares('clearCublasWorkspacesForStream',
+                          'ATen/cuda/CUDAContextLight.h'):
+            macros.append(('FUSESAMPLE_CLEAR_CUBLAS_FOR_STREAM', None))
         return CUDAExtension(
             'pyg_fusesample._C', cpp + sources('**/*.cu'),
-            define_macros=[('WITH_CUDA', None)],
+            define_macros=macros,
             extra_compile_args={'cxx': cxx_flags, 'nvcc': nvcc_flags},
             extra_link_args=link_flags + ['-lcusparse'],
         )

@@ -11,6 +11,9 @@
 // the second warms up (one throwaway forward + backward on a side stream:
 // cuBLAS handles and workspaces exist before the capture) and records the
 // forward; later calls copy the seeds into the recording's input and replay.
+// Each capture makes its own cuBLAS workspace in the recording's memory pool
+// (../common/capture_workspace.h says why: one made by the warm-up is freed
+// by whoever clears ATen's workspace map, e.g. torch.compile's CUDA graphs).
 // The first backward of a replayed forward records the backward in the same
 // memory pool. Outputs and gradients are handed out as fresh tensors, so
 // nothing a user keeps is overwritten by a later replay. The RNG key is read
@@ -28,6 +31,8 @@
 #include "sage_tree_graphs.h"
 
 #ifdef WITH_CUDA
+
+#include "../common/capture_workspace.h"
 
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
@@ -198,6 +203,7 @@ void record_forward(StepGraphs& g, const at::Tensor& x, const at::Tensor& colptr
   }
   {
     c10::cuda::CUDAStreamGuard on_side(*g.side);
+    CaptureOwnsCublasWorkspace own_workspace(g.side->stream());
     auto graph = std::make_unique<at::cuda::CUDAGraph>();
     graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
     g.out = run_forward(x, colptr, row, g.seeds, params, o, &g.state);
@@ -220,6 +226,7 @@ void record_backward(StepGraphs& g, const std::vector<bool>& need,
   wait(*g.side, current);
   {
     c10::cuda::CUDAStreamGuard on_side(*g.side);
+    CaptureOwnsCublasWorkspace own_workspace(g.side->stream());
     auto graph = std::make_unique<at::cuda::CUDAGraph>();
     graph->capture_begin(g.forward->pool(), cudaStreamCaptureModeThreadLocal);
     std::vector<at::Tensor> grads =

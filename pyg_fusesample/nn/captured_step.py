@@ -12,6 +12,13 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor
 
+from .. import _extension  # noqa: F401  (registers the ops)
+
+
+def _drop_cublas_workspace() -> None:
+    # (the current stream's; see kernels/model/drop_cublas_workspace.cpp)
+    torch.ops.fusesample.drop_cublas_workspace()
+
 
 class CapturedStep:
     r"""Captures ``step_fn(seeds) -> loss`` (forward, backward and
@@ -72,11 +79,18 @@ class CapturedStep:
         torch.cuda.current_stream(device).wait_stream(side)
         optimizer.zero_grad(set_to_none=True)
         self.graph = torch.cuda.CUDAGraph()
-        # Captured on the warm-up's stream: PyTorch keeps a cuBLAS workspace
-        # (32 MB on Hopper) per stream, and torch.cuda.graph's own stream
-        # would need a second one.
+        # Captured on the warm-up's stream, but not with the warm-up's cuBLAS
+        # workspace: that one is freed by whoever clears ATen's workspace
+        # map (torch.compile's CUDA graphs do), and the replays would write
+        # into freed memory. Dropping the stream's workspace around the
+        # capture makes the graph's GEMMs use one made in its own memory
+        # pool (kernels/common/capture_workspace.h).
+        with torch.cuda.stream(side):
+            _drop_cublas_workspace()
         with torch.cuda.graph(self.graph, stream=side):
             self.loss = step_fn(self.seeds)
+        with torch.cuda.stream(side):
+            _drop_cublas_workspace()
 
     def __call__(self, seeds: Tensor) -> Tensor:
         if seeds.numel() != self.batch_size:
