@@ -158,9 +158,18 @@ class FusedLayerSampler {
   int64_t* counter(Counter c) { return counters() + c; }
   int32_t* map() { return map_.data_ptr<int32_t>(); }
 
+  // The counters, through a pinned buffer (a pageable copy is staged by
+  // the driver) and a wait for this stream only.
   std::vector<int64_t> read_counters() {
-    const at::Tensor host = counters_.to(at::kCPU);  // (a synchronising copy)
-    const int64_t* p = host.data_ptr<int64_t>();
+    if (!host_counters_.defined())
+      host_counters_ = at::empty({kCounterSlots},
+                                 at::TensorOptions().dtype(at::kLong).pinned_memory(true));
+    C10_CUDA_CHECK(cudaMemcpyAsync(host_counters_.data_ptr<int64_t>(),
+                                   counters_.data_ptr<int64_t>(),
+                                   kCounterSlots * sizeof(int64_t),
+                                   cudaMemcpyDeviceToHost, stream_));
+    C10_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const int64_t* p = host_counters_.data_ptr<int64_t>();
     return std::vector<int64_t>(p, p + kCounterSlots);
   }
 
@@ -242,9 +251,12 @@ class FusedLayerSampler {
              SortedVal2{in.val2.data_ptr<double>(), order.data_ptr<int32_t>()},
              counters(), m, rng_seed_, l, c.q.data_ptr<double>(),
              key.data_ptr<double>());
-      importance_total_kernel<<<1, kTotalThreads, 0, stream_>>>(
-          c.q.data_ptr<double>(), counters(),
-          c.q_total.data_ptr<double>());
+      const int64_t blocks = grid_blocks(m, kTotalThreads, 4);
+      const at::Tensor partial_sum = at::empty({blocks}, real);
+      const at::Tensor partial_live = at::empty({blocks}, index_);
+      importance_total_kernel<<<blocks, kTotalThreads, 0, stream_>>>(
+          c.q.data_ptr<double>(), counters(), partial_sum.data_ptr<double>(),
+          partial_live.data_ptr<int64_t>(), c.q_total.data_ptr<double>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     if (s > 0 && s <= kMaxTournament) {
@@ -385,7 +397,7 @@ class FusedLayerSampler {
   const int id_bits_;
   const at::TensorOptions index_;
   const cudaStream_t stream_;
-  at::Tensor map_, counters_;
+  at::Tensor map_, counters_, host_counters_;
 };
 
 LayerSampleResult layer_sample_cuda(
