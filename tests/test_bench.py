@@ -127,6 +127,22 @@ def test_rounds_interleave_and_compare_within_a_round(tmp_path):
     assert summary.count('| fused | 0 | 2 |') == 1
 
 
+def test_rounds_summary_compares_sage_rows_with_the_captured_step():
+    """`bench sage` rows of several rounds: each row over the CapturedStep
+    row (fused-sage-graph) of its own round."""
+    from pyg_fusesample.bench.report import rounds_summary
+    base = dict(device='d', graph='g', fanout='3-2', batch_size='32',
+                amp='off', num_workers='0')
+    rows = [dict(base, variant=v, step_ms=ms, round=rnd)
+            for rnd, (captured, compiled) in enumerate([(1.0, 3.0), (2.0, 2.0)])
+            for v, ms in (('fused-sage-graph', captured),
+                          ('fused-sage-compiled', compiled))]
+    summary = rounds_summary(rows)
+    assert 'step / CapturedStep' in summary
+    line = next(x for x in summary.splitlines() if 'fused-sage-compiled' in x)
+    assert '2.500 (2.000-3.000)' in line and line.endswith('2.00 (1.00-3.00) |')
+
+
 def test_rounds_must_be_positive():
     from pyg_fusesample.bench.__main__ import main
     with pytest.raises(SystemExit):
@@ -315,3 +331,23 @@ def test_fused_sage_compiled_row(bench):
     run.step(seeds, torch.autocast('cpu', enabled=False))
     assert any(not torch.equal(a, p) for a, p in
                zip(before, run.model.parameters()))
+
+
+def test_compile_floor_row(bench):
+    """The compile-floor variant (GEMMs with FusedGraphSAGE's parameters,
+    compiled) fills a row without sampled edges; its model has
+    FusedGraphSAGE's parameter shapes and trains."""
+    from pyg_fusesample.bench.sage_runner import FusedSage, sage_row
+    torch._dynamo.reset()
+    row = sage_row(bench, 'g', [3, 2], 32, False, 'compile-floor',
+                   steps=2, warmup=1)
+    assert row['variant'] == 'compile-floor'
+    assert float(row['step_ms']) > 0 and float(row['sampled_edges_per_s']) == 0
+    floor = FusedSage(bench, [3, 2], hidden=16, floor=True)
+    sage = FusedSage(bench, [3, 2], hidden=16)
+    assert (sorted(p.shape for p in floor.model.parameters())
+            == sorted(p.shape for p in sage.model.parameters()))
+    before = [p.detach().clone() for p in floor.model.parameters()]
+    floor.step(floor.train_idx[:32], torch.autocast('cpu', enabled=False))
+    assert all(not torch.equal(a, p) for a, p in
+               zip(before, floor.model.parameters()))

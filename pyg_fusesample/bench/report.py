@@ -42,30 +42,39 @@ def _over(r: Dict, column: str, floor_column: str) -> str:
     return '-' if ratio is None else f'{ratio:.2f}'
 
 
-def _spread(values: List[float]) -> str:
+def _spread(values: List[float], fmt: str = '.2f') -> str:
     # median (min-max) over rounds
     if not values:
         return '-'
-    return (f'{statistics.median(values):.2f} '
-            f'({min(values):.2f}-{max(values):.2f})')
+    return (f'{format(statistics.median(values), fmt)} '
+            f'({format(min(values), fmt)}-{format(max(values), fmt)})')
+
+
+# The CapturedStep row of `bench sage`: the floor of the fused-sage and
+# compile-floor rows of its round (the whole step replayed from one graph).
+CAPTURED_VARIANT = 'fused-sage-graph'
 
 
 def rounds_summary(rows: List[Dict]) -> str:
     """One line per (setting, variant, workers) of a run with several
-    rounds: the median (min-max) over rounds of each row's ratio to the
-    floor of its own round, synchronised and pipelined. Empty for a run of
-    one round."""
+    rounds: the median (min-max) over rounds of the step time and of each
+    row's ratio to the floor of its own round (the model-only step,
+    synchronised and pipelined; for ``bench sage`` rows, the CapturedStep
+    row). Empty for a run of one round."""
     if not _several_rounds(rows):
         return ''
     groups = defaultdict(list)
     for r in rows:
         groups[_setting(r) + (r['variant'], r['num_workers'])].append(r)
     fresh = any(r.get('fresh_model_ms') for r in rows)
+    captured = {_key(r): r['step_ms'] for r in rows
+                if r['variant'] == CAPTURED_VARIANT}
     lines = ['| graph | fan-out | batch | amp | variant | workers | rounds | '
-             'pipelined step ms | step / model-only | '
+             'step ms | pipelined step ms | step / model-only | '
              'pipelined / model-only |' +
              (' step / model-fresh | pipelined / model-fresh |' if fresh
-              else ''), '|' + '---|' * (12 if fresh else 10)]
+              else '') + (' step / CapturedStep |' if captured else ''),
+             '|' + '---|' * (11 + 2 * fresh + bool(captured))]
     for (_, graph, fanout, bs, amp, variant, nw), rs in groups.items():
         def ratios(column, floor):
             return [x for x in (_ratio(r, column, floor) for r in rs)
@@ -74,14 +83,19 @@ def rounds_summary(rows: List[Dict]) -> str:
                    if r.get('pipelined_step_ms')]
         median_ms = (f'{statistics.median(periods):.3f}' if periods
                      else '-')
+        over_captured = [x for x in (
+            _ratio({'s': r['step_ms'], 'c': captured.get(_key(r))}, 's', 'c')
+            for r in rs) if x is not None]
         lines.append(
             f'| {graph} | {fanout} | {bs} | {amp} | {variant} | {nw} | '
-            f'{len(rs)} | {median_ms} | '
+            f'{len(rs)} | {_spread([float(r["step_ms"]) for r in rs], ".3f")} | '
+            f'{median_ms} | '
             f"{_spread(ratios('step_ms', 'model_ms'))} | "
             f"{_spread(ratios('pipelined_step_ms', 'pipelined_model_ms'))} |"
             + (f" {_spread(ratios('step_ms', 'fresh_model_ms'))} | "
                f"{_spread(ratios('pipelined_step_ms', 'pipelined_fresh_model_ms'))} |"
-               if fresh else ''))
+               if fresh else '')
+            + (f' {_spread(over_captured)} |' if captured else ''))
     return '\n'.join(lines) + '\n'
 
 

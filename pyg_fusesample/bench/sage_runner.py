@@ -25,6 +25,11 @@ all variants in one process run on one graph:
   with the model under ``torch.compile(fullgraph=True)``, default mode and
   ``mode='reduce-overhead'`` (CUDA graphs by torch's cudagraph trees); the
   optimizer step stays eager. Compilation happens in the warm-up steps.
+* ``compile-floor``, ``compile-floor-graphs``: the compiled step with
+  :class:`GemmFloor` in place of the model (FusedGraphSAGE's parameters, its
+  forward four GEMMs on ``x[seeds]``: no sampling, no op of ours): what
+  ``torch.compile``'s runtime, the loss, autograd and AdamW cost a step on
+  their own, the floor under any compiled model of these parameters.
 * ``fused-sage-graph``, ``fused-sage-emb-graph``: the same steps captured
   once in a CUDA graph and replayed (:class:`~pyg_fusesample.nn.CapturedStep`,
   AdamW ``capturable=True``); every replay draws new neighbours (the op reads
@@ -75,10 +80,13 @@ from .timing import median, timed_calls
 
 SAGE_VARIANTS = ('fused-sage', 'fused-sage-emb', 'fused-sage-graph',
                  'fused-sage-emb-graph', 'fused-sage-compiled',
-                 'fused-sage-compiled-graphs')
-# torch.compile modes of the -compiled variants (fullgraph=True)
+                 'fused-sage-compiled-graphs', 'compile-floor',
+                 'compile-floor-graphs')
+# torch.compile modes of the compiled variants (fullgraph=True)
 COMPILE_MODES = {'fused-sage-compiled': 'default',
-                 'fused-sage-compiled-graphs': 'reduce-overhead'}
+                 'fused-sage-compiled-graphs': 'reduce-overhead',
+                 'compile-floor': 'default',
+                 'compile-floor-graphs': 'reduce-overhead'}
 ALIASES = {'fused-loader': 'fused'}  # sage name -> runner.py variant
 CURVE_COLUMNS = ['device', 'torch', 'graph', 'fanout', 'batch_size', 'amp',
                  'variant', 'num_workers', 'epoch', 'seconds', 'loss',
@@ -104,19 +112,47 @@ def seed_batches(train_idx: torch.Tensor, batch_size: int,
     return batches
 
 
+class GemmFloor(torch.nn.Module):
+    """FusedGraphSAGE's parameters (``lin_l``/``lin_r`` per layer) with a
+    forward of GEMMs only: ``h = x[seeds]``, then per layer
+    ``lin_l(h) + lin_r(h)`` (ReLU between layers). No sampling, no
+    aggregation: the ``compile-floor`` variants' model."""
+    def __init__(self, in_channels: int, hidden: int, out_channels: int,
+                 num_layers: int):
+        super().__init__()
+        dims = [in_channels] + [hidden] * (num_layers - 1) + [out_channels]
+        self.lin_l = torch.nn.ModuleList(
+            torch.nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
+        self.lin_r = torch.nn.ModuleList(
+            torch.nn.Linear(a, b, bias=False) for a, b in zip(dims, dims[1:]))
+
+    def forward(self, x, edge_index, seeds):
+        h = x[seeds]
+        for i, (l, r) in enumerate(zip(self.lin_l, self.lin_r)):
+            h = l(h) + r(h)
+            if i < len(self.lin_l) - 1:
+                h = h.relu()
+        return h
+
+
 class FusedSage:
     """FusedGraphSAGE training on a :class:`.runner.Bench`'s device graph,
     with frozen features or (``emb=True``) learnable node embeddings, eager
     or (``captured=True``) replayed from a CUDA graph."""
     def __init__(self, bench: Bench, fanout: List[int], emb: bool = False,
                  hidden: int = 256, captured: bool = False,
-                 compile_mode: str = ''):
+                 compile_mode: str = '', floor: bool = False):
         from ..nn import FusedGraphSAGE
         d = bench.data_dev
         torch.manual_seed(bench.seed)
-        self.model = FusedGraphSAGE(
-            d.num_features, hidden, bench.num_classes, num_layers=len(fanout),
-            num_neighbors=fanout).to(bench.device)
+        self.floor = floor
+        if floor:
+            self.model = GemmFloor(d.num_features, hidden, bench.num_classes,
+                                   len(fanout)).to(bench.device)
+        else:
+            self.model = FusedGraphSAGE(
+                d.num_features, hidden, bench.num_classes,
+                num_layers=len(fanout), num_neighbors=fanout).to(bench.device)
         params = list(self.model.parameters())
         self.x = d.x  # requires_grad False: no backward to the features
         if emb:
@@ -177,8 +213,10 @@ class FusedSage:
     @torch.no_grad()
     def tree_edges(self, seeds: torch.Tensor, rng_seed: int = 0) -> int:
         """Sampled tree edges of one step on ``seeds`` (host syncs: call it
-        outside timed loops)."""
+        outside timed loops); 0 for the floor model, which samples none."""
         from ..nn.graph_input import as_csc
+        if self.floor:
+            return 0
         m = self.model
         levels, _ = m.sample_tree(self.x, self.edge_index, seeds,
                                   rng_seed=rng_seed)
@@ -195,7 +233,8 @@ class FusedSage:
 def _fused_sage(bench: Bench, fanout: List[int], variant: str) -> FusedSage:
     return FusedSage(bench, fanout, emb='-emb' in variant,
                      captured=variant.endswith('-graph'),
-                     compile_mode=COMPILE_MODES.get(variant, ''))
+                     compile_mode=COMPILE_MODES.get(variant, ''),
+                     floor=variant.startswith('compile-floor'))
 
 
 def sage_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
