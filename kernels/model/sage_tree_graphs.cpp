@@ -9,8 +9,8 @@
 // How: the first call with a signature (devices, shapes, dtypes and
 // addresses of x, the graph and the parameters; the options) runs eagerly;
 // the second warms up (one throwaway forward + backward on a side stream:
-// cuBLAS handles and workspaces exist before the capture) and records the
-// forward; later calls copy the seeds into the recording's input and replay.
+// cuBLAS handles and lazily made state exist before the capture) and records
+// the forward; later calls copy the seeds into the recording's input and replay.
 // Each capture makes its own cuBLAS workspace in the recording's memory pool
 // (../common/capture_workspace.h says why: one made by the warm-up is freed
 // by whoever clears ATen's workspace map, e.g. torch.compile's CUDA graphs).
@@ -32,8 +32,6 @@
 
 #ifdef WITH_CUDA
 
-#include "../common/capture_workspace.h"
-
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -46,6 +44,8 @@
 #include <cstring>
 #include <list>
 #include <mutex>
+
+#include "../common/capture_workspace.h"
 
 namespace fusesample {
 namespace sage_tree {
