@@ -351,3 +351,6 @@ def test_compile_floor_row(bench):
     floor.step(floor.train_idx[:32], torch.autocast('cpu', enabled=False))
     assert all(not torch.equal(a, p) for a, p in
                zip(before, floor.model.parameters()))
+    x = bench.data_dev.x  # (no seeds: every node, as sage-curve's inference)
+    assert floor.model(x, bench.data_dev.edge_index).shape == (
+        x.size(0), bench.num_classes)

@@ -83,9 +83,10 @@ def rounds_summary(rows: List[Dict]) -> str:
                    if r.get('pipelined_step_ms')]
         median_ms = (f'{statistics.median(periods):.3f}' if periods
                      else '-')
+        # (each row with the CapturedStep time of its round beside it)
         over_captured = [x for x in (
-            _ratio({'s': r['step_ms'], 'c': captured.get(_key(r))}, 's', 'c')
-            for r in rs) if x is not None]
+            _ratio({**r, 'captured_ms': captured.get(_key(r))}, 'step_ms',
+                   'captured_ms') for r in rs) if x is not None]
         lines.append(
             f'| {graph} | {fanout} | {bs} | {amp} | {variant} | {nw} | '
             f'{len(rs)} | {_spread([float(r["step_ms"]) for r in rs], ".3f")} | '

@@ -114,7 +114,8 @@ def seed_batches(train_idx: torch.Tensor, batch_size: int,
 
 class GemmFloor(torch.nn.Module):
     """FusedGraphSAGE's parameters (``lin_l``/``lin_r`` per layer) with a
-    forward of GEMMs only: ``h = x[seeds]``, then per layer
+    forward of GEMMs only: ``h = x[seeds]`` (every node's row without
+    ``seeds``, as FusedGraphSAGE's full inference), then per layer
     ``lin_l(h) + lin_r(h)`` (ReLU between layers). No sampling, no
     aggregation: the ``compile-floor`` variants' model."""
     def __init__(self, in_channels: int, hidden: int, out_channels: int,
@@ -126,8 +127,8 @@ class GemmFloor(torch.nn.Module):
         self.lin_r = torch.nn.ModuleList(
             torch.nn.Linear(a, b, bias=False) for a, b in zip(dims, dims[1:]))
 
-    def forward(self, x, edge_index, seeds):
-        h = x[seeds]
+    def forward(self, x, edge_index, seeds=None):
+        h = x if seeds is None else x[seeds]
         for i, (l, r) in enumerate(zip(self.lin_l, self.lin_r)):
             h = l(h) + r(h)
             if i < len(self.lin_l) - 1:

@@ -15,7 +15,7 @@
 // The draws are the driver's (layer_draws.h, importances summed per
 // candidate in position order through a stable sort), and every output keeps
 // the driver's order, so the devices agree on the nodes and edges; only the
-// LADIES weights' normalising sum (a block reduction here, torch's sum there)
+// LADIES weights' normalising sum (a grid reduction here, torch's sum there)
 // may differ in the last bits.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
