@@ -19,7 +19,8 @@
 //   min(deg, hub_factor |set|).
 // Why in C++: the batch then needs no Python, so FusedShaDowKHopSampler's
 // native prefetch threads (fusesample.ShadowBatchPrefetcher) make it without
-// the GIL. Composite: the device's ATen and segment_search kernels do the work;
+// the GIL. Composite: the device's ATen and segment_search kernels do the work
+// (its gathers through ops::take, which on a GPU is gather_rows' kernel);
 // a few host reads of sizes (one per chunking, one for the set count, one for
 // parallel copies).
 #include <ATen/ATen.h>
@@ -76,7 +77,7 @@ std::tuple<at::Tensor, at::Tensor> expand(const at::Tensor& count, const Chunk& 
   const at::Tensor pos = at::repeat_interleave(at::arange(k.lo, k.hi, options),
                                                count.slice(0, k.lo, k.hi), 0, k.size);
   at::Tensor index = at::arange(k.base, k.base + k.size, options);
-  index += shift.index_select(0, pos);
+  index += ops::take(shift, pos);
   return {pos, index};
 }
 
@@ -101,12 +102,12 @@ GroupedEdges grouped_induced_edges(const at::Tensor& ptr, const at::Tensor& nbr,
   const int64_t n = node.numel();
   const at::Tensor empty = at::empty({0}, node.options());
   if (n == 0 || nbr.numel() == 0) return {empty, empty, empty};
-  const at::Tensor begin = ptr.index_select(0, node);
-  const at::Tensor deg = ptr.index_select(0, node + 1) - begin;
+  const at::Tensor begin = ops::take(ptr, node);
+  const at::Tensor deg = ops::take(ptr, node + 1) - begin;
   const int64_t num_groups = group[-1].item<int64_t>() + 1;
   const at::Tensor set_ptr =
       at::searchsorted(key, at::arange(num_groups + 1, node.options()) * num_nodes);
-  const at::Tensor set_size = at::diff(set_ptr).index_select(0, group);
+  const at::Tensor set_size = ops::take(at::diff(set_ptr), group);
   const at::Tensor hub = deg > hub_factor * set_size;
   std::vector<at::Tensor> nbr_parts, pos_parts, slot_parts;
 
@@ -116,49 +117,49 @@ GroupedEdges grouped_induced_edges(const at::Tensor& ptr, const at::Tensor& nbr,
   const at::Tensor offset = group * num_nodes;
   for (const Chunk& k : chunks(scan_count, budget)) {
     auto [pos, slot] = expand(scan_count, k, scan_shift);
-    at::Tensor query = nbr.index_select(0, slot).to(at::kLong);
-    query += offset.index_select(0, pos);
+    at::Tensor query = ops::take(nbr, slot).to(at::kLong);
+    query += ops::take(offset, pos);
     const at::Tensor found = at::searchsorted(key, query).clamp_(c10::nullopt, n - 1);
-    const at::Tensor hit = (key.index_select(0, found) == query).nonzero().view(-1);
-    nbr_parts.push_back(found.index_select(0, hit));
-    pos_parts.push_back(pos.index_select(0, hit));
-    slot_parts.push_back(slot.index_select(0, hit));
+    const at::Tensor hit = (ops::take(key, found) == query).nonzero().view(-1);
+    nbr_parts.push_back(ops::take(found, hit));
+    pos_parts.push_back(ops::take(pos, hit));
+    slot_parts.push_back(ops::take(slot, hit));
   }
 
   // Long lists: look every member of the set up in them.
   const at::Tensor pair_count = at::where(hub, set_size, at::zeros_like(deg));
   // (a pair's index: its member's position in the set)
   const at::Tensor pair_shift =
-      set_ptr.index_select(0, group) - (pair_count.cumsum(0) - pair_count);
+      ops::take(set_ptr, group) - (pair_count.cumsum(0) - pair_count);
   const std::vector<Chunk> pair_chunks = chunks(pair_count, budget);
   for (const Chunk& k : pair_chunks) {
     auto [pos, other] = expand(pair_count, k, pair_shift);
-    const at::Tensor value = node.index_select(0, other).to(nbr.scalar_type());
-    const at::Tensor first = begin.index_select(0, pos);
-    const at::Tensor length = deg.index_select(0, pos);
+    const at::Tensor value = ops::take(node, other).to(nbr.scalar_type());
+    const at::Tensor first = ops::take(begin, pos);
+    const at::Tensor length = ops::take(deg, pos);
     at::Tensor low = segment_search(nbr, first, length, value, false);
     at::Tensor mult;
     if (parallel_edges) {
       mult = segment_search(nbr, first, length, value, true) - low;
     } else {
       const at::Tensor stop = first + length;
-      mult = ((low < stop) & (nbr.index_select(0, at::minimum(low, stop - 1)) == value))
+      mult = ((low < stop) & (ops::take(nbr, at::minimum(low, stop - 1)) == value))
                  .to(at::kLong);
     }
     const at::Tensor keep = (mult > 0).nonzero().view(-1);
-    pos = pos.index_select(0, keep);
-    other = other.index_select(0, keep);
-    low = low.index_select(0, keep);
-    mult = mult.index_select(0, keep);
+    pos = ops::take(pos, keep);
+    other = ops::take(other, keep);
+    low = ops::take(low, keep);
+    mult = ops::take(mult, keep);
     if (parallel_edges && (mult > 1).any().item<bool>()) {
       const int64_t total = mult.sum().item<int64_t>();
       const at::Tensor idx = at::repeat_interleave(
           at::arange(mult.numel(), mult.options()), mult, 0, total);
       const at::Tensor step = at::arange(total, mult.options()) -
-                              (mult.cumsum(0) - mult).index_select(0, idx);
-      pos = pos.index_select(0, idx);
-      other = other.index_select(0, idx);
-      low = low.index_select(0, idx) + step;
+                              ops::take(mult.cumsum(0) - mult, idx);
+      pos = ops::take(pos, idx);
+      other = ops::take(other, idx);
+      low = ops::take(low, idx) + step;
     }
     nbr_parts.push_back(other);
     pos_parts.push_back(pos);
@@ -171,11 +172,11 @@ GroupedEdges grouped_induced_edges(const at::Tensor& ptr, const at::Tensor& nbr,
   if (ordered && !pair_chunks.empty() && nbr_parts.size() > 1) {  // merge the kinds
     const at::Tensor order =
         std::get<1>(at::sort(pos * std::max<int64_t>(nbr.numel(), 1) + slot));
-    nbr_pos = nbr_pos.index_select(0, order);
-    pos = pos.index_select(0, order);
-    slot = slot.index_select(0, order);
+    nbr_pos = ops::take(nbr_pos, order);
+    pos = ops::take(pos, order);
+    slot = ops::take(slot, order);
   }
-  const at::Tensor edge = edge_id.has_value() ? edge_id->index_select(0, slot) : slot;
+  const at::Tensor edge = edge_id.has_value() ? ops::take(*edge_id, slot) : slot;
   return {nbr_pos, pos, edge};
 }
 

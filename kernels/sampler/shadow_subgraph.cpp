@@ -73,8 +73,8 @@ ShadowBatch shadow_subgraph(const at::Tensor& colptr, const at::Tensor& row,
 
   // Every root's set sorted by node id, roots one after the other.
   auto [key, perm] = at::sort(group * N + node);
-  const at::Tensor n_id = node.index_select(0, perm);
-  group = group.index_select(0, perm);
+  const at::Tensor n_id = ops::take(node, perm);
+  group = ops::take(group, perm);
   const int64_t n = n_id.numel();
   const at::Tensor ptr = at::cat(
       {at::zeros({1}, options), at::bincount(group, c10::nullopt, B).cumsum(0)});
@@ -102,9 +102,9 @@ ShadowBatch shadow_subgraph(const at::Tensor& colptr, const at::Tensor& row,
   if (!ordered && src.numel() > 0) {
     const at::Tensor order =
         std::get<1>(at::sort(src * std::max<int64_t>(n, 1) + dst, /*stable=*/true, 0, false));
-    src = src.index_select(0, order);
-    dst = dst.index_select(0, order);
-    e_id = e_id.index_select(0, order);
+    src = ops::take(src, order);
+    dst = ops::take(dst, order);
+    e_id = ops::take(e_id, order);
   }
   // The ids are the sampler's own output, in range: no check (no sync).
   return {n_id,
@@ -115,7 +115,7 @@ ShadowBatch shadow_subgraph(const at::Tensor& colptr, const at::Tensor& row,
           dst,
           e_id,
           gather.call(node_attrs, n_id, false),
-          gather.call(root_attrs, n_id.index_select(0, root_n_id), false),
+          gather.call(root_attrs, ops::take(n_id, root_n_id), false),
           gather.call(edge_attrs, e_id, false)};
 }
 
