@@ -65,6 +65,7 @@ def pyg_shadow(*args, **kwargs):
 
 
 def assert_same_batch(ours, theirs, check_edge_order=True):
+    assert type(ours) is type(theirs)  # PyG's DataBatch
     assert ours.num_graphs == theirs.num_graphs
     for key in ('batch', 'ptr', 'root_n_id', 'x', 'y'):
         assert torch.equal(ours[key], theirs[key]), key
@@ -662,12 +663,20 @@ def test_attributes_off_the_graph_device_are_taken_here():
     plan = fused_shadow._Attributes(data, torch.device('meta'))
     assert plan.node == plan.root == plan.edge == []
     node, edge = torch.tensor([4, 1, 7]), torch.tensor([0, 5])
-    index = BatchIndex(node, edge, node[:1])
-    got = dict(plan.attributes([], index))
-    assert torch.equal(got['x'], data.x[node])
-    assert torch.equal(got['y'], data.y[node[:1]])
-    assert torch.equal(got['edge_attr'], data.edge_attr[edge])
-    assert got['note'] == 'kept as is'
+    calls = []
+
+    def root():  # the loader's lazy root ids: made once, on first use
+        calls.append(1)
+        return node[:1]
+    for roots in (node[:1], root):
+        index = BatchIndex(node, edge, roots)
+        got = dict(plan.attributes([], index))
+        assert torch.equal(got['x'], data.x[node])
+        assert torch.equal(got['y'], data.y[node[:1]])
+        assert index.take(data.y, 'root').tolist() == got['y'].tolist()
+        assert torch.equal(got['edge_attr'], data.edge_attr[edge])
+        assert got['note'] == 'kept as is'
+    assert calls == [1]
 
 
 @pytest.mark.cuda

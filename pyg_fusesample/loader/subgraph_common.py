@@ -4,6 +4,7 @@ argument checks and the ids a batch slices its attributes by (their
 ``edge_index`` check is :mod:`pyg_fusesample.sparse.edge_index_checks`,
 shared with the walks)."""
 import warnings
+from typing import Callable, Union
 
 import torch
 from torch import Tensor
@@ -41,13 +42,18 @@ def warn_other_devices(data, device: torch.device, cls: str):
 
 class BatchIndex:
     # A batch's node, edge and root ids, copied to another device at most
-    # once per batch when attributes live elsewhere.
-    def __init__(self, node: Tensor, edge: Tensor, root: Tensor):
+    # once per batch when attributes live elsewhere. An id tensor may be
+    # given as a function that makes it, called on first use: a batch whose
+    # attributes all live on its device never needs it.
+    def __init__(self, node: Tensor, edge: Tensor,
+                 root: Union[Tensor, Callable[[], Tensor]]):
         self.ids = {'node': node, 'edge': edge, 'root': root}
         self.moved = {}
 
     def take(self, value: Tensor, kind: str) -> Tensor:
         index = self.ids[kind]
+        if callable(index):
+            index = self.ids[kind] = index()
         if value.device != index.device:
             key = (kind, value.device)
             if key not in self.moved:
