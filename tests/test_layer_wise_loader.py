@@ -46,6 +46,15 @@ def test_batch_layout(device, method):
         real = batch.e_id >= 0
         assert torch.equal(data.edge_index[:, batch.e_id[real]],
                            batch.n_id[batch.edge_index[:, real]])
+        # The storage filled in one update is the Data that setting the
+        # attributes one by one makes.
+        assert set(batch.keys()) == {
+            'x', 'y', 'train_mask', 'edge_index', 'edge_weight', 'e_id',
+            'n_id', 'input_id', 'batch_size', 'num_sampled_nodes',
+            'num_sampled_edges', 'adjs', 'num_nodes'}
+        assert batch.num_nodes == batch.n_id.numel() == batch.x.size(0)
+        assert batch.num_edges == batch.edge_index.size(1)
+        assert batch.is_node_attr('x') and batch.is_edge_attr('e_id')
         seen.append(batch.input_id)
     assert torch.equal(torch.cat(seen).sort().values,
                        torch.arange(seeds.numel(), device=device))
