@@ -9,20 +9,20 @@
 //     group * num_nodes + node, sorted ascending and unique;
 //   parallel_edges: a list may hold a value twice (all copies come out);
 //   ordered: sort the result by (pos, slot); hub_factor: a list longer than
-//     hub_factor x its set's size is searched, not scanned; budget: entries
-//     or pairs one pass materialises (larger work runs in chunks).
+//     hub_factor x its set's size is searched, not scanned; budget: the
+//     (member, hub) pairs one pass materialises (more run in chunks).
 //   Returns (nbr_pos, pos, edge): for every entry of a position's list that
 //   lies in the same set, the neighbour's position, the list's position and
 //   the entry's edge id. A list up to hub_factor x its set's size is scanned
-//   (each entry looked up in key), a longer one is binary-searched for every
-//   member of the set (segment_search), so a position costs about
-//   min(deg, hub_factor |set|).
+//   (each entry looked up in its set: in_set_entries), a longer one is
+//   binary-searched for every member of the set (segment_search), so a
+//   position costs about min(deg, hub_factor |set|).
 // Why in C++: the batch then needs no Python, so FusedShaDowKHopSampler's
 // native prefetch threads (fusesample.ShadowBatchPrefetcher) make it without
-// the GIL. Composite: the device's ATen and segment_search kernels do the work
-// (its gathers through ops::take, which on a GPU is gather_rows' kernel);
-// a few host reads of sizes (one per chunking, one for the set count, one for
-// parallel copies).
+// the GIL. Composite: the device's in_set_entries, segment_search and ATen
+// kernels do the work (its gathers through ops::take, which on a GPU is
+// gather_rows' kernel); a few host reads of sizes (the scan's total, one per
+// chunking of the pairs, one for the set count, one for parallel copies).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -81,6 +81,17 @@ std::tuple<at::Tensor, at::Tensor> expand(const at::Tensor& count, const Chunk& 
   return {pos, index};
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor> in_set_entries(
+    const at::Tensor& ptr, const at::Tensor& nbr, const at::Tensor& node,
+    const at::Tensor& group, const at::Tensor& key, const at::Tensor& set_ptr,
+    const at::Tensor& skip, int64_t num_nodes) {
+  static const auto op = ops::find<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+      const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+      const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t)>(
+      "fusesample::in_set_entries");
+  return op.call(ptr, nbr, node, group, key, set_ptr, skip, num_nodes);
+}
+
 at::Tensor segment_search(const at::Tensor& sorted, const at::Tensor& first,
                           const at::Tensor& length, const at::Tensor& value, bool upper) {
   static const auto op =
@@ -111,19 +122,16 @@ GroupedEdges grouped_induced_edges(const at::Tensor& ptr, const at::Tensor& nbr,
   const at::Tensor hub = deg > hub_factor * set_size;
   std::vector<at::Tensor> nbr_parts, pos_parts, slot_parts;
 
-  // Short lists: scan them (a hub's count is 0 here).
-  const at::Tensor scan_count = at::where(hub, at::zeros_like(deg), deg);
-  const at::Tensor scan_shift = begin - (scan_count.cumsum(0) - scan_count);
-  const at::Tensor offset = group * num_nodes;
-  for (const Chunk& k : chunks(scan_count, budget)) {
-    auto [pos, slot] = expand(scan_count, k, scan_shift);
-    at::Tensor query = ops::take(nbr, slot).to(at::kLong);
-    query += ops::take(offset, pos);
-    const at::Tensor found = at::searchsorted(key, query).clamp_(c10::nullopt, n - 1);
-    const at::Tensor hit = (ops::take(key, found) == query).nonzero().view(-1);
-    nbr_parts.push_back(ops::take(found, hit));
-    pos_parts.push_back(ops::take(pos, hit));
-    slot_parts.push_back(ops::take(slot, hit));
+  // Short lists: scan them, each entry looked up in its member's set
+  // (in_set_entries; hubs are skipped there).
+  {
+    auto [found, pos, slot] = in_set_entries(ptr, nbr, node, group, key, set_ptr, hub,
+                                             num_nodes);
+    if (found.numel() > 0) {
+      nbr_parts.push_back(found);
+      pos_parts.push_back(pos);
+      slot_parts.push_back(slot);
+    }
   }
 
   // Long lists: look every member of the set up in them.

@@ -8,7 +8,7 @@ from .sampling import (NeighborSampleOutput, PendingNeighborSample,
                        induced_subgraph,
                        neighbor_sample, neighbor_sample_async)
 from .sage_tree import sage_tree
-from .search import segment_search
+from .search import in_set_entries, segment_search
 from .skipgram import skipgram_loss
 from .sparse_adam import sparse_adam_
 from .split import TypeSplit, split_by_type
@@ -21,4 +21,4 @@ __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
            'TypeSplit', 'split_by_type',
            'sample_aggregate', 'sage_tree', 'random_walk', 'skipgram_loss', 'sparse_adam_',
            'LayerSampleOutput', 'layer_sample', 'LayerBatchOutput',
-           'layer_batch', 'segment_search']
+           'layer_batch', 'segment_search', 'in_set_entries']

@@ -1,5 +1,9 @@
 """``fusesample::segment_search``: binary searches, each in its own sorted
-run of one array (contract: ``kernels/search/segment_search.cpp``)."""
+run of one array (contract: ``kernels/search/segment_search.cpp``); and
+``fusesample::in_set_entries``: the entries of many node sets' adjacency lists
+that lie in their own set (contract: ``kernels/sampler/in_set_entries.cpp``)."""
+from typing import Tuple
+
 import torch
 from torch import Tensor
 
@@ -31,3 +35,36 @@ def segment_search(sorted: Tensor, first: Tensor, length: Tensor,
 @torch.library.register_fake('fusesample::segment_search')
 def _segment_search_fake(sorted, first, length, value, upper):
     return value.new_empty(value.shape, dtype=torch.long)
+
+
+def in_set_entries(ptr: Tensor, nbr: Tensor, node: Tensor, group: Tensor,
+                   key: Tensor, set_ptr: Tensor, skip: Tensor,
+                   num_nodes: int) -> Tuple[Tensor, Tensor, Tensor]:
+    r"""For every position :math:`i` (node ``node[i]`` of set ``group[i]``)
+    not in :obj:`skip`, the entries ``nbr[s]`` of its list
+    (``s`` in ``[ptr[node[i]], ptr[node[i] + 1])``) whose key
+    ``group[i] * num_nodes + nbr[s]`` is in :obj:`key`, as
+    ``(nbr_pos, pos, slot)``: that key's position, :math:`i` and :math:`s`,
+    ordered by :math:`i` then :math:`s`. The scanned half of ShaDow's grouped
+    induced subgraphs.
+
+    Args:
+        ptr (Tensor): ``[N + 1]`` int64 list offsets.
+        nbr (Tensor): ``[E]`` int32 or int64 list entries.
+        node, group (Tensor): ``[n]`` int64, each position's node and set.
+        key (Tensor): ``[n]`` int64 ``group * num_nodes + node``, sorted and
+            unique.
+        set_ptr (Tensor): ``[G + 1]`` int64, set :math:`g`'s keys at
+            ``[set_ptr[g], set_ptr[g + 1])``.
+        skip (Tensor): ``[n]`` bool, positions not scanned.
+        num_nodes (int): the key's multiplier.
+    """
+    return tuple(_ops.in_set_entries(ptr, nbr, node, group, key, set_ptr,
+                                     skip, int(num_nodes)))
+
+
+@torch.library.register_fake('fusesample::in_set_entries')
+def _in_set_entries_fake(ptr, nbr, node, group, key, set_ptr, skip,
+                         num_nodes):
+    m = torch.library.get_ctx().new_dynamic_size()
+    return tuple(node.new_empty(m, dtype=torch.long) for _ in range(3))
