@@ -47,9 +47,9 @@ from .subgraph_common import (BatchIndex, check_device_kwargs, check_int,
 
 _ops = torch.ops.fusesample
 
-# Adjacency entries (or candidate pairs) one pass of grouped_induced_edges
-# materialises (each costs about 50 bytes of temporaries); larger passes are
-# cut into chunks.
+# (Member, hub) pairs one pass of grouped_induced_edges materialises (each
+# costs about 50 bytes of temporaries); larger passes are cut into chunks.
+# (The scanned lists need no chunks: in_set_entries keeps only the hits.)
 SCAN_BUDGET = 1 << 22
 # A list longer than HUB_FACTOR times its node's set is binary-searched for
 # the set's members instead of scanned: a search step costs about as much as
