@@ -56,19 +56,19 @@ Entries in_set_entries_cpu(const at::Tensor& ptr, const at::Tensor& nbr,
     TORCH_CHECK(v[i] >= 0 && v[i] < N && g[i] >= 0 && g[i] < G, kInSetEntriesOp,
                 ": position ", i, " holds node ", v[i], " of set ", g[i],
                 ", outside [0, ", N, ") x [0, ", G, ")");
-  const int64_t* sp_ = set_c.data_ptr<int64_t>();
+  const int64_t* set_begin = set_c.data_ptr<int64_t>();
   for (int64_t k = 0; k < G; ++k)
-    TORCH_CHECK(sp_[k] >= 0 && sp_[k] <= sp_[k + 1] && sp_[k + 1] <= n, kInSetEntriesOp,
-                ": 'set_ptr' must rise from 0 to at most ", n, ", got [", sp_[k], ", ",
-                sp_[k + 1], ") for set ", k);
-  TORCH_CHECK(ptr_c.data_ptr<int64_t>()[N] <= nbr.numel(), kInSetEntriesOp,
-              ": 'ptr' ends at ", ptr_c.data_ptr<int64_t>()[N], " past 'nbr' (",
-              nbr.numel(), " entries)");
+    TORCH_CHECK(set_begin[k] >= 0 && set_begin[k] <= set_begin[k + 1] && set_begin[k + 1] <= n,
+                kInSetEntriesOp, ": 'set_ptr' must rise from 0 to at most ", n, ", got [",
+                set_begin[k], ", ", set_begin[k + 1], ") for set ", k);
+  const int64_t lists_end = ptr_c.data_ptr<int64_t>()[N];
+  TORCH_CHECK(lists_end <= nbr.numel(), kInSetEntriesOp, ": 'ptr' ends at ", lists_end,
+              " past 'nbr' (", nbr.numel(), " entries)");
   auto count = at::zeros({n + 1}, node.options());
   Entries out;
   AT_DISPATCH_INDEX_TYPES(nbr.scalar_type(), "in_set_entries_cpu", [&] {
     const Lists<index_t> lists{ptr_c.data_ptr<int64_t>(), v, g, key_c.data_ptr<int64_t>(),
-                               set_c.data_ptr<int64_t>(), nbr_c.data_ptr<index_t>(),
+                               set_begin, nbr_c.data_ptr<index_t>(),
                                skip_c.data_ptr<bool>(), num_nodes};
     int64_t* c = count.data_ptr<int64_t>();
     at::parallel_for(0, n, 1024, [&](int64_t lo, int64_t hi) {
