@@ -12,7 +12,8 @@ defaults; everything else lives here:
   can be downloaded: when the files are absent the script says where it
   looked and stops, or, with ``--synthetic``, runs on the SYNTHETIC graph of
   the same shape from :mod:`pyg_fusesample.datasets`, labelling every line
-  it prints. Heterogeneous OGB sets (ogbn-mag) are read the same way, by
+  it prints; a file that is there but truncated or inconsistent stops it
+  with a message naming the file (:mod:`_data_checks`). Heterogeneous OGB sets (ogbn-mag) are read the same way, by
   :func:`read_ogb_hetero_raw` without the ``ogb`` package, into a
   ``HeteroData`` (:func:`load_real`);
 * the three models: PyG's ``GraphSAGE`` fed by a neighbour loader (PyG's or
@@ -36,9 +37,17 @@ from torch_geometric.data import Data, HeteroData
 from torch_geometric.utils import index_to_mask, to_undirected
 from tqdm import tqdm
 
+from _data_checks import (
+    TABLE_ERRORS, MalformedData, check_graph, check_ids, check_labels,
+    check_rows, npz_readable, read_count, read_table, reader_failed)
+
 DEFAULT_ROOT = osp.normpath(osp.join(osp.dirname(osp.realpath(__file__)),
                                      '..', 'data'))
 MODELS = ('sage', 'fused-sage', 'autospmm-gcn')
+OGB_READER = 'ogb.nodeproppred.PygNodePropPredDataset'
+REDDIT_READER = 'torch_geometric.datasets.Reddit'
+OGB_FILES = ('its raw/ or processed/ files are truncated, damaged or '
+             'inconsistent')
 OGB_RAW = ('edge', 'node-feat', 'node-label', 'num-node-list',
            'num-edge-list')
 
@@ -124,14 +133,47 @@ def required_files(spec: Spec) -> List[str]:
              for s in ('train', 'valid', 'test')])
 
 
-def _read_csv(path: str, dtype) -> np.ndarray:
-    # OGB's raw tables: gzipped CSV without a header, one row per item.
-    try:
-        import pandas as pd
-    except ImportError:
-        return np.loadtxt(path, delimiter=',', dtype=dtype, ndmin=2)
-    return pd.read_csv(path, compression='gzip', header=None).values.astype(
-        dtype)
+def _read_edges(folder: str, num_src: int, num_dst: int,
+                sizes: Tuple[str, str]) -> np.ndarray:
+    """``[2, E]`` edges from ``folder/edge.csv.gz`` (``src,dst`` rows), as
+    many as ``folder/num-edge-list.csv.gz`` says, sources in ``[0,
+    num_src)`` and targets in ``[0, num_dst)`` (:obj:`sizes` says where
+    those counts are from)."""
+    path = osp.join(folder, 'edge.csv.gz')
+    edge = read_table(path, np.int64, columns=2).T
+    counts = osp.join(folder, 'num-edge-list.csv.gz')
+    check_rows(f"'{path}'", 'the edge list', edge.shape[1],
+               read_count(counts), f"the edge count in '{counts}'")
+    check_ids(f"'{path}'", 'the sources (first column)', edge[0], num_src,
+              sizes[0])
+    check_ids(f"'{path}'", 'the targets (second column)', edge[1], num_dst,
+              sizes[1])
+    return edge
+
+
+def _read_node_table(path: str, dtype, num_nodes: int, of: str,
+                     columns: Optional[int] = None) -> np.ndarray:
+    # One row per node: features, labels, years.
+    table = read_table(path, dtype, columns)
+    check_rows(f"'{path}'", 'the table', table.shape[0], num_nodes, of)
+    return table
+
+
+def _read_labels(path: str, num_nodes: int, of: str) -> np.ndarray:
+    y = _read_node_table(path, np.int64, num_nodes, of, columns=1)[:, 0]
+    check_labels(f"'{path}'", y)
+    return y
+
+
+def _read_split(folder: str, num_nodes: int, of: str) -> dict:
+    # OGB's split: {train,valid,test}.csv.gz, one node id per row.
+    split = {}
+    for s in ('train', 'valid', 'test'):
+        path = osp.join(folder, f'{s}.csv.gz')
+        ids = read_table(path, np.int64, columns=1)[:, 0]
+        check_ids(f"'{path}'", 'the split indices', ids, num_nodes, of)
+        split[s] = torch.from_numpy(ids)
+    return split
 
 
 def read_ogb_raw(root: str, spec: Spec) -> Tuple[Data, dict]:
@@ -142,37 +184,61 @@ def read_ogb_raw(root: str, spec: Spec) -> Tuple[Data, dict]:
     ``raw/node-feat.csv.gz``, ``raw/node-label.csv.gz``, the single graph's
     sizes in ``raw/num-{node,edge}-list.csv.gz`` and the split indices in
     ``split/<split>/{train,valid,test}.csv.gz``. Returns the graph
-    (``x``, ``edge_index``, ``y`` of shape ``[N, 1]``) and the split."""
+    (``x``, ``edge_index``, ``y`` of shape ``[N, 1]``) and the split.
+    Raises :class:`MalformedData` naming the file where one is truncated
+    or disagrees with the sizes (edge or split ids outside the nodes, an
+    edge count other than the edge list's, other than one feature and
+    label row per node, negative labels)."""
     path = dataset_dir(root, spec)
     raw = osp.join(path, 'raw')
-    edge = _read_csv(osp.join(raw, 'edge.csv.gz'), np.int64).T
-    num_nodes = int(_read_csv(osp.join(raw, 'num-node-list.csv.gz'),
-                              np.int64)[0, 0])
-    num_edges = int(_read_csv(osp.join(raw, 'num-edge-list.csv.gz'),
-                              np.int64)[0, 0])
-    edge = edge[:, :num_edges]
+    counts = osp.join(raw, 'num-node-list.csv.gz')
+    num_nodes = read_count(counts)
+    of = f"the node count in '{counts}'"
+    edge = _read_edges(raw, num_nodes, num_nodes, (of, of))
     if spec.add_inverse_edge:
         both = np.repeat(edge, 2, axis=1)
         both[0, 1::2], both[1, 1::2] = edge[1], edge[0]
         edge = both
-    x = _read_csv(osp.join(raw, 'node-feat.csv.gz'), np.float32)
-    y = _read_csv(osp.join(raw, 'node-label.csv.gz'), np.int64)
-    data = Data(x=torch.from_numpy(np.ascontiguousarray(x[:num_nodes])),
+    x = _read_node_table(osp.join(raw, 'node-feat.csv.gz'), np.float32,
+                         num_nodes, of)
+    y = _read_labels(osp.join(raw, 'node-label.csv.gz'), num_nodes, of)
+    data = Data(x=torch.from_numpy(np.ascontiguousarray(x)),
                 edge_index=torch.from_numpy(np.ascontiguousarray(edge)),
-                y=torch.from_numpy(y[:num_nodes]), num_nodes=num_nodes)
-    split_dir = osp.join(path, 'split', spec.split)
-    split = {s: torch.from_numpy(_read_csv(
-        osp.join(split_dir, f'{s}.csv.gz'), np.int64)[:, 0])
-        for s in ('train', 'valid', 'test')}
-    return data, split
+                y=torch.from_numpy(y[:, None]), num_nodes=num_nodes)
+    return data, _read_split(osp.join(path, 'split', spec.split), num_nodes,
+                             of)
 
 
 def _read_csv_rows(path: str) -> List[List[str]]:
     # Small gzipped CSV tables read as text (a header row where OGB has one).
     import csv
     import gzip
-    with gzip.open(path, 'rt', newline='') as f:
-        return [row for row in csv.reader(f) if row]
+    try:
+        with gzip.open(path, 'rt', newline='') as f:
+            return [row for row in csv.reader(f) if row]
+    except TABLE_ERRORS + (csv.Error,) as e:
+        raise MalformedData(f"'{path}' cannot be read ({type(e).__name__}: "
+                            f"{e}): the file is truncated or damaged") from e
+
+
+def _read_node_counts(path: str) -> dict:
+    # raw/num-node-dict.csv.gz: a header of node types, one row of counts.
+    rows = _read_csv_rows(path)
+    if len(rows) < 2 or len(rows[0]) != len(rows[1]) or not rows[0]:
+        raise MalformedData(f"'{path}' must hold a header of node types and "
+                            f"one count per type, got rows "
+                            f"{[len(r) for r in rows]} long")
+    counts = {}
+    for t, c in zip(*rows[:2]):
+        try:
+            v = float(c)
+        except ValueError:
+            v = -1.0
+        if not v.is_integer() or v < 0:
+            raise MalformedData(f"'{path}': node type '{t}' has count {c!r}, "
+                                f"not a non-negative integer")
+        counts[t] = int(v)
+    return counts
 
 
 def read_ogb_hetero_raw(root: str, spec: Spec) -> Tuple[HeteroData, dict]:
@@ -183,49 +249,59 @@ def read_ogb_hetero_raw(root: str, spec: Spec) -> Tuple[HeteroData, dict]:
     ``raw/num-node-dict.csv.gz`` (a header of node types, one row of
     counts), the relations listed in ``raw/triplet-type-list.csv.gz``, each
     from ``raw/relations/<head>___<rel>___<tail>/edge.csv.gz`` (``src,dst``
-    rows, the first ``num-edge-list.csv.gz`` of them), features from
+    rows, as many as ``num-edge-list.csv.gz`` says), features from
     ``raw/node-feat/<type>/node-feat.csv.gz`` where present, the
     labelled type's ``node_year``-like extra files from the same folder,
     its labels from ``raw/node-label/<type>/node-label.csv.gz`` and its
     split from ``split/<split>/<type>/{train,valid,test}.csv.gz``. Node and
     edge types come in OGB's (sorted) order. Returns the graph (``x`` where
     given, ``y`` 1-D and e.g. ``year`` on the labelled type) and the
-    labelled type's split indices."""
+    labelled type's split indices. Raises :class:`MalformedData` naming the
+    file where one is truncated or disagrees with the node counts."""
     path = dataset_dir(root, spec)
     raw = osp.join(path, 'raw')
-    header, counts = _read_csv_rows(osp.join(raw, 'num-node-dict.csv.gz'))[:2]
-    num_nodes = {t: int(float(c)) for t, c in zip(header, counts)}
-    triplets = sorted(tuple(r[:3]) for r in _read_csv_rows(
-        osp.join(raw, 'triplet-type-list.csv.gz')))
-    data = HeteroData()
-    for t in sorted(num_nodes):
-        data[t].num_nodes = num_nodes[t]
-        feat = osp.join(raw, 'node-feat', t, 'node-feat.csv.gz')
-        if osp.exists(feat):
-            x = _read_csv(feat, np.float32)[:num_nodes[t]]
-            data[t].x = torch.from_numpy(np.ascontiguousarray(x))
-    for rel in triplets:
-        d = osp.join(raw, 'relations', '___'.join(rel))
-        edge = _read_csv(osp.join(d, 'edge.csv.gz'), np.int64).T
-        m = int(_read_csv(osp.join(d, 'num-edge-list.csv.gz'),
-                          np.int64)[0, 0])
-        data[rel].edge_index = torch.from_numpy(
-            np.ascontiguousarray(edge[:, :m]))
+    counts_path = osp.join(raw, 'num-node-dict.csv.gz')
+    num_nodes = _read_node_counts(counts_path)
     t = spec.label_type
+    if t not in num_nodes:
+        raise MalformedData(f"'{counts_path}' has no node type '{t}' (the "
+                            f"labelled type)")
+    triplets_path = osp.join(raw, 'triplet-type-list.csv.gz')
+    triplets = sorted(tuple(r[:3]) for r in _read_csv_rows(triplets_path))
+    for rel in triplets:
+        if len(rel) != 3 or not {rel[0], rel[2]} <= set(num_nodes):
+            raise MalformedData(f"'{triplets_path}': relation {rel} is not "
+                                f"(head, relation, tail) between the node "
+                                f"types of '{counts_path}' "
+                                f"({sorted(num_nodes)})")
+
+    def of(node_type):
+        return f"the '{node_type}' count in '{counts_path}'"
+
+    data = HeteroData()
+    for u in sorted(num_nodes):
+        data[u].num_nodes = num_nodes[u]
+        feat = osp.join(raw, 'node-feat', u, 'node-feat.csv.gz')
+        if osp.exists(feat):
+            x = _read_node_table(feat, np.float32, num_nodes[u], of(u))
+            data[u].x = torch.from_numpy(np.ascontiguousarray(x))
+    for rel in triplets:
+        edge = _read_edges(osp.join(raw, 'relations', '___'.join(rel)),
+                           num_nodes[rel[0]], num_nodes[rel[2]],
+                           (of(rel[0]), of(rel[2])))
+        data[rel].edge_index = torch.from_numpy(np.ascontiguousarray(edge))
     store = data[t]
     for extra in spec.extra_node_files:
-        v = _read_csv(osp.join(raw, 'node-feat', t, f'{extra}.csv.gz'),
-                      np.int64)[:num_nodes[t], 0]
+        v = _read_node_table(
+            osp.join(raw, 'node-feat', t, f'{extra}.csv.gz'), np.int64,
+            num_nodes[t], of(t), columns=1)[:, 0]
         store[extra[len('node_'):] if extra.startswith('node_') else extra] \
             = torch.from_numpy(np.ascontiguousarray(v))
-    y = _read_csv(osp.join(raw, 'node-label', t, 'node-label.csv.gz'),
-                  np.int64)[:num_nodes[t], 0]
+    y = _read_labels(osp.join(raw, 'node-label', t, 'node-label.csv.gz'),
+                     num_nodes[t], of(t))
     store.y = torch.from_numpy(np.ascontiguousarray(y))
-    split_dir = osp.join(path, 'split', spec.split, t)
-    split = {s: torch.from_numpy(_read_csv(
-        osp.join(split_dir, f'{s}.csv.gz'), np.int64)[:, 0])
-        for s in ('train', 'valid', 'test')}
-    return data, split
+    return data, _read_split(osp.join(path, 'split', spec.split, t),
+                             num_nodes[t], of(t))
 
 
 def _ogb_hetero_to_pyg(data, split: dict, spec: Spec
@@ -258,6 +334,32 @@ def pyg_safe_globals() -> list:
             storage.NodeStorage, storage.EdgeStorage, storage.BaseStorage]
 
 
+def read_with_ogb(name: str, root: str, path: str,
+                  hetero: Optional[Spec] = None) -> Tuple[Data, dict]:
+    """``(data, split)`` of OGB's ``name`` read by ``ogb``'s
+    ``PygNodePropPredDataset`` from ``path`` (under ``root``), a
+    heterogeneous set as :func:`_ogb_hetero_to_pyg` makes it; checked: a
+    file ogb cannot read, ids outside the node counts and sizes that
+    disagree raise :class:`MalformedData` naming the reader and folder."""
+    from ogb.nodeproppred import PygNodePropPredDataset
+    where = f"{OGB_READER}('{name}') in '{path}'"
+    try:
+        # ogb calls torch.load on the file it wrote itself, which PyTorch >=
+        # 2.6 refuses for PyG's classes by default.
+        with torch.serialization.safe_globals(pyg_safe_globals()):
+            dataset = PygNodePropPredDataset(name, root)
+            data, split = dataset[0], dataset.get_idx_split()
+        if hetero is not None:
+            data, split = _ogb_hetero_to_pyg(data, split, hetero)
+    except Exception as e:  # whatever ogb raises on a bad file
+        raise reader_failed(where, e, OGB_FILES) from e
+    check_graph(data, where)
+    store = data[hetero.label_type] if hetero is not None else data
+    for s, ids in split.items():
+        check_ids(where, f"split '{s}'", ids, store.num_nodes)
+    return data, split
+
+
 def _load_ogb(root: str, spec: Spec, reader: str
               ) -> Tuple[Union[Data, HeteroData], dict, str]:
     path = dataset_dir(root, spec)
@@ -276,14 +378,9 @@ def _load_ogb(root: str, spec: Spec, reader: str
                    ('read_ogb_hetero_raw' if spec.hetero else 'read_ogb_raw'))
         if PygNodePropPredDataset is not None:
             if osp.exists(release):
-                # ogb calls torch.load on the file it wrote itself, which
-                # PyTorch >= 2.6 refuses for PyG's classes by default.
-                with torch.serialization.safe_globals(pyg_safe_globals()):
-                    dataset = PygNodePropPredDataset(spec.name, root)
-                    data, split = dataset[0], dataset.get_idx_split()
-                if spec.hetero:
-                    data, split = _ogb_hetero_to_pyg(data, split, spec)
-                return data, split, 'ogb.nodeproppred.PygNodePropPredDataset'
+                data, split = read_with_ogb(spec.name, root, path,
+                                            spec if spec.hetero else None)
+                return data, split, OGB_READER
             # ogb would ask on stdin whether to download a newer release.
             if reader == 'ogb':
                 raise DataMissing(f"--reader ogb: no {release} (an OGB "
@@ -301,11 +398,37 @@ def _load_ogb(root: str, spec: Spec, reader: str
     return data, split, '_common.read_ogb_raw' + (f' ({why})' if why else '')
 
 
+def _read_reddit(path: str) -> Data:
+    """PyG's Reddit from ``path`` (``raw/reddit_{data,graph}.npz``, and
+    ``processed/`` once read), checked: :class:`MalformedData` naming the
+    damaged file, or the reader and folder."""
+    from torch_geometric.datasets import Reddit
+    where = f"{REDDIT_READER}('{path}')"
+    try:
+        with torch.serialization.safe_globals(pyg_safe_globals()):
+            data = Reddit(path)[0]
+    except Exception as e:  # whatever numpy, scipy or PyG raise
+        raw = [osp.join(path, f) for f in required_files(SPECS['Reddit'])]
+        damaged = [f"'{f}'" for f in raw if not npz_readable(f)]
+        raise reader_failed(where, e, (
+            f"{' and '.join(damaged)} cannot be read: truncated or damaged"
+            if damaged else 'its raw/reddit_data.npz, raw/reddit_graph.npz '
+            'or processed/ files are damaged or inconsistent')) from e
+    where += (' (from raw/reddit_data.npz and raw/reddit_graph.npz; '
+              'processed/ keeps what was read from them: delete it after '
+              'replacing them)')
+    check_graph(data, where)
+    check_labels(where, data.y)
+    return data
+
+
 def load_real(root: str, spec: Spec, reader: str = 'auto'
               ) -> Tuple[Union[Data, HeteroData], str]:
     """The real data set as one ``Data`` (``x``, ``edge_index``, 1-D ``y``,
     train/val/test masks) and the name of the code that read it. Raises
-    :class:`DataMissing` naming the expected files when they are absent.
+    :class:`DataMissing` naming the expected files when they are absent,
+    :class:`MalformedData` naming the file (or the reader) when one is
+    truncated or inconsistent.
     A heterogeneous set (``spec.hetero``) comes as a ``HeteroData`` with
     ``y`` and the masks on its labelled node type, its relations as
     stored (directed)."""
@@ -319,10 +442,7 @@ def load_real(root: str, spec: Spec, reader: str = 'auto'
             f"downloaded here; copy the data set there (or pass --root), "
             f"or run with --synthetic on a generated graph of its shape")
     if spec.kind == 'reddit':
-        from torch_geometric.datasets import Reddit
-        with torch.serialization.safe_globals(pyg_safe_globals()):
-            data = Reddit(path)[0]
-        reader_name = 'torch_geometric.datasets.Reddit'
+        data, reader_name = _read_reddit(path), REDDIT_READER
     elif spec.hetero:
         data, split, reader_name = _load_ogb(root, spec, reader)
         store = data[spec.label_type]
@@ -619,6 +739,8 @@ def main(name: str, description: str, argv: Optional[List[str]] = None,
         data, reader = load_real(args.root, spec, getattr(args, 'reader',
                                                           'auto'))
         label = spec.name
+    except MalformedData as e:  # present but broken: never --synthetic
+        parser.error(str(e))
     except DataMissing as e:
         if not args.synthetic:
             parser.error(str(e))

@@ -77,8 +77,9 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
 
-from _common import (DEFAULT_ROOT, SPECS, DataMissing, load_real,
-                     pyg_safe_globals)
+from _common import (DEFAULT_ROOT, OGB_READER, SPECS, DataMissing,
+                     MalformedData, load_real, read_with_ogb)
+from _data_checks import check_graph, load_torch_file
 
 GRAPHS = ('products', 'papers100m')
 LOADER_NAMES = {'fused': 'FusedNeighborLoader',
@@ -100,7 +101,7 @@ def load_papers100m(root: str) -> Tuple[Data, str]:
     The citation edges stay directed, as in PyG's papers100M examples."""
     path = osp.join(root, 'ogbn_papers100M')
     try:
-        from ogb.nodeproppred import PygNodePropPredDataset
+        from ogb.nodeproppred import PygNodePropPredDataset  # noqa: F401
     except ImportError:
         raise DataMissing("ogbn-papers100M is read with ogb.nodeproppred."
                           "PygNodePropPredDataset only (its raw files are "
@@ -119,9 +120,7 @@ def load_papers100m(root: str) -> Tuple[Data, str]:
                           f"{', '.join(missing)}. Nothing can be downloaded "
                           f"here; copy the data set there (or pass --root), "
                           f"or run with --synthetic")
-    with torch.serialization.safe_globals(pyg_safe_globals()):
-        dataset = PygNodePropPredDataset('ogbn-papers100M', root)
-        data, split = dataset[0], dataset.get_idx_split()
+    data, split = read_with_ogb('ogbn-papers100M', root, path)
     n = data.num_nodes
     y = data.y.view(-1)
     y = torch.nan_to_num(y.float(), nan=-1.0).long()
@@ -131,8 +130,7 @@ def load_papers100m(root: str) -> Tuple[Data, str]:
         mask[split[key]] = True
         masks[f'{name}_mask'] = mask
     return (Data(x=data.x.float(), edge_index=data.edge_index, y=y,
-                 num_nodes=n, **masks),
-            'ogb.nodeproppred.PygNodePropPredDataset')
+                 num_nodes=n, **masks), OGB_READER)
 
 
 def load_graph(args, say=print) -> Tuple[Data, str, str]:
@@ -169,7 +167,7 @@ def synthetic_graph(args) -> Data:
         path = osp.join(args.graph_cache,
                         f'{args.graph}_scale{args.scale:g}_seed{args.seed}.pt')
         if osp.exists(path):
-            return torch.load(path, weights_only=False)
+            return _read_graph_cache(path)
     make = products_like if args.graph == 'products' else papers100m_like
     threads = torch.get_num_threads()
     # torchrun sets OMP_NUM_THREADS=1 for training; the generator is
@@ -190,6 +188,21 @@ def synthetic_graph(args) -> Data:
         tmp = f'{path}.{os.getpid()}.tmp'
         torch.save(data, tmp)
         os.replace(tmp, path)  # no rank ever reads a half-written file
+    return data
+
+
+def _read_graph_cache(path: str) -> Data:
+    """A graph :func:`synthetic_graph` wrote, checked: ids and sizes as a
+    loader will read them (a damaged file is refused; delete it and the
+    next run writes it again)."""
+    why = '--graph-cache: delete it to generate the graph again'
+    where = f"'{path}' ({why})"
+    data = load_torch_file(path, f'a generated graph, {why}',
+                           weights_only=False)
+    if not isinstance(data, Data):
+        raise MalformedData(f"{where} holds a {type(data).__name__}, not a "
+                            f"torch_geometric Data")
+    check_graph(data, where)
     return data
 
 
@@ -431,7 +444,7 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
     missing = None
     try:
         data, label, prefix = load_graph(args, emit)
-    except DataMissing as e:
+    except (DataMissing, MalformedData) as e:  # not a hang at the barrier
         missing = e
     if serial and local_rank == 0:
         dist.barrier()

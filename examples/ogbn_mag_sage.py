@@ -43,8 +43,9 @@ from tqdm import tqdm
 
 sys.path.insert(0, osp.dirname(osp.realpath(__file__)))
 from _common import (  # noqa: E402
-    SPECS, DataMissing, add_root_arg, add_run_args, autocast, dataset_dir,
-    neighbor_loader_class, load_real, run_epochs)
+    SPECS, DataMissing, MalformedData, add_root_arg, add_run_args, autocast,
+    dataset_dir, neighbor_loader_class, load_real, run_epochs)
+from _data_checks import check_rows, load_torch_file  # noqa: E402
 
 SPEC = SPECS['ogbn-mag']
 EMBEDDINGS = 'mag_metapath2vec_emb.pt'   # PyG's OGB_MAG(preprocess=...)
@@ -145,10 +146,21 @@ def add_features(data, args, folder: Optional[str]) -> str:
         if not osp.exists(path):
             raise DataMissing(f'--features metapath2vec: no {path} (PyG\'s '
                               f'OGB_MAG(preprocess="metapath2vec") file)')
-        emb = torch.load(path, weights_only=True)
+        emb = load_torch_file(path, 'a dict node type -> embeddings')
+        if not isinstance(emb, dict):
+            raise MalformedData(f"'{path}' holds a {type(emb).__name__}, "
+                                f"not a dict node type -> embeddings")
         for t in data.node_types:
             if 'x' not in data[t] and t in emb:
-                data[t].x = emb[t].float()
+                x = emb[t]
+                if not (isinstance(x, torch.Tensor) and x.dim() == 2
+                        and x.is_floating_point()):
+                    raise MalformedData(
+                        f"'{path}': the embeddings of '{t}' must be a 2-D "
+                        f"float tensor, got {getattr(x, 'shape', type(x))}")
+                check_rows(f"'{path}'", f"the embeddings of '{t}'",
+                           x.size(0), data[t].num_nodes)
+                data[t].x = x.float()
         missing = [t for t in data.node_types if 'x' not in data[t]]
         if missing:
             raise DataMissing(f'{path} has no embeddings of {missing}')
@@ -192,6 +204,8 @@ def main(argv=None) -> float:
     else:
         try:
             data, reader = load_real(args.root, SPEC, args.reader)
+        except MalformedData as e:
+            parser.error(str(e))
         except DataMissing as e:
             parser.error(f'{e}. (--synthetic trains on the SYNTHETIC '
                          f'mag_like graph instead)')
@@ -201,7 +215,7 @@ def main(argv=None) -> float:
         data = T.ToUndirected(merge=True)(data)
     try:
         features = add_features(data, args, folder)
-    except DataMissing as e:
+    except (DataMissing, MalformedData) as e:
         parser.error(str(e))
 
     def say(msg):
