@@ -17,6 +17,8 @@ estimates them, with the walks of many samples drawn in one call and their
 node sets deduplicated by one sort of ``sample * N + node``; each sample's
 edges come from the same ``induced_subgraph`` op as the batches'.
 """
+import contextlib
+import os
 import os.path as osp
 from typing import Optional, Tuple
 
@@ -163,15 +165,55 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
         if self.sample_coverage > 0:
             path = osp.join(save_dir or '', self._filename)
             if save_dir is not None and osp.exists(path):
-                from torch_geometric.io import fs
-                node_norm, edge_norm = fs.torch_load(path)
+                node_norm, edge_norm = self._load_norm(path)
                 self.node_norm = node_norm.to(device)
                 self.edge_norm = edge_norm.to(device)
             else:
                 self.node_norm, self.edge_norm = self._compute_norm()
                 if save_dir is not None:
-                    torch.save((self.node_norm.cpu(), self.edge_norm.cpu()),
-                               path)
+                    self._save_norm(path)
+
+    def _load_norm(self, path: str) -> Tuple[Tensor, Tensor]:
+        # The (node_norm, edge_norm) pair a sampler saved, refused unless it
+        # fits this graph: the file name holds walk_length and
+        # sample_coverage only, so a save_dir shared by two graphs would
+        # hand one the other's norms.
+        owner = f"{type(self).__name__}: the norm file '{path}'"
+        fix = ('delete it to recompute the norms, or pass another '
+               "'save_dir' for this graph")
+        try:
+            norms = torch.load(path, map_location='cpu', weights_only=True)
+        except Exception as e:  # RuntimeError, UnpicklingError, EOFError
+            raise ValueError(f"{owner} cannot be read ({type(e).__name__}: "
+                             f"{e}); it is truncated or not a norm file: "
+                             f"{fix}") from e
+        if not (isinstance(norms, (tuple, list)) and len(norms) == 2
+                and all(isinstance(t, Tensor) for t in norms)):
+            raise ValueError(f"{owner} holds a {type(norms).__name__}, not "
+                             f"the (node_norm, edge_norm) pair of tensors "
+                             f"this sampler saves: {fix}")
+        for name, t, size in (('node_norm', norms[0], self.N),
+                              ('edge_norm', norms[1], self.E)):
+            if not t.is_floating_point() or tuple(t.shape) != (size, ):
+                raise ValueError(f"{owner} holds '{name}' of shape "
+                                 f"{tuple(t.shape)} ({t.dtype}); this graph "
+                                 f"needs a float tensor of shape [{size}]: "
+                                 f"{fix}")
+            if not bool(torch.isfinite(t).all()) or bool((t < 0).any()):
+                raise ValueError(f"{owner} holds negative, NaN or infinite "
+                                 f"values in '{name}': {fix}")
+        return norms[0], norms[1]
+
+    def _save_norm(self, path: str):
+        # Atomically: a run killed while writing leaves no half a file.
+        tmp = f'{path}.{os.getpid()}.tmp'
+        try:
+            torch.save((self.node_norm.cpu(), self.edge_norm.cpu()), tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
     @property
     def _filename(self):
