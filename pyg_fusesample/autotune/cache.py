@@ -33,6 +33,7 @@ import torch
 
 from .._version import __version__
 from ..environment import device_name, versions
+from ..ops.spmm import HUB_VARIANTS
 from .candidates import known_variant
 
 SCHEMA = 'pyg_fusesample.autotune'
@@ -108,15 +109,48 @@ def make_key(graph, F: int, dtype: torch.dtype, op: str,
     return key_string(fields), fields
 
 
-def _valid(key: str, e) -> bool:
-    return (isinstance(e, dict) and known_variant(e.get('variant'))
-            and isinstance(e.get('params'), dict)
-            and all(isinstance(k, str) and type(v) is int
-                    for k, v in e['params'].items())
-            and isinstance(e.get('timings', {}), dict)
-            and isinstance(e.get('key'), dict)
-            and set(e['key']) == set(KEY_FIELDS)
-            and key_string(e['key']) == key)
+# What an entry's params may hold (what scheduler.dispatch passes to the
+# kernel), and which values each takes.
+PARAMS = {'hub_threshold': lambda v: v >= 0,
+          'lanes': lambda v: v in (0, 1, 2, 4, 8, 16, 32),
+          'index_order': lambda v: v in (0, 1)}
+
+
+def _time(v) -> bool:
+    # A probe's time in ms (NaN compares false), or None: it did not run.
+    return v is None or (isinstance(v, (int, float))
+                         and not isinstance(v, bool) and v >= 0)
+
+
+def _fault(key: str, e) -> str:
+    """Why entry :obj:`e` under :obj:`key` must not be replayed ('' when it
+    may): a truncated or hand-edited entry never picks a kernel."""
+    if not isinstance(e, dict):
+        return f'a {type(e).__name__}, not an object'
+    if not known_variant(e.get('variant')):
+        return f'unknown variant {e.get("variant")!r}'
+    params = e.get('params')
+    if not isinstance(params, dict):
+        return "no 'params' object"
+    for name, v in params.items():
+        if name not in PARAMS:
+            return f'unknown param {name!r}'
+        if type(v) is not int or not PARAMS[name](v):
+            return f'param {name}={v!r} is not a value the kernels take'
+    hub = e['variant'].split(':')[-1] in HUB_VARIANTS
+    if hub != ('hub_threshold' in params):
+        return (f"variant {e['variant']!r} with params {params}: "
+                f"'hub_threshold' goes with (and only with) a hub variant")
+    timings = e.get('timings', {})
+    if not isinstance(timings, dict) or not all(
+            isinstance(k, str) and _time(v)
+            for k, v in timings.items()):
+        return "'timings' is not an object of non-negative times"
+    if not isinstance(e.get('key'), dict) or set(e['key']) != set(KEY_FIELDS):
+        return f"'key' does not name the fields {KEY_FIELDS}"
+    if key_string(e['key']) != key:
+        return "'key' does not match the entry's name"
+    return ''
 
 
 def load(path: str, quiet: bool = False) -> Tuple[Dict[str, Dict], bool]:
@@ -132,8 +166,11 @@ def load(path: str, quiet: bool = False) -> Tuple[Dict[str, Dict], bool]:
             data = json.load(f)
     except FileNotFoundError:
         return {}, True
-    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
-        warn(f'not valid JSON ({e}); ignored, will be rewritten')
+    except (ValueError, RecursionError) as e:
+        # JSONDecodeError (a truncated file), UnicodeDecodeError, nesting
+        # deeper than the parser goes
+        warn(f'not valid JSON ({type(e).__name__}: {e}); ignored, will be '
+             f'rewritten')
         return {}, True
     except OSError as e:
         warn(f'unreadable ({e}); ignored')
@@ -147,11 +184,13 @@ def load(path: str, quiet: bool = False) -> Tuple[Dict[str, Dict], bool]:
         warn(f'schema version {data.get("version")!r} (this build reads '
              f'{VERSION}) or no entries; ignored, will be rewritten')
         return {}, True
-    entries = {k: e for k, e in data['entries'].items() if _valid(k, e)}
-    if len(entries) < len(data['entries']):
-        warn(f'{len(data["entries"]) - len(entries)} malformed entries '
-             f'ignored')
-    return entries, True
+    faults = {k: _fault(k, e) for k, e in data['entries'].items()}
+    bad = [k for k, why in faults.items() if why]
+    if bad:
+        warn(f'{len(bad)} malformed entries ignored (not replayed; they are '
+             f'dropped when the file is next written), e.g. {bad[0]!r}: '
+             f'{faults[bad[0]]}')
+    return {k: e for k, e in data['entries'].items() if not faults[k]}, True
 
 
 def store(path: str, key: str, entry: Dict) -> bool:
