@@ -65,7 +65,13 @@ device = torch.device(args.device or
                       ('cuda' if torch.cuda.is_available() else 'cpu'))
 torch.manual_seed(args.seed)
 
-dataset = Planetoid(args.root, 'Cora')
+try:
+    dataset = Planetoid(args.root, 'Cora')
+except Exception as e:  # a truncated or damaged raw file
+    parser.error(f"Planetoid could not read the Cora files in '{raw_dir}' "
+                 f"({type(e).__name__}: {e}): they are truncated or "
+                 f"damaged; copy ../shared/data/planetoid/Cora/raw "
+                 f"again (and delete its processed/ folder)")
 data = dataset[0]
 
 train_loader = NeighborLoader(

@@ -103,7 +103,13 @@ if args.graph == 'cora':
         parser.error(f"no Cora raw files in '{raw_dir}': copy "
                      f"../shared/data/planetoid/Cora/raw there (nothing can "
                      f"be downloaded)")
-    dataset = Planetoid(args.root, 'Cora')
+    try:
+        dataset = Planetoid(args.root, 'Cora')
+    except Exception as e:  # a truncated or damaged raw file
+        parser.error(f"Planetoid could not read the Cora files in '{raw_dir}' "
+                     f"({type(e).__name__}: {e}): they are truncated or "
+                     f"damaged; copy ../shared/data/planetoid/Cora/raw "
+                     f"again (and delete its processed/ folder)")
     data = dataset[0]
     label = 'Cora (Planetoid)'
 else:

@@ -7,7 +7,8 @@ formats (OGB's raw CSV layout, PyG's Reddit .npz files), then cut to half
 their bytes or edited to disagree with each other.
 
 Readers: the examples' OGB raw readers (homogeneous and ogbn-mag), the Reddit
-reader, the readers behind the ``ogb`` package (a stand-in module: ``ogb`` is
+reader, Cora through PyG's Planetoid (cora_sage.py, node2vec.py), the
+readers behind the ``ogb`` package (a stand-in module: ``ogb`` is
 not installed here), ogbn_mag_sage.py's embeddings, multi_gpu_sage.py's
 papers100M reader and --graph-cache file, GraphSAINT's norm file, and the
 autotune decision cache (which warns and starts afresh instead of stopping:
@@ -354,6 +355,20 @@ def test_reddit_script_exits_with_the_message(root, capsys):
         ['--root', root, '--epochs', '1', '--device', 'cpu'], capsys)
     assert code == 2 and 'reddit_graph.npz' in err, err
     assert 'Traceback' not in err and 'Epoch' not in out
+
+
+# -- PyG's Planetoid (Cora: cora_sage.py, node2vec.py) ------------------------
+@pytest.mark.parametrize('script', ['cora_sage.py', 'node2vec.py'])
+def test_cora_truncated(cora_root, tmp_path, capsys, script):
+    root = tmp_path / 'planetoid'
+    shutil.copytree(cora_root / 'Cora' / 'raw', root / 'Cora' / 'raw')
+    truncate(root / 'Cora' / 'raw' / 'ind.cora.graph')
+    code, out, err = run_inprocess(
+        EXAMPLES / script, ['--root', root, '--epochs', '1', '--device',
+                            'cpu'], capsys)
+    assert code == 2, out + err
+    assert 'Planetoid could not read' in err and 'truncated' in err, err
+    assert str(root / 'Cora' / 'raw') in err and 'Traceback' not in err
 
 
 # -- the readers behind the ogb package (a stand-in ogb module) ---------------
