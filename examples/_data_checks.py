@@ -16,6 +16,7 @@ than a crash, an ``IndexError`` deep inside PyG, or a silently wrong graph.
 The checks are vectorised (one ``aminmax`` per id array); finding the first
 bad row only happens on the way to an error.
 """
+import os
 import warnings
 import zlib
 from typing import Optional, Union
@@ -239,3 +240,17 @@ def load_torch_file(path: str, what: str, weights_only: bool = True):
         raise MalformedData(
             f"'{path}' ({what}) cannot be read ({_first_line(e)}): the file "
             f"is truncated, damaged or not a torch.save file") from e
+
+
+def read_planetoid(root: str, name: str):
+    """PyG's ``Planetoid(root, name)``; raw files it cannot read (truncated
+    or damaged pickles) raise :class:`MalformedData` naming their folder."""
+    from torch_geometric.datasets import Planetoid
+    try:
+        return Planetoid(root, name)
+    except Exception as e:  # UnpicklingError, EOFError, IndexError, ...
+        raise MalformedData(
+            f"Planetoid could not read the {name} files in "
+            f"'{os.path.join(root, name, 'raw')}' ({_first_line(e)}): they "
+            f"are truncated or damaged; copy them again (and delete "
+            f"'{os.path.join(root, name, 'processed')}')") from e

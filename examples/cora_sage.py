@@ -21,8 +21,9 @@ import time
 
 import torch
 import torch.nn.functional as F
-from torch_geometric.datasets import Planetoid
 from torch_geometric.nn.models import GraphSAGE
+
+from _data_checks import MalformedData, read_planetoid  # (examples/)
 
 from torch_geometric.loader import NeighborLoader            # PyG
 # from pyg_fusesample import FusedNeighborLoader as NeighborLoader   # the one-line swap
@@ -65,13 +66,10 @@ device = torch.device(args.device or
                       ('cuda' if torch.cuda.is_available() else 'cpu'))
 torch.manual_seed(args.seed)
 
-try:
-    dataset = Planetoid(args.root, 'Cora')
-except Exception as e:  # a truncated or damaged raw file
-    parser.error(f"Planetoid could not read the Cora files in '{raw_dir}' "
-                 f"({type(e).__name__}: {e}): they are truncated or "
-                 f"damaged; copy ../shared/data/planetoid/Cora/raw "
-                 f"again (and delete its processed/ folder)")
+try:  # Planetoid(args.root, 'Cora'), a damaged file said clearly
+    dataset = read_planetoid(args.root, 'Cora')
+except MalformedData as e:
+    parser.error(str(e))
 data = dataset[0]
 
 train_loader = NeighborLoader(

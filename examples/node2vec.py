@@ -41,10 +41,11 @@ import sys
 import time
 
 import torch
-from torch_geometric.datasets import Planetoid
 
 from pyg_fusesample import FusedNode2Vec as Node2Vec
 from pyg_fusesample.optim import FusedSparseAdam
+
+from _data_checks import MalformedData, read_planetoid  # (examples/)
 
 REPO = osp.normpath(osp.join(osp.dirname(osp.realpath(__file__)), '..'))
 DEFAULT_ROOT = osp.join(REPO, 'data', 'planetoid')
@@ -103,13 +104,10 @@ if args.graph == 'cora':
         parser.error(f"no Cora raw files in '{raw_dir}': copy "
                      f"../shared/data/planetoid/Cora/raw there (nothing can "
                      f"be downloaded)")
-    try:
-        dataset = Planetoid(args.root, 'Cora')
-    except Exception as e:  # a truncated or damaged raw file
-        parser.error(f"Planetoid could not read the Cora files in '{raw_dir}' "
-                     f"({type(e).__name__}: {e}): they are truncated or "
-                     f"damaged; copy ../shared/data/planetoid/Cora/raw "
-                     f"again (and delete its processed/ folder)")
+    try:  # Planetoid(args.root, 'Cora'), a damaged file said clearly
+        dataset = read_planetoid(args.root, 'Cora')
+    except MalformedData as e:
+        parser.error(str(e))
     data = dataset[0]
     label = 'Cora (Planetoid)'
 else:
