@@ -11,7 +11,8 @@ than a crash, an ``IndexError`` deep inside PyG, or a silently wrong graph.
 * :func:`check_graph` checks a whole ``Data`` / ``HeteroData`` made by a
   reader that is not ours (``ogb``'s ``PygNodePropPredDataset``, PyG's
   ``Reddit``, a ``torch.load``-ed file);
-* :func:`load_torch_file` is ``torch.load`` with the same kind of error.
+* :func:`load_torch_file` is ``torch.load``, :func:`read_planetoid` PyG's
+  ``Planetoid``, with the same kind of error.
 
 The checks are vectorised (one ``aminmax`` per id array); finding the first
 bad row only happens on the way to an error.
