@@ -2,7 +2,10 @@
 // ../spmm.cpp). A warp per row: sddmm gives each lane a slice of the head
 // dimension and reduces with shuffles; the softmax runs max / sum / write
 // passes over the row's non-zeros per head, lanes striding the non-zeros.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
