@@ -29,6 +29,7 @@ if [ $# -eq 0 ]; then set -- $(find kernels -name '*.cu' | sort); fi
 status=0
 for f in "$@"; do
   if "$NVCC" -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -DWITH_CUDA \
+      -DTORCH_ASSERT_ONLY_METHOD_OPERATORS \
       -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__ \
       -D__CUDA_NO_BFLOAT16_CONVERSIONS__ -D__CUDA_NO_HALF2_OPERATORS__ \
       -I"$STUBS" -I"$TORCH_INC" -I"$TORCH_INC/torch/csrc/api/include" \

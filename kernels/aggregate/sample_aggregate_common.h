@@ -2,7 +2,7 @@
 // of sample_aggregate and its backward (contract: sample_aggregate.cpp).
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <mutex>

@@ -2,7 +2,8 @@
 // name the op and the argument so a user can tell what to fix.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/aminmax.h>
 
 #include <initializer_list>
 #include <utility>

@@ -4,7 +4,8 @@
 // allocator, so no host synchronisation.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 
 #include <algorithm>

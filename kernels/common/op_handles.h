@@ -2,7 +2,7 @@
 // through the dispatcher (so that each device's kernel runs), looked up once.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <optional>

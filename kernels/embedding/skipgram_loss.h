@@ -10,7 +10,7 @@
 // expressions (sigmoid' = s (1 - s)), as autograd takes it through PyG's.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <cmath>
 

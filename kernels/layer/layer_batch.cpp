@@ -23,7 +23,9 @@
 // prefetcher's thread, which never takes the GIL, then does all of a batch's
 // work. Composite: the device's layer_sample, normalize_by_target and
 // gather_rows do the work.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/stack.h>
 #include <torch/library.h>
 
 #include <tuple>

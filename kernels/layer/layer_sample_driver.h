@@ -7,7 +7,24 @@
 // check_inputs serves both.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/_unique2.h>
+#include <ATen/ops/aminmax.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/diff.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/isin.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/sort.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/topk.h>
+#include <ATen/ops/unique_consecutive.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
 
 #include <tuple>
 #include <vector>

@@ -3,7 +3,7 @@
 // CUDA kernels return the same bits).
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <c10/util/TypeCast.h>
 
 #include <cstdint>

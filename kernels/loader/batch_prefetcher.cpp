@@ -47,7 +47,8 @@
 //     its own, handed over with an event; no gradient tracking).
 #include "native_prefetcher.h"  // first: it includes Python.h
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/stack.h>
 #include <torch/library.h>
 
 #include <exception>

@@ -28,7 +28,7 @@
 //   close(): stops the threads (the destructor does too).
 #include "native_prefetcher.h"  // first: it includes Python.h
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <torch/library.h>
 
 #include <algorithm>

@@ -2,6 +2,11 @@
 // times [W_l | W_r] without keeping the gathered root rows x[nodes] alive
 // until the backward (they are a cheap re-read of a tensor that stays
 // resident). Same computation as pyg_fusesample/nn/gather_linear.py.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/zeros_like.h>
 #include "sage_tree_layers.h"
 
 namespace fusesample {

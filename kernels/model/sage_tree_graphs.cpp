@@ -28,6 +28,9 @@
 // backward syncs for k = -1) -- the wrapper warns about these two slow paths
 // -- inplace_backward=False, replay=False, and any call made while the stream
 // is being captured (e.g. inside CapturedStep, which records the op itself).
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros_like.h>
 #include "sage_tree_graphs.h"
 
 #ifdef WITH_CUDA

@@ -5,7 +5,7 @@
 // Both run with autocast off: tensors arrive in the step's compute dtype.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <vector>
 

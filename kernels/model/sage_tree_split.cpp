@@ -22,6 +22,8 @@
 //                    handle that is not a live one.
 // Autograd: neither op has any (the Python registration supplies it);
 // both run below it.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/from_blob.h>
 #include <torch/library.h>
 
 #include <mutex>

@@ -1,5 +1,10 @@
 // fusesample::sage_tree's forward and backward as ATen calls (see
 // sage_tree_step.h; contract: sage_tree.cpp).
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/promote_types.h>
 #include "sage_tree_step.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -4,7 +4,7 @@
 // op's autograd; sage_tree_graphs.cpp records them in CUDA graphs.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <torch/custom_class.h>
 
 #include <string>

@@ -3,6 +3,13 @@
 // parent [aggr of its children | itself]. Same computation as the ReLU path
 // of pyg_fusesample/nn/tree_layer_input.py, whose module docstring explains
 // the layout and why the activation doubles as the backward's buffer.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/addcmul.h>
+#include <ATen/ops/bmm.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros_like.h>
+#include <ATen/TensorOperators.h>
 #include "sage_tree_layers.h"
 
 #include <limits>

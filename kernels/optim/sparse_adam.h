@@ -2,7 +2,7 @@
 // argument checks and one entry's update.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include "../common/checks.h"
 #include "../common/rng.h"  // FS_HOST_DEVICE

@@ -23,7 +23,18 @@
 // kernels do the work (its gathers through ops::take, which on a GPU is
 // gather_rows' kernel); a few host reads of sizes (the scan's total, one per
 // chunking of the pairs, one for the set count, one for parallel copies).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/diff.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/repeat_interleave.h>
+#include <ATen/ops/searchsorted.h>
+#include <ATen/ops/sort.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
 #include <algorithm>

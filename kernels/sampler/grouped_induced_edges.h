@@ -2,7 +2,7 @@
 // callable from C++ without the dispatcher (shadow_subgraph.cpp).
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <tuple>
 

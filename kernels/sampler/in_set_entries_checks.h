@@ -2,7 +2,7 @@
 // (contract: in_set_entries.cpp).
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include "../common/checks.h"
 

@@ -25,7 +25,15 @@
 // the sampler's plain path and its native prefetch threads
 // (fusesample.ShadowBatchPrefetcher) build the same batches from it, and the
 // threads never take the GIL. Composite: the device's kernels do the work.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/_unique2.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/bincount.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/searchsorted.h>
+#include <ATen/ops/sort.h>
+#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // (contract: segment_search.cpp).
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include "../common/checks.h"
 

@@ -2,7 +2,7 @@
 // shared by its CPU and CUDA kernels.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include "../common/checks.h"
 

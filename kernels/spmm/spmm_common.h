@@ -2,7 +2,7 @@
 // csr_softmax (contract: spmm.cpp).
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <string>
 

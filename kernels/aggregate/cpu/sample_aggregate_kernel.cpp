@@ -9,7 +9,10 @@
 // range, so every gradient element is summed in one fixed order by one
 // thread -- deterministic, and no two threads write one cache line's worth of
 // a row at once (ranges are at least 16 columns).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>

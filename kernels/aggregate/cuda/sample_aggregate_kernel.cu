@@ -14,7 +14,17 @@
 // sums (head/tail) that a second kernel adds in chunk order. No float
 // atomics: the result is deterministic, and a hub sampled by many targets is
 // split across warps instead of serialising on atomic updates of one row.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cumsum.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/repeat_interleave.h>
+#include <ATen/ops/sort.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>

@@ -3,7 +3,11 @@
 // coefficients; the gradient scatter (in float, or double for float64) in
 // parallel over column blocks, so no two threads add into the same entry and
 // the result does not depend on the thread count.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>

@@ -8,7 +8,11 @@
 // the gradient with atomics: the context rows' shares as each score is
 // known, then the start row's share, summed over the window in registers
 // (four columns an atomic where the hardware has vector atomics).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/Atomic.cuh>
 #include <ATen/cuda/CUDAContext.h>

@@ -1,7 +1,9 @@
 // CPU kernels of fusesample::gather_rows and gather_rows_cached (contract:
 // ../gather_rows.cpp): at::index_select is already a parallel row copy on
 // the CPU.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/index_select.h>
 #include <torch/library.h>
 
 #include "../../common/checks.h"

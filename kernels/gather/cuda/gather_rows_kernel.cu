@@ -20,7 +20,11 @@
 // virtual addressing (every 64-bit CUDA platform) memory that cudaHostAlloc
 // pinned -- PyTorch's pin_memory() -- is mapped into the device's address
 // space at the same address.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/aminmax.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>

@@ -3,7 +3,8 @@
 // One stable counting sort by target, O(E) -- an argsort of 123M keys takes
 // several times longer on a few cores. The scatter is serial because
 // stability needs the edges visited in order.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 

@@ -1,6 +1,8 @@
 // CPU kernels of fusesample::layer_sample: the draws of layer_draws.h in
 // parallel loops, around the ATen body (layer_sample_driver.h).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 

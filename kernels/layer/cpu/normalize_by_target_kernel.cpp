@@ -1,5 +1,6 @@
 // CPU kernel of fusesample::normalize_by_target: the runs one after another.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/Dispatch.h>
 #include <torch/library.h>
 

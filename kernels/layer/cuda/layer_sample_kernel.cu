@@ -17,7 +17,11 @@
 // the driver's order, so the devices agree on the nodes and edges; only the
 // LADIES weights' normalising sum (a grid reduction here, torch's sum there)
 // may differ in the last bits.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>

@@ -1,7 +1,8 @@
 // CUDA kernel of fusesample::normalize_by_target: a launch a layer, the
 // thread at the head of each run does the run (a layer's run is one target's
 // kept in-edges: at most its in-degree, usually tens).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>

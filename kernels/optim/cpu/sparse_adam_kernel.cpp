@@ -1,7 +1,8 @@
 // CPU kernel of fusesample::sparse_adam_ (contract: ../sparse_adam.cpp):
 // the gradient's rows in parallel (they are distinct, so no two threads
 // write one entry).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 

@@ -7,7 +7,8 @@
 // its own whatever the compiler flags (no contraction into fused
 // multiply-adds, IEEE division and square root), as torch's chain of tensor
 // ops does.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>

@@ -2,7 +2,10 @@
 // per position, its list's entries looked up in its set's run of the key
 // (std::lower_bound); counted in a parallel loop, then written at each
 // position's offset in a second one, so the order is (position, slot).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 

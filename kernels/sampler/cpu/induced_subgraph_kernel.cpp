@@ -3,7 +3,9 @@
 // target, then write them at prefix-summed offsets. The map from global to
 // local ids (a dense table or a hash map, by the length of the scan) is
 // built once and only read by the parallel passes.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 

@@ -7,7 +7,12 @@
 // Step 4 is serial by design: first-appearance order is what makes node ids
 // grouped by hop and identical to the CUDA kernel's; it is one hash probe per
 // edge, while steps 1-3 carry the random reads of the graph.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 

@@ -5,7 +5,9 @@
 // scan gives every position its offset (one host read: the total), and a
 // second launch writes the hits in slot order (a ballot ranks them within
 // the warp). On the current stream.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>

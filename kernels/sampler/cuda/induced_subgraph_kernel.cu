@@ -5,7 +5,13 @@
 // CPU kernel's. One host sync reads the edge count to size the output.
 // 'node' must be unique (the sampler's n_id is); unlike the CPU kernel this
 // is not re-checked here, because that would cost a sort.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>

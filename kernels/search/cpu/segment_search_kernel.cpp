@@ -1,7 +1,9 @@
 // CPU kernel of fusesample::segment_search (contract: ../segment_search.cpp):
 // search_runs (std::lower_bound / upper_bound per query, in parallel), after
 // checking every run's bounds.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 

@@ -2,7 +2,9 @@
 // a thread per query, a branchless binary search in its run, on the current
 // stream. A run outside `sorted` is clamped to it (no host check: that would
 // synchronise).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>

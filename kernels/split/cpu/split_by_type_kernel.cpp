@@ -1,7 +1,9 @@
 // CPU kernel of fusesample::split_by_type (contract: ../split_by_type.cpp):
 // the same three passes as the CUDA kernel (type starts, nodes, edges), each
 // a parallel loop, with every value checked.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 

@@ -7,7 +7,9 @@
 //      block) and its local edge id.
 // Passes 2 and 3 read the order and the sorted types coalesced and gather the
 // ids (the sort moved them); a value out of range gives -1, never a wild read.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>

@@ -1,7 +1,10 @@
 // CPU kernels of fusesample::spmm, sddmm, csr_softmax (contract: ../spmm.cpp),
 // the reference the CUDA variants are tested against. Rows in parallel
 // (at::parallel_for), each row accumulated in opmath type in edge order.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>

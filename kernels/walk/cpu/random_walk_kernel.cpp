@@ -1,6 +1,7 @@
 // CPU kernel of fusesample::random_walk: walks in parallel, each one
 // walk_one() (walk_step.h), the same code the CUDA kernel runs.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 

@@ -14,7 +14,9 @@
 // A start id outside [0, N) gets a row of -1 (nodes and edges) rather than
 // a wild read; the Python wrapper checks the range first unless told not to
 // (that check costs a host synchronisation).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
