@@ -11,7 +11,7 @@ PIP="$PY -m pip install -q --disable-pip-version-check"
 if ! $PY -c 'import torch' 2>/dev/null; then
   $PIP torch==2.13.0
 fi
-$PIP torch_geometric tqdm numpy scipy pytest ninja wheel setuptools matplotlib scikit-learn
+$PIP torch_geometric tqdm numpy scipy pytest hypothesis ninja wheel setuptools matplotlib scikit-learn
 
 # NeighborLoader's CPU backend (the baseline in the demo, tests and
 # benchmarks): prebuilt wheels in ../shared when present.
