@@ -156,10 +156,11 @@ def rng_key(generator: Optional[torch.Generator]) -> int:
     return -1 if generator is None else draw_rng_seeds(1, generator)[0]
 
 
-def _check_target(target: Tensor, device: torch.device):
+def _check_target(target: Tensor, device: torch.device,
+                  name: str = 'target'):
     if not isinstance(target, Tensor) or target.dim() != 1 \
             or target.dtype != torch.long:
-        raise ValueError("'target' must be a 1-D int64 tensor of node ids")
+        raise ValueError(f"'{name}' must be a 1-D int64 tensor of node ids")
     if target.device != device:
-        raise ValueError(f"'target' is on {target.device} but 'x' is on "
+        raise ValueError(f"'{name}' is on {target.device} but 'x' is on "
                          f"{device}")
