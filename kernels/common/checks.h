@@ -339,12 +339,12 @@ constexpr size_t kLayoutCacheSize = 16;
 
 }  // namespace detail
 
-inline void check_compressed_values_cpu(const char* op, const char* ptr_name,
-                                        const at::Tensor& ptr,
-                                        const char* idx_name,
-                                        const at::Tensor& idx,
-                                        int64_t idx_bound) {
-  if (!ptr.is_cpu() || !idx.is_cpu()) return;
+// Returns idx's [min, max] ({0, -1} when empty or not on the CPU), for a
+// caller that words its own bound check (pass idx_bound = INT64_MAX).
+inline std::pair<int64_t, int64_t> check_compressed_values_cpu(
+    const char* op, const char* ptr_name, const at::Tensor& ptr,
+    const char* idx_name, const at::Tensor& idx, int64_t idx_bound) {
+  if (!ptr.is_cpu() || !idx.is_cpu()) return {0, -1};
   const bool track = detail::trackable(ptr) && detail::trackable(idx) &&
                      ptr.dim() == 1 && idx.dim() == 1;
   int64_t lo = 0, hi = -1;
@@ -382,9 +382,16 @@ inline void check_compressed_values_cpu(const char* op, const char* ptr_name,
           detail::version_of(idx), idx.scalar_type(), lo, hi});
     }
   }
-  TORCH_CHECK(idx.numel() == 0 || (lo >= 0 && hi < idx_bound), op, ": '",
-              idx_name, "' holds ids in [", lo, ", ", hi, "] but must lie in "
-              "[0, ", idx_bound, ")");
+  if (idx.numel() == 0) return {0, -1};
+  if (idx_bound == std::numeric_limits<int64_t>::max()) {
+    TORCH_CHECK(lo >= 0, op, ": '", idx_name, "' holds id ", lo,
+                "; ids must be >= 0");
+  } else {
+    TORCH_CHECK(lo >= 0 && hi < idx_bound, op, ": '", idx_name,
+                "' holds ids in [", lo, ", ", hi, "] but must lie in [0, ",
+                idx_bound, ")");
+  }
+  return {lo, hi};
 }
 
 }  // namespace fusesample

@@ -44,8 +44,6 @@ inline void check_in_set_entries(const at::Tensor& ptr, const at::Tensor& nbr,
   TORCH_CHECK(num_nodes >= 0, op, ": 'num_nodes' must be >= 0, got ", num_nodes);
   // (CPU only, once per graph: see check_compressed_values_cpu)
   check_compressed_values_cpu(op, "ptr", ptr, "nbr", nbr, ptr.numel() - 1);
-  check_pointer_values_cpu(op, "set_ptr", set_ptr, "key", key.numel());
-  if (node.is_cpu()) check_ids_in_range_cpu(op, "node", node, ptr.numel() - 1);
 }
 
 }  // namespace fusesample
