@@ -190,8 +190,10 @@ class FusedGraphSAGE(torch.nn.Module):
                 seed_nodes: Optional[Tensor] = None) -> Tensor:
         if seed_nodes is not None:
             _check_target(seed_nodes, x.device, 'seed_nodes')
-            if not self.training or seed_nodes.device.type == 'cpu':
-                # (no sync on the CPU; eval computes every node anyway)
+            if (not self.training or seed_nodes.device.type == 'cpu') and \
+                    not torch.compiler.is_compiling():
+                # (no sync on the CPU; eval computes every node anyway;
+                # compiled, the op checks CPU seeds itself)
                 check_ids_in_range(seed_nodes, x.size(0), 'seed_nodes',
                                    'FusedGraphSAGE')
         if not self.training:
