@@ -593,7 +593,7 @@ def test_graph_sage_invalid_arguments():
     with pytest.raises(ValueError, match="'num_layers' must be >= 1"):
         FusedGraphSAGE(IN, 7, 4, 0, [])
     model = FusedGraphSAGE(IN, 7, 4, 2, [3, 2])
-    with pytest.raises(ValueError, match="'target' must be a 1-D int64"):
+    with pytest.raises(ValueError, match="'seed_nodes' must be a 1-D int64"):
         model(features(), graph(), torch.tensor([0.0]))
 
 

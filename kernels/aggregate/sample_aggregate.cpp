@@ -39,6 +39,15 @@
 // each neighbour's run in fixed-size chunks, so a hub sampled by thousands of
 // targets is spread over many warps instead of contending on one address.
 // For k = -1 on CUDA the pair count is read once from the device (one sync).
+//
+// Ids out of range: the CPU kernels raise (a 'target' outside [-1, N_dst), a
+// source outside [0, N_src)). The CUDA kernel must not synchronise to check
+// them, nor assert (that loses the CUDA context): it treats such a target as
+// padding and such a source as absent, and records the first bad id in a
+// per-device error word that fusesample::sample_aggregate_error(like)
+// returns ([2] int64: kind (0 none, 1 target, 2 source), id; reset it to
+// zeros after reading). The layers read it asynchronously and raise at a
+// later call.
 #include <torch/library.h>
 
 TORCH_LIBRARY_FRAGMENT(fusesample, m) {
@@ -50,4 +59,5 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       "sample_aggregate_backward(Tensor grad_out, Tensor colptr, Tensor row, "
       "Tensor target, Tensor nbr, Tensor arg, int num_neighbors, str reduce, "
       "int num_src) -> Tensor");
+  m.def("sample_aggregate_error(Tensor like) -> Tensor");
 }

@@ -37,6 +37,12 @@ inline void check_sample_aggregate(const char* op, const at::Tensor& colptr,
   check_csc(op, colptr, row, c10::nullopt);
   check_features(op, "x", x, colptr);
   check_node_ids(op, "target", target, colptr);
+  // Sources are rows of x (the graph may be bipartite).
+  const int64_t max_source = check_compressed_values_cpu(
+      op, "colptr", colptr, "row", row,
+      std::numeric_limits<int64_t>::max()).second;
+  TORCH_CHECK(max_source < x.size(0), op, ": 'row' holds source id ",
+              max_source, " but 'x' has only ", x.size(0), " rows");
   TORCH_CHECK(num_neighbors >= -1, op, ": 'num_neighbors' is ", num_neighbors,
               "; use a count >= 0, or -1 for all neighbours");
 }
@@ -57,6 +63,11 @@ inline void check_sample_aggregate_backward(
   TORCH_CHECK(grad_out.size(0) == target.numel(), op, ": 'grad_out' has ",
               grad_out.size(0), " rows but 'target' has ", target.numel());
   TORCH_CHECK(num_src >= 0, op, ": 'num_src' must be >= 0, got ", num_src);
+  const int64_t max_source = check_compressed_values_cpu(
+      op, "colptr", colptr, "row", row,
+      std::numeric_limits<int64_t>::max()).second;
+  TORCH_CHECK(max_source < num_src, op, ": 'row' holds source id ",
+              max_source, ", outside [0, num_src = ", num_src, ")");
   check_dtype(op, "nbr", nbr, at::kLong);
   check_same_device(op, "nbr", nbr, "colptr", colptr);
   TORCH_CHECK(nbr.dim() == 2 && nbr.size(0) == target.numel() &&

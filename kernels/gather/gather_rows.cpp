@@ -26,7 +26,9 @@
 // device; read it when reporting, not per batch). cache [C, ...] has src's
 // row shape and dtype; cache_slot [N] int32. Indices must lie in [0, N) (the
 // loader passes sampler output): the CUDA kernel writes zeros for one that
-// does not rather than reading out of bounds.
+// does not rather than reading out of bounds. Slots must be -1 or in
+// [0, C): the CPU kernel raises for the batch's slots; the CUDA kernel
+// (which cannot check without a sync) reads a slot past the cache from src.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 

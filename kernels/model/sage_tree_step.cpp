@@ -51,6 +51,11 @@ void check_inputs(const at::Tensor& x, const at::Tensor& seeds,
   check_1d(kOp, "seeds", seeds);
   check_dtype(kOp, "seeds", seeds, at::kLong);
   check_same_device(kOp, "seeds", seeds, "x", x);
+  // (seeds' values: the aggregation op checks them on the CPU and reports
+  // them through its error word on CUDA; not here, where torch.compile
+  // traces with fake tensors)
+  TORCH_CHECK(x.size(0) > 0 || seeds.numel() == 0, kOp,
+              ": 'seeds' holds ", seeds.numel(), " ids but 'x' has no rows");
   const size_t L = o.fanouts.size();
   TORCH_CHECK(L >= 1, kOp, ": needs at least one layer");
   for (size_t l = 0; l < L; ++l) {
@@ -108,8 +113,11 @@ at::Tensor run_forward(const at::Tensor& x, const at::Tensor& colptr,
   }
   at::Tensor agg = at::cat(aggs);
   aggs.clear();
-  // padded slots read row 0 and get weight 0 from their parents
-  at::Tensor nodes = at::cat(levels).clamp_min_(0);
+  // padded slots read row 0 and get weight 0 from their parents; on CUDA
+  // seeds out of range are not checked on the host (a sync per step): the
+  // aggregation op reported them in its error word, and the clamp keeps the
+  // gather of their root rows in bounds (no device-side assert)
+  at::Tensor nodes = at::cat(levels).clamp_(0, x.size(0) - 1);
 
   TreeShape tree;
   tree.reduce = o.reduce;

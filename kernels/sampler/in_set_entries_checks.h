@@ -42,6 +42,8 @@ inline void check_in_set_entries(const at::Tensor& ptr, const at::Tensor& nbr,
               ": 'node', 'group', 'key' and 'skip' must have one entry per position, got ",
               n, ", ", group.numel(), ", ", key.numel(), " and ", skip.numel());
   TORCH_CHECK(num_nodes >= 0, op, ": 'num_nodes' must be >= 0, got ", num_nodes);
+  // (CPU only, once per graph: see check_compressed_values_cpu)
+  check_compressed_values_cpu(op, "ptr", ptr, "nbr", nbr, ptr.numel() - 1);
 }
 
 }  // namespace fusesample

@@ -10,6 +10,7 @@ from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputEdges, OptTensor
 
 from ..sampler import FusedNeighborSampler, GPUFeatureCache
+from ..sparse.edge_index_checks import check_ids_in_range
 from .batch_assembly import (DataPlan, HeteroPlans, fill, gather_on_device,
                              sampled_hetero, sampled_mapping)
 from .feature_caches import check_feature_cache
@@ -169,6 +170,8 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
             **kwargs,
         )
 
+        _check_seed_edges(data, self.input_data)
+
         self.feature_cache = check_feature_cache(
             feature_cache, data, self.link_sampler.device,
             transform_sampler_output, self.num_workers)
@@ -276,3 +279,19 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
         if self.filter_per_worker:
             out = self.filter_fn(out)
         return out
+
+
+def _check_seed_edges(data, inputs):
+    # Once, at construction (the seed edges never change): ids out of range
+    # would otherwise surface from the sampler as bad 'seed' ids, per batch.
+    if isinstance(data, Data):
+        sizes = (data.num_nodes, data.num_nodes)
+    elif isinstance(data, HeteroData) and inputs.input_type is not None:
+        src, _, dst = inputs.input_type
+        sizes = (data[src].num_nodes, data[dst].num_nodes)
+    else:
+        return
+    for ids, size in zip((inputs.row, inputs.col), sizes):
+        if size is not None:
+            check_ids_in_range(ids, int(size), 'edge_label_index',
+                               'FusedLinkNeighborLoader')

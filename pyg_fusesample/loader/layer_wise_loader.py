@@ -8,6 +8,7 @@ from torch_geometric.data import Data
 
 from ..ops import layer_batch
 from ..sampler.graph_store import CSCGraph, build_csc
+from ..sparse.edge_index_checks import check_edge_index
 from ..sampler.rule_graph import segment_of_slots
 from .background import check_prefetch, prefetching
 from .batch_assembly import fill
@@ -238,6 +239,9 @@ def _propagation_graph(data: Data, normalization: Optional[str],
     # self-loops get edge ids num_edges + v.
     edge_index = data.edge_index
     n = data.num_nodes
+    # (before the self-loops are appended, so the message is about the
+    # caller's edge_index: its shape, dtype and ids)
+    check_edge_index(edge_index, n, 'LayerWiseLoader')
     if add_self_loops:
         loops = torch.arange(n, device=edge_index.device).expand(2, n)
         edge_index = torch.cat([edge_index.long(), loops], dim=1)

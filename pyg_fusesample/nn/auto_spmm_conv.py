@@ -14,6 +14,7 @@ from torch_geometric.typing import SparseTensor
 from ..autotune import run_spmm
 from ..ops.spmm import csr_attention
 from ..sparse import CSRGraph
+from ..sparse.edge_index_checks import check_compressed, check_edge_index
 from .graph_spmm_op import layer_spmm, register_layer
 
 AGGRS = ('gcn', 'sum', 'mean')
@@ -141,6 +142,11 @@ class AutoSpMMConv(MessagePassing):
             row, col, value = edge_index.coo()  # adj_t: rows are targets
             edge_index, edge_weight = torch.stack([col, row]), value
         elif isinstance(edge_index, Tensor) and edge_index.layout == torch.sparse_csr:
+            # (torch.sparse_csr_tensor checks no invariants by default)
+            check_compressed(edge_index.crow_indices(),
+                             edge_index.col_indices(), 'AutoSpMMConv',
+                             'crow_indices', 'col_indices',
+                             edge_index.size(1))
             adj = edge_index.to_sparse_coo().coalesce()
             edge_index = adj.indices().flip(0)
             edge_weight = adj.values()
@@ -150,6 +156,16 @@ class AutoSpMMConv(MessagePassing):
 
     def _build(self, edge_index: Tensor, num_nodes: int,
                edge_weight: Optional[Tensor], dtype) -> CSRGraph:
+        # Once per graph (the CSR is memoised), before gcn_norm's scatter
+        # would index with the ids: on a GPU an id out of range there is a
+        # device-side assert, which loses the process's CUDA context.
+        check_edge_index(edge_index, num_nodes, 'AutoSpMMConv')
+        if edge_weight is not None and (
+                edge_weight.dim() == 0
+                or edge_weight.size(0) != edge_index.size(1)):
+            raise ValueError(f"AutoSpMMConv: 'edge_weight' must have one "
+                             f"entry per edge ({edge_index.size(1)}), got "
+                             f"shape {list(edge_weight.shape)}")
         if self.mode == 'gcn' and self.normalize and not self.attention:
             edge_index, edge_weight = gcn_norm(
                 edge_index, edge_weight, num_nodes, self.improved,

@@ -8,8 +8,9 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.resolver import activation_resolver
 
-from ..ops.aggregate import sample_aggregate
+from ..ops.aggregate import DeviceErrorWatch, sample_aggregate
 from ..ops.sage_tree import sage_tree
+from ..sparse.edge_index_checks import check_ids_in_range
 from .edge_index_aggregate import sample_aggregate_ei
 from .fused_sage_conv import FusedSAGEConv, _check_target, rng_key
 from .gather_linear import GatherLinear
@@ -54,6 +55,22 @@ class FusedGraphSAGE(torch.nn.Module):
     The training forward with the default ReLU cannot be differentiated
     twice (``retain_graph=True`` raises). In eval mode the model runs exact layer-wise
     full-neighbour inference (:meth:`inference`).
+
+    **Seeds out of range.** On the CPU, and in eval mode on any device,
+    :obj:`seed_nodes` outside ``[0, N)`` raise :class:`ValueError` at once.
+    In training on a GPU they are not checked on the host (that would cost a
+    synchronisation per step): the CUDA kernel treats such a seed as an
+    empty slot (no neighbours, its own features read from the nearest valid
+    row: a defined but meaningless output row; nothing is read out of
+    bounds and the CUDA context survives) and records it in a device error
+    word, which the model copies
+    to the host asynchronously after the step. The next training call whose
+    copy has arrived raises :class:`RuntimeError` naming
+    :obj:`seed_nodes`: **the error shows one step late** (or later), after
+    the bad step's output and gradients were computed. Steps captured whole
+    (:class:`CapturedStep`) or compiled with :func:`torch.compile` do not
+    read the word; validate their seeds once beforehand where they are not
+    produced by a loader.
 
     Weights live in :obj:`convs` (:class:`FusedSAGEConv` with SAGEConv's
     parameter names), so a state dict of
@@ -121,6 +138,7 @@ class FusedGraphSAGE(torch.nn.Module):
         self.generator = generator
         self.replay = replay
         self._warned_python_step = False
+        self._errors = DeviceErrorWatch('FusedGraphSAGE', 'seed_nodes')
         sizes = [in_channels] + [hidden_channels] * (num_layers - 1) + [out_channels]
         self.convs = torch.nn.ModuleList([
             FusedSAGEConv(sizes[i], sizes[i + 1], num_neighbors=k, aggr=aggr,
@@ -171,12 +189,29 @@ class FusedGraphSAGE(torch.nn.Module):
     def forward(self, x: Tensor, edge_index,
                 seed_nodes: Optional[Tensor] = None) -> Tensor:
         if seed_nodes is not None:
-            _check_target(seed_nodes, x.device)
+            _check_target(seed_nodes, x.device, 'seed_nodes')
+            if (not self.training or seed_nodes.device.type == 'cpu') and \
+                    not torch.compiler.is_compiling():
+                # (no sync on the CPU; eval computes every node anyway;
+                # compiled, the op checks CPU seeds itself)
+                check_ids_in_range(seed_nodes, x.size(0), 'seed_nodes',
+                                   'FusedGraphSAGE')
         if not self.training:
             out = self.inference(x, edge_index)
             return out if seed_nodes is None else out[seed_nodes]
         if seed_nodes is None:
             seed_nodes = torch.arange(x.size(0), device=x.device)
+        if x.is_cuda and not torch.compiler.is_compiling() and \
+                not torch.cuda.is_current_stream_capturing():
+            # Seeds out of range on a GPU, found by the kernel in an earlier
+            # step (see the class docstring, "Seeds out of range").
+            self._errors.check()
+            out = self._train_step(x, edge_index, seed_nodes)
+            self._errors.arm(x.device)
+            return out
+        return self._train_step(x, edge_index, seed_nodes)
+
+    def _train_step(self, x: Tensor, edge_index, seed_nodes: Tensor) -> Tensor:
         # Under autocast the step computes in its dtype: the aggregations
         # are cast before they are concatenated, so no full-precision copy
         # of them stays alive.
@@ -250,7 +285,10 @@ class FusedGraphSAGE(torch.nn.Module):
         agg = torch.cat([a.to(dtype) for a in aggs])
         del aggs
         conv = self.convs[0]
-        h = GatherLinear.apply(agg, x, torch.cat(levels).clamp_min(0),
+        # (clamped above too: a seed out of range on CUDA was reported by
+        # the op's error word, and must not make the gather assert)
+        h = GatherLinear.apply(agg, x,
+                               torch.cat(levels).clamp(0, x.size(0) - 1),
                                conv.lin_l.weight, conv.lin_r.weight,
                                conv.lin_l.bias)
         del agg

@@ -11,11 +11,11 @@ from torch.utils.data import DataLoader, get_worker_info
 from torch_geometric.index import index2ptr
 from torch_geometric.nn import Node2Vec
 from torch_geometric.utils import sort_edge_index
-from torch_geometric.utils.num_nodes import maybe_num_nodes
 
 from ..ops.rng_keys import draw_rng_seeds
 from ..ops.skipgram import skipgram_loss
 from ..ops.walk import random_walk
+from ..sparse.edge_index_checks import check_edge_index
 from ..sparse.walk_graph import WalkGraph
 
 
@@ -139,7 +139,12 @@ class FusedNode2Vec(Node2Vec):
 
         self.random_walk_fn = self._random_walk
 
-        self.num_nodes = maybe_num_nodes(edge_index, num_nodes)
+        # Ids >= num_nodes would make index2ptr (torch's COO -> CSR
+        # conversion, which checks nothing) write past rowptr: refused here,
+        # once per graph.
+        self.num_nodes = check_edge_index(edge_index, num_nodes,
+                                          'FusedNode2Vec',
+                                          infer_num_nodes=True)
 
         # PyG's CSR, as PyG builds it: rows sorted, and within a row the
         # neighbours ascending (sort_edge_index sorts by row * N + col), as

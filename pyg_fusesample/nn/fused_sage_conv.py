@@ -8,7 +8,7 @@ from torch import Tensor
 from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.nn.dense.linear import Linear
 
-from ..ops.aggregate import REDUCTIONS, sample_aggregate
+from ..ops.aggregate import REDUCTIONS, DeviceErrorWatch, sample_aggregate
 from ..sampler.fused_neighbor_sampler import draw_rng_seeds
 from .graph_input import as_csc
 
@@ -96,6 +96,7 @@ class FusedSAGEConv(MessagePassing):
         self.root_weight = root_weight
         self.replace = replace
         self.generator = generator
+        self._errors = DeviceErrorWatch('FusedSAGEConv', 'target')
         if isinstance(in_channels, int):
             in_channels = (in_channels, in_channels)
         self.lin_l = Linear(in_channels[0], out_channels, bias=bias)
@@ -133,12 +134,27 @@ class FusedSAGEConv(MessagePassing):
             x = (x, x)
         x_src, x_dst = x
         num_dst = x_dst.size(0) if x_dst is not None else x_src.size(0)
+        watch = target is not None and x_src.is_cuda and \
+            not torch.compiler.is_compiling() and \
+            not torch.cuda.is_current_stream_capturing()
         if target is not None:
             _check_target(target, x_src.device)
+            if watch:
+                # A target out of range, found by the CUDA kernel in an
+                # earlier call (no host sync; see FusedGraphSAGE's
+                # "Seeds out of range"); the CPU op raises at once.
+                self._errors.check()
         agg, _ = self.aggregate_sampled(x_src, edge_index, target, num_dst)
+        if watch:
+            self._errors.arm(x_src.device)
         out = self.lin_l(agg)
         if self.root_weight and x_dst is not None:
-            out = out + self.lin_r(x_dst if target is None else x_dst[target])
+            if target is not None:
+                # (in bounds for the gather: an id out of range was reported
+                # above, and must not make the index assert on a GPU)
+                n = x_dst.size(0)
+                x_dst = x_dst[target.clamp(-n, n - 1) if n else target]
+            out = out + self.lin_r(x_dst)
         if self.normalize:
             out = F.normalize(out, p=2., dim=-1)
         return out
@@ -156,10 +172,11 @@ def rng_key(generator: Optional[torch.Generator]) -> int:
     return -1 if generator is None else draw_rng_seeds(1, generator)[0]
 
 
-def _check_target(target: Tensor, device: torch.device):
+def _check_target(target: Tensor, device: torch.device,
+                  name: str = 'target'):
     if not isinstance(target, Tensor) or target.dim() != 1 \
             or target.dtype != torch.long:
-        raise ValueError("'target' must be a 1-D int64 tensor of node ids")
+        raise ValueError(f"'{name}' must be a 1-D int64 tensor of node ids")
     if target.device != device:
-        raise ValueError(f"'target' is on {target.device} but 'x' is on "
+        raise ValueError(f"'{name}' is on {target.device} but 'x' is on "
                          f"{device}")

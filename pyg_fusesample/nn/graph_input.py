@@ -12,7 +12,9 @@ import torch
 from torch import Tensor
 from torch_geometric.typing import SparseTensor
 
+from ..sampler.graph_store import _entry_for as graph_entry
 from ..sampler.graph_store import build_csc
+from ..sparse.edge_index_checks import check_compressed
 
 
 def as_csc(edge_index, num_src: int, num_dst: int) -> Tuple[Tensor, Tensor]:
@@ -62,11 +64,16 @@ def _sparse_csc(edge_index, num_src: int, num_dst: int) -> Tuple[Tensor, Tensor]
     if isinstance(edge_index, SparseTensor):
         rowptr, col, _ = edge_index.csr()
         _check_sparse_size(tuple(edge_index.sparse_sizes()), num_src, num_dst)
+        _check_once(col, rowptr, col, 'rowptr', 'col', num_src)
         return rowptr, col
     if isinstance(edge_index, Tensor) and edge_index.layout == torch.sparse_csr:
         _check_sparse_size(tuple(edge_index.shape), num_src, num_dst)
-        return (edge_index.crow_indices().to(torch.long),
-                edge_index.col_indices())
+        crow = edge_index.crow_indices().to(torch.long)
+        col = edge_index.col_indices()
+        # (torch.sparse_csr_tensor checks no invariants by default)
+        _check_once(edge_index, crow, col, 'crow_indices', 'col_indices',
+                    num_src)
+        return crow, col
     if isinstance(edge_index, Tensor) and edge_index.is_sparse:
         raise ValueError("a torch.sparse COO 'edge_index' is not supported; "
                          "pass edge_index, a CSR adj_t (.to_sparse_csr()) or "
@@ -74,6 +81,18 @@ def _sparse_csc(edge_index, num_src: int, num_dst: int) -> Tuple[Tensor, Tensor]
     raise TypeError(f"the graph must be an edge_index tensor, a SparseTensor "
                     f"or a torch.sparse CSR adj_t, got "
                     f"{type(edge_index).__name__}")
+
+
+def _check_once(anchor: Tensor, ptr: Tensor, idx: Tensor, ptr_name: str,
+                idx_name: str, num_src: int):
+    # A user-made CSR may be malformed, and the op would index with it; the
+    # check (O(E), a host sync on a GPU) runs once per graph: its result is
+    # memoised with the graph's CSC memo, per tensor and version.
+    entry = graph_entry(anchor)
+    if entry['graphs'].get('checked') != num_src:
+        check_compressed(ptr, idx, "the graph ('adj_t')", ptr_name, idx_name,
+                         num_src)
+        entry['graphs']['checked'] = num_src
 
 
 def _check_sparse_size(size, num_src: int, num_dst: int):

@@ -108,3 +108,73 @@ def _backward(ctx, grad_out, _grad_nbr, _grad_arg):
 
 torch.library.register_autograd('fusesample::sample_aggregate', _backward,
                                 setup_context=_setup_context)
+
+
+# Ids out of range on CUDA ###################################################
+
+_ERROR_KINDS = {1: 'target', 2: 'source'}
+
+
+class DeviceErrorWatch:
+    r"""Reports ids out of range that :func:`sample_aggregate`'s CUDA kernel
+    met, without a host synchronisation.
+
+    The CUDA kernel does not check ids on the host (that would cost a sync
+    per call) and does not assert (that loses the process's CUDA context):
+    it treats a target out of range as padding (zero output, no
+    neighbours), skips a source out of range, and records the first bad id
+    in a per-device error word (``fusesample::sample_aggregate_error``).
+    :meth:`arm`, called after a step, copies that word to pinned host memory
+    on the current stream (asynchronously); :meth:`check`, called at the
+    start of a later step, raises :class:`RuntimeError` naming
+    :obj:`target_name` if the copied word is set and the copy has finished
+    (it never waits for it). The error therefore surfaces one or more calls
+    after the bad batch, whose outputs were computed with those ids as
+    padding. CPU tensors need none of this: the CPU kernels raise at once.
+    """
+
+    def __init__(self, owner: str, target_name: str):
+        self.owner, self.target_name = owner, target_name
+        self._pending = None  # (event, pinned host copy, device word)
+
+    # A copy (deepcopy, pickling) starts with nothing pending: an event and
+    # a pinned buffer are neither copyable nor the copy's.
+    def __getstate__(self):
+        return {'owner': self.owner, 'target_name': self.target_name}
+
+    def __setstate__(self, state):
+        self.__init__(state['owner'], state['target_name'])
+
+    def check(self):
+        if self._pending is None:
+            return
+        event, host, word = self._pending
+        if not event.query():  # not copied yet: look again next call
+            return
+        self._pending = None
+        kind, bad = int(host[0]), int(host[1])
+        if kind:
+            word.zero_()
+            what = _ERROR_KINDS.get(kind, 'source')
+            name = self.target_name if what == 'target' else 'edge_index'
+            raise RuntimeError(
+                f"{self.owner}: '{name}' held id {bad}, outside the graph's "
+                f"nodes, in an earlier call on {word.device} (found by the "
+                f"CUDA kernel without a host sync; that call computed with "
+                f"it as an empty slot). Check the ids passed as "
+                f"'{name}'")
+
+    def arm(self, device: torch.device):
+        if device.type != 'cuda' or self._pending is not None:
+            return
+        word = _ops.sample_aggregate_error(torch.empty(0, device=device))
+        host = torch.empty(2, dtype=torch.long, pin_memory=True)
+        host.copy_(word, non_blocking=True)
+        event = torch.cuda.Event()
+        event.record()
+        self._pending = (event, host, word)
+
+
+@torch.library.register_fake('fusesample::sample_aggregate_error')
+def _sample_aggregate_error_fake(like):
+    return like.new_empty((2,), dtype=torch.long)

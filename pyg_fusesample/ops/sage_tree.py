@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from .. import _extension  # noqa: F401  (registers the ops)
+from ..sparse.edge_index_checks import check_ids_in_range
 
 
 def sage_tree(x: Tensor, colptr: Tensor, row: Tensor, seeds: Tensor,
@@ -49,6 +50,10 @@ def sage_tree(x: Tensor, colptr: Tensor, row: Tensor, seeds: Tensor,
             be replayed run eagerly, with a warning where that is a slow
             path). ``False`` issues every kernel eagerly.
     """
+    if isinstance(seeds, Tensor) and seeds.device.type == 'cpu' and \
+            not torch.compiler.is_compiling():
+        # (named here: the op's own check is the aggregation's, 'target')
+        check_ids_in_range(seeds, x.size(0), 'seeds', 'sage_tree')
     if replay and x.is_cuda and torch.is_grad_enabled():
         warn_if_not_replayable(x.requires_grad, rng_seed)
     out, how = torch.ops.fusesample.sage_tree(

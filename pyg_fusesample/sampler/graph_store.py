@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from ..ops import csc_from_coo
+from ..sparse.edge_index_checks import check_ids_in_range
 
 
 @dataclass(frozen=True)
@@ -83,10 +84,6 @@ def _csc_on_device(edge_index: Tensor, num_nodes: int) -> CSCGraph:
     # Sources are stored as int32 when ids fit: half the bytes per sampled
     # neighbour read.
     row, col = edge_index
-    if row.numel() > 0:
-        lo, hi = torch.aminmax(edge_index)
-        if int(lo) < 0 or int(hi) >= num_nodes:
-            raise ValueError(f"'edge_index' holds ids outside [0, {num_nodes})")
     col_sorted, perm = torch.sort(col, stable=True)
     colptr = torch.searchsorted(
         col_sorted, torch.arange(num_nodes + 1, device=col.device))
@@ -115,13 +112,15 @@ def build_csc(edge_index: Tensor, num_nodes: int, is_sorted: bool = False,
         return entry['graphs'][key]
 
     ei = edge_index.to(torch.long)
+    # Once per graph (memoised), on every path: an id out of range would
+    # index past colptr (searchsorted / the counting sort).
+    check_ids_in_range(ei, int(num_nodes), 'edge_index',
+                       bound_name='num_nodes')
     if is_sorted:
         col = ei[1]
         if col.numel() > 1 and bool((col[1:] < col[:-1]).any()):
             raise ValueError("'is_sorted=True' but 'edge_index' is not sorted "
                              "by target (edge_index[1])")
-        if ei.numel() > 0 and (int(ei.min()) < 0 or int(ei.max()) >= num_nodes):
-            raise ValueError(f"'edge_index' holds ids outside [0, {num_nodes})")
         colptr = torch.searchsorted(
             col, torch.arange(num_nodes + 1, device=col.device))
         graph = CSCGraph(colptr, ei[0].contiguous(), None, int(num_nodes))

@@ -20,7 +20,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from .edge_index_checks import check_edge_index
+from .edge_index_checks import check_compressed, check_edge_index
 
 
 @dataclass(frozen=True)
@@ -79,22 +79,12 @@ class WalkGraph:
         r"""Wraps a CSR (``rowptr`` [N + 1], ``col`` [E]); rows are sorted
         by neighbour id when they are not. Edge ids are CSR slot indices,
         as in torch_cluster's ``random_walk``."""
-        if rowptr.dim() != 1 or rowptr.numel() < 1 or col.dim() != 1:
-            raise ValueError("random_walk: 'rowptr' must be 1-D with N + 1 "
-                             "entries and 'col' 1-D")
+        check_compressed(rowptr, col, 'random_walk')
         rowptr = rowptr.long()
         num_nodes = rowptr.numel() - 1
-        if int(rowptr[-1]) != col.numel():
-            raise ValueError(f"random_walk: 'rowptr' ends at "
-                             f"{int(rowptr[-1])} but 'col' has {col.numel()} "
-                             f"entries")
         row = torch.repeat_interleave(
             torch.arange(num_nodes, device=rowptr.device), rowptr.diff())
-        col = col.long()
-        if col.numel() and (int(col.min()) < 0 or int(col.max()) >= num_nodes):
-            raise ValueError(f"random_walk: 'col' holds ids outside "
-                             f"[0, {num_nodes})")
-        return cls._build(row, col, num_nodes, edge_weight)
+        return cls._build(row, col.long(), num_nodes, edge_weight)
 
     @classmethod
     def _build(cls, row: Tensor, col: Tensor, num_nodes: int,

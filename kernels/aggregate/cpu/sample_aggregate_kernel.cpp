@@ -228,6 +228,10 @@ at::Tensor sample_aggregate_backward_cpu(
 TORCH_LIBRARY_IMPL(fusesample, CPU, m) {
   m.impl("sample_aggregate", &sample_aggregate_cpu);
   m.impl("sample_aggregate_backward", &sample_aggregate_backward_cpu);
+  // (the CPU kernels raise instead: always a zero word)
+  m.impl("sample_aggregate_error", [](const at::Tensor& like) {
+    return at::zeros({2}, like.options().dtype(at::kLong));
+  });
 }
 
 }  // namespace fusesample

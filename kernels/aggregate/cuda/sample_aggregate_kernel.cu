@@ -73,6 +73,58 @@ RngKey make_rng_key(int64_t rng_seed, const at::Device& device) {
   return key;
 }
 
+// ------------------------------------------------------- error word --
+// Ids out of range must not read out of bounds, and a device-side assert
+// would lose the process's CUDA context; checking them on the host would
+// cost a synchronisation per call. So the forward kernel treats a target
+// outside [-1, N_dst) as padding (-1: zero output, no neighbours) and a
+// source outside [0, N_src) as absent, and records the first such id in a
+// per-device error word: word[0] = 0 (none), kBadTarget or kBadSource;
+// word[1] = the id. The word persists (its address may be baked into CUDA
+// graphs); fusesample::sample_aggregate_error returns it, and the Python
+// layers copy it to pinned host memory asynchronously after a step and
+// raise at a later call (pyg_fusesample.ops.aggregate.DeviceErrorWatch).
+constexpr unsigned long long kBadTarget = 1, kBadSource = 2;
+constexpr int kMaxDevices = 64;
+
+// The device's word ([2] int64, zeros until an error); undefined where it
+// does not exist yet and the stream is being captured (allocating inside a
+// capture would put it in the graph's private pool): the kernels then run
+// without reporting.
+at::Tensor error_word(const at::Device& device, bool create = true) {
+  static std::mutex mutex;
+  static at::Tensor* words = new at::Tensor[kMaxDevices];  // never freed:
+  // CUDA memory must not be released by static destructors at exit
+  const int index = device.index() >= 0 ? device.index()
+                                        : at::cuda::current_device();
+  TORCH_CHECK(index < kMaxDevices, kOp, ": device index ", index,
+              " >= ", kMaxDevices);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!words[index].defined() && create) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    C10_CUDA_CHECK(cudaStreamIsCapturing(
+        at::cuda::getCurrentCUDAStream(index).stream(), &status));
+    if (status == cudaStreamCaptureStatusNone)
+      words[index] = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(
+                                        at::kCUDA, index));
+  }
+  return words[index];
+}
+
+__device__ __forceinline__ void report(unsigned long long* word,
+                                       unsigned long long kind, int64_t id) {
+  if (word != nullptr && atomicCAS(word, 0ull, kind) == 0ull)
+    reinterpret_cast<int64_t*>(word)[1] = id;
+}
+
+// fusesample::sample_aggregate_error(like): the error word of like's CUDA
+// device (a fresh zero word if it cannot be made now).
+at::Tensor sample_aggregate_error_cuda(const at::Tensor& like) {
+  c10::cuda::CUDAGuard guard(like.device());
+  at::Tensor word = error_word(like.device());
+  return word.defined() ? word : at::zeros({2}, like.options().dtype(at::kLong));
+}
+
 __device__ __forceinline__ uint64_t resolve(const RngKey& key) {
   if (!key.from_generator) return key.fixed;
   const auto state = at::cuda::philox::unpack(key.philox);
@@ -88,14 +140,18 @@ sample_aggregate_kernel(const int64_t* __restrict__ colptr,
                         int64_t num_dst, int64_t num_src, int64_t k, bool mean,
                         bool replace, RngKey rng_key, int64_t level,
                         scalar_t* __restrict__ out, int64_t* __restrict__ nbr,
-                        int64_t* __restrict__ arg) {
+                        int64_t* __restrict__ arg,
+                        unsigned long long* __restrict__ error) {
   using acc_t = at::opmath_type<scalar_t>;
   const int lane = threadIdx.x & 31;
   const int64_t K = k < 0 ? 0 : k;
   const uint64_t rng_seed = resolve(rng_key);
   for (int64_t t = global_warp(); t < T; t += warp_count()) {
-    const int64_t v = target[t];
-    CUDA_KERNEL_ASSERT(v >= -1 && v < num_dst);
+    int64_t v = target[t];
+    if (v < -1 || v >= num_dst) {  // padding instead (see error_word)
+      if (lane == 0) report(error, kBadTarget, v);
+      v = -1;
+    }
     int64_t start = 0, d = 0;
     if (v >= 0) {
       start = colptr[v];
@@ -131,7 +187,10 @@ sample_aggregate_kernel(const int64_t* __restrict__ colptr,
 #pragma unroll 2
       for (int64_t s = 0; s < count; ++s) {
         const int64_t u = k >= 0 ? slots[s] : static_cast<int64_t>(row[start + s]);
-        CUDA_KERNEL_ASSERT(u >= 0 && u < num_src);
+        if (u < 0 || u >= num_src) {  // absent instead (see error_word)
+          if (lane == 0) report(error, kBadSource, u);
+          continue;
+        }
         const scalar_t* xu = x + u * F;
 #pragma unroll
         for (int j = 0; j < kTile; ++j) {
@@ -180,6 +239,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_aggregate_cuda(
   const int64_t blocks = warp_blocks(T);
   // k = -1 draws nothing, so it leaves the generator alone.
   const RngKey key = make_rng_key(num_neighbors >= 0 ? rng_seed : 0, colptr.device());
+  at::Tensor word = error_word(colptr.device());
+  auto* error = word.defined() ? reinterpret_cast<unsigned long long*>(
+                                     word.data_ptr<int64_t>())
+                               : nullptr;
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(),
                                   "sample_aggregate_cuda", [&] {
@@ -191,7 +254,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sample_aggregate_cuda(
             x_c.data_ptr<scalar_t_>(), target_c.data_ptr<int64_t>(), T, F,
             colptr.numel() - 1, x.size(0), num_neighbors,
             reduce == Reduce::kMean, replace, key, level, out.data_ptr<scalar_t_>(), nbr.data_ptr<int64_t>(),
-            reduce == Reduce::kMax ? arg.data_ptr<int64_t>() : nullptr);
+            reduce == Reduce::kMax ? arg.data_ptr<int64_t>() : nullptr, error);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       };
       if (reduce == Reduce::kMax)
@@ -395,11 +458,14 @@ at::Tensor sample_aggregate_backward_cuda(
     if (reduce == Reduce::kMean) count = (nbr >= 0).sum(1);
   } else {
     // All in-edges of each target: the pair list is the targets' CSC slices.
-    auto valid = target >= 0;
-    auto v = target.clamp_min(0);
+    // (targets out of range were padding in the forward: no pairs, and
+    // clamped here so that no index_select asserts)
+    const int64_t num_dst = colptr.numel() - 1;
+    auto valid = (target >= 0).logical_and_(target < num_dst);
+    auto v = target.clamp(0, std::max<int64_t>(num_dst - 1, 0));
     auto colptr_c = colptr.contiguous();
     auto start = colptr_c.index_select(0, v);
-    auto deg = (colptr_c.index_select(0, v + 1) - start) * valid;
+    auto deg = (colptr_c.index_select(0, (v + 1).clamp_max_(num_dst)) - start) * valid;
     const int64_t S = deg.sum().item<int64_t>();  // the documented sync
     pair_row = at::repeat_interleave(at::arange(T, index_opts), deg, 0, S);
     auto first = at::cumsum(deg, 0) - deg;
@@ -420,6 +486,7 @@ at::Tensor sample_aggregate_backward_cuda(
 TORCH_LIBRARY_IMPL(fusesample, CUDA, m) {
   m.impl("sample_aggregate", &sample_aggregate_cuda);
   m.impl("sample_aggregate_backward", &sample_aggregate_backward_cuda);
+  m.impl("sample_aggregate_error", &sample_aggregate_error_cuda);
 }
 
 }  // namespace fusesample

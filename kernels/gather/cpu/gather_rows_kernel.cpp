@@ -31,6 +31,9 @@ at::Tensor gather_rows_cached_cpu(const at::Tensor& src, const at::Tensor& cache
   check_ids_in_range_cpu(kOpCached, "index", index, src.size(0));
   auto out = at::index_select(src, 0, index);
   const auto slot = cache_slot.index_select(0, index);
+  // (the batch's slots only: O(batch), not O(len(src)))
+  check_ids_in_range_cpu(kOpCached, "cache_slot", slot, cache.size(0),
+                         /*lowest=*/-1);
   const auto hit = (slot >= 0).nonzero().view(-1);
   out.index_copy_(0, hit, cache.index_select(0, slot.index_select(0, hit).to(at::kLong)));
   hits.add_(hit.numel());

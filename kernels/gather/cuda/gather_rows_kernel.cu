@@ -59,6 +59,7 @@ __global__ void gather_rows_kernel(const vec_t* __restrict__ src,
                                    const int32_t* __restrict__ position,
                                    vec_t* __restrict__ dst, int64_t rows,
                                    int64_t vecs_per_row, int64_t src_rows,
+                                   int64_t cache_rows,
                                    unsigned long long* __restrict__ hits) {
   const int64_t total = rows * vecs_per_row;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -71,7 +72,9 @@ __global__ void gather_rows_kernel(const vec_t* __restrict__ src,
     bool hit = false;
     if (s >= 0 && s < src_rows) {
       const int32_t c = kCached ? slot_of[s] : -1;
-      hit = c >= 0;
+      // (a slot past the cache is a miss: src holds the same row, and
+      // checking cache_slot's values on the host would cost a sync)
+      hit = c >= 0 && c < cache_rows;
       v = hit ? cache[static_cast<int64_t>(c) * vecs_per_row + k]
               : src[s * vecs_per_row + k];
     }
@@ -102,7 +105,7 @@ void launch(const at::Tensor& src, const at::Tensor* cache,
       index.data_ptr<int64_t>(),
       position ? position->data_ptr<int32_t>() : nullptr,
       reinterpret_cast<vec_t*>(out.data_ptr()),
-      rows, vecs, src.size(0),
+      rows, vecs, src.size(0), kCached ? cache->size(0) : 0,
       kCached ? reinterpret_cast<unsigned long long*>(hits->data_ptr<int64_t>())
               : nullptr);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -105,6 +105,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_cpu(
   check_csc(kOp, colptr, row, edge_id);
   check_node_ids(kOp, "node", node, colptr);
   check_ids_in_range_cpu(kOp, "node", node, colptr.numel() - 1);
+  check_compressed_values_cpu(kOp, "colptr", colptr, "row", row,
+                              colptr.numel() - 1);
   const auto colptr_c = colptr.contiguous();
   const auto row_c = row.contiguous();
   const auto node_c = node.contiguous();

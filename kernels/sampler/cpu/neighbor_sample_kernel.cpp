@@ -209,8 +209,7 @@ neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
   TORCH_CHECK(node_type_offsets.empty() || num_counts <= kMaxTypeCounts, kOp, ": ",
               num_counts, " type counts (node types x (hops + 1) + edge types x ",
               "hops) exceed the supported ", kMaxTypeCounts);
-  TORCH_CHECK(colptr[colptr.numel() - 1].item<int64_t>() == row.numel(), kOp,
-              ": 'colptr[-1]' must equal row.numel() = ", row.numel());
+  check_compressed_values_cpu(kOp, "colptr", colptr, "row", row, num_nodes);
 
   const auto colptr_c = colptr.contiguous();
   const auto row_c = row.contiguous();
