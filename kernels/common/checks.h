@@ -3,10 +3,14 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
 #include <ATen/ops/aminmax.h>
 
+#include <cstdint>
 #include <initializer_list>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 namespace fusesample {
 
