@@ -56,10 +56,16 @@ def test_wheel_is_named_for_its_torch_build(wheel):
 
 def test_wheel_installs_and_imports_in_a_fresh_environment(wheel, tmp_path):
     env_dir = tmp_path / 'venv'
-    # The system site-packages give torch and PyG (the wheel's dependencies);
-    # the package itself must come from the wheel, not from this checkout.
-    venv.create(env_dir, system_site_packages=True, with_pip=False)
+    venv.create(env_dir, with_pip=False)
     vpy = str(env_dir / 'bin' / 'python')
+    # torch and PyG (the wheel's dependencies) from this interpreter's
+    # site-packages, listed as plain paths: their .pth files (this
+    # checkout's editable install among them) are not run, so the package
+    # can only come from the wheel.
+    site_dir = run([vpy, '-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
+                   cwd=tmp_path).strip()
+    Path(site_dir, '_parent_site.pth').write_text(
+        '\n'.join(p for p in sys.path if p.endswith('-packages')) + '\n')
     run([PY, '-m', 'pip', '--python', vpy, 'install', '--no-deps', '--no-index', '-q',
          str(wheel)], cwd=tmp_path)
     out = run([vpy, '-c', (
