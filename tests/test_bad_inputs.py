@@ -31,12 +31,12 @@ ERRORS = ('ValueError', 'RuntimeError', 'TypeError', 'IndexError')
 # malformed pointer arrays (ptr_desc, ptr_last_big, ptr_last_small,
 # ptr_first_neg, ptr_huge).
 #
-# On CUDA a raw op does not read a graph's values on the host (a sync per
-# call): the Python layers validate a graph once when they build it, and
-# the raw op trusts it. So on CUDA the cases that give a raw op a malformed
-# graph's values (or sample_aggregate / sage_tree bad targets, reported
-# through the error word instead: see the CUDA-only cases) must only end
-# without a crash ('no_crash'); all others must raise there too ('raise').
+# On CUDA a raw op reads a graph's values on the host once per graph (one
+# sync the first time a graph is seen: kernels/common/value_checks.h), so a
+# malformed graph raises there too. Bad seeds of sample_aggregate / sage_tree
+# are reported through the error word instead (no sync per call: see the
+# CUDA-only cases): those must only end without a crash ('no_crash'); all
+# others must raise on both devices ('raise').
 CASES = {}
 
 
@@ -125,19 +125,15 @@ SEEDS = {
     'huge': 't([2**40])', 'int32': 't([0, 1], torch.int32)',
     'float': 't([0., 1.], torch.float)', '2d': 't([[0, 1]])',
 }
-VALUES = ('not_monotone', 'last_above_nnz', 'last_below_nnz',
-          'first_negative', 'last_huge', 'id_equal_N', 'id_negative',
-          'id_2_pow_40', 'int32_id_equal_N', 'too_short')
 FLAGGED = ('sample_aggregate', 'sample_aggregate_all', 'sage_tree')
 for op, (tpl, ptr_name, idx_name, seed_name) in GRAPH_OPS.items():
     for what, ptr in POINTERS.items():
         case(f'{op}/{ptr_name}_{what}', tpl.format(P=ptr, I='row', S='t([0, 1])'),
-             f"'{ptr_name}", 'no_crash' if what in VALUES else 'raise')
+             f"'{ptr_name}")
     for what, idx in INDICES.items():
         case(f'{op}/{idx_name}_{what}',
              tpl.format(P='colptr', I=idx, S='t([0, 1])'),
-             (f"'{idx_name}'", f"'{ptr_name}[-1]'", f"'{ptr_name}'"),
-             'no_crash' if what in VALUES else 'raise')
+             (f"'{idx_name}'", f"'{ptr_name}[-1]'", f"'{ptr_name}'"))
     if seed_name is None:
         continue
     for what, seed in SEEDS.items():
@@ -154,11 +150,10 @@ for op, tpl in (('csr_softmax', 'ops.csr_softmax({P}, v)'),
                  'ops.csr_softmax_backward({P}, v, v)')):
     for what, ptr in POINTERS.items():
         case(f'{op}/rowptr_{what}',
-             'v = torch.ones(E, device=dev)\n' + tpl.format(P=ptr), "'rowptr",
-             'no_crash' if what in VALUES else 'raise')
+             'v = torch.ones(E, device=dev)\n' + tpl.format(P=ptr), "'rowptr")
     case(f'{op}/value_too_short',
          'v = torch.ones(3, device=dev)\n' + tpl.format(P='colptr'),
-         "'rowptr[-1]'", 'no_crash')
+         "'rowptr[-1]'")
 
 # --- ops.* wrappers and other raw ops --------------------------------------
 case('csc_from_coo/id_equal_num_nodes', 'pfs.ops.csc_from_coo(ei, N - 1)',

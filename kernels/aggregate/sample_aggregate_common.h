@@ -38,7 +38,7 @@ inline void check_sample_aggregate(const char* op, const at::Tensor& colptr,
   check_features(op, "x", x, colptr);
   check_node_ids(op, "target", target, colptr);
   // Sources are rows of x (the graph may be bipartite).
-  const int64_t max_source = check_compressed_values_cpu(
+  const int64_t max_source = check_graph_values(
       op, "colptr", colptr, "row", row,
       std::numeric_limits<int64_t>::max()).second;
   TORCH_CHECK(max_source < x.size(0), op, ": 'row' holds source id ",
@@ -63,7 +63,7 @@ inline void check_sample_aggregate_backward(
   TORCH_CHECK(grad_out.size(0) == target.numel(), op, ": 'grad_out' has ",
               grad_out.size(0), " rows but 'target' has ", target.numel());
   TORCH_CHECK(num_src >= 0, op, ": 'num_src' must be >= 0, got ", num_src);
-  const int64_t max_source = check_compressed_values_cpu(
+  const int64_t max_source = check_graph_values(
       op, "colptr", colptr, "row", row,
       std::numeric_limits<int64_t>::max()).second;
   TORCH_CHECK(max_source < num_src, op, ": 'row' holds source id ",

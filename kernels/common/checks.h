@@ -3,14 +3,12 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <ATen/TensorOperators.h>
 #include <ATen/ops/aminmax.h>
 
-#include <cstdint>
 #include <initializer_list>
-#include <mutex>
 #include <utility>
-#include <vector>
+
+#include "value_checks.h"
 
 namespace fusesample {
 
@@ -263,140 +261,5 @@ inline void check_ids_in_range_cpu(const char* op, const char* name,
               ", ", bound, ")");
 }
 
-// A pointer array's values on the CPU: starts at 0, never decreases, ends
-// at `count` (the number of entries of `idx_name` it splits). O(len(ptr)).
-inline void check_pointer_values_cpu(const char* op, const char* ptr_name,
-                                     const at::Tensor& ptr,
-                                     const char* idx_name, int64_t count) {
-  if (!ptr.is_cpu()) return;
-  const int64_t n = ptr.numel();
-  TORCH_CHECK(n >= 1, op, ": '", ptr_name, "' needs at least one entry");
-  const int64_t first = ptr[0].item<int64_t>();
-  const int64_t last = ptr[n - 1].item<int64_t>();
-  TORCH_CHECK(first == 0, op, ": '", ptr_name, "[0]' must be 0, got ", first);
-  TORCH_CHECK(last == count, op, ": '", ptr_name, "[-1]' must equal the ",
-              "number of entries of '", idx_name, "' (", count, "), got ", last);
-  if (n > 1) {
-    const auto step = ptr.narrow(0, 1, n - 1) - ptr.narrow(0, 0, n - 1);
-    const auto down = (step < 0).nonzero();
-    const int64_t bad = down.numel() ? down.view(-1)[0].item<int64_t>() : -1;
-    TORCH_CHECK(bad < 0, op, ": '", ptr_name, "' must be non-decreasing, "
-                "but ", ptr_name, "[", bad + 1, "] = ",
-                ptr[bad + 1].item<int64_t>(), " < ", ptr_name, "[", bad,
-                "] = ", ptr[bad].item<int64_t>());
-  }
-}
-
-// The values of a compressed layout (ptr, idx): ptr starts at 0, never
-// decreases and ends at idx.numel(); every idx lies in [0, idx_bound). A
-// kernel indexing with a bad layout would read or write out of bounds, so
-// the CPU kernels call this before any pointer is followed. The scan is
-// O(len(ptr) + len(idx)), so it runs once per graph: a graph whose storages
-// are still alive and whose version counters are unchanged since it passed
-// is not scanned again (loaders call the ops with one graph per batch);
-// only idx's [min, max] is kept, so a later call with another bound (x's
-// rows, say) is still checked. CUDA tensors are not scanned here (it would
-// be a host sync per call): the Python layers validate a graph once when
-// they build it, and the raw CUDA ops trust the layout's values.
-namespace detail {
-
-struct ValidatedLayout {
-  c10::weak_intrusive_ptr<c10::StorageImpl> ptr_storage, idx_storage;
-  int64_t ptr_offset, idx_offset, ptr_numel, idx_numel, ptr_stride, idx_stride;
-  uint32_t ptr_version, idx_version;
-  at::ScalarType idx_dtype;
-  int64_t lo, hi;  // idx's range (lo > hi when idx is empty)
-};
-
-// A tensor's storage, place and version, or false where it cannot be
-// tracked (inference tensors keep no version counter).
-inline bool trackable(const at::Tensor& t) {
-  return t.has_storage() && t.unsafeGetTensorImpl()->version_counter().enabled();
-}
-
-inline uint32_t version_of(const at::Tensor& t) {
-  return t.unsafeGetTensorImpl()->version_counter().current_version();
-}
-
-inline bool same_place(const c10::weak_intrusive_ptr<c10::StorageImpl>& s,
-                       int64_t offset, int64_t numel, int64_t stride,
-                       uint32_t version, const at::Tensor& t) {
-  // A weak pointer that has not expired still names the same storage object.
-  return !s.expired() && s._unsafe_get_target() ==
-             t.storage().unsafeGetStorageImpl() &&
-         offset == t.storage_offset() && numel == t.numel() &&
-         stride == (t.dim() == 1 ? t.stride(0) : 0) && version == version_of(t);
-}
-
-// Layouts that passed, newest last; a few graphs live at once (a model's,
-// its transpose, a loader's), so a short list searched linearly suffices.
-struct LayoutCache {
-  std::mutex mutex;
-  std::vector<ValidatedLayout> entries;
-};
-
-inline LayoutCache& layout_cache() {
-  static LayoutCache cache;
-  return cache;
-}
-
-constexpr size_t kLayoutCacheSize = 16;
-
-}  // namespace detail
-
-// Returns idx's [min, max] ({0, -1} when empty or not on the CPU), for a
-// caller that words its own bound check (pass idx_bound = INT64_MAX).
-inline std::pair<int64_t, int64_t> check_compressed_values_cpu(
-    const char* op, const char* ptr_name, const at::Tensor& ptr,
-    const char* idx_name, const at::Tensor& idx, int64_t idx_bound) {
-  if (!ptr.is_cpu() || !idx.is_cpu()) return {0, -1};
-  const bool track = detail::trackable(ptr) && detail::trackable(idx) &&
-                     ptr.dim() == 1 && idx.dim() == 1;
-  int64_t lo = 0, hi = -1;
-  bool found = false;
-  auto& cache = detail::layout_cache();
-  if (track) {
-    std::lock_guard<std::mutex> lock(cache.mutex);
-    for (const auto& e : cache.entries) {
-      if (e.idx_dtype == idx.scalar_type() &&
-          detail::same_place(e.ptr_storage, e.ptr_offset, e.ptr_numel,
-                             e.ptr_stride, e.ptr_version, ptr) &&
-          detail::same_place(e.idx_storage, e.idx_offset, e.idx_numel,
-                             e.idx_stride, e.idx_version, idx)) {
-        lo = e.lo, hi = e.hi, found = true;
-        break;
-      }
-    }
-  }
-  if (!found) {
-    check_pointer_values_cpu(op, ptr_name, ptr, idx_name, idx.numel());
-    if (idx.numel() > 0) {
-      auto minmax = at::aminmax(idx);
-      lo = std::get<0>(minmax).item<int64_t>();
-      hi = std::get<1>(minmax).item<int64_t>();
-    }
-    if (track) {
-      std::lock_guard<std::mutex> lock(cache.mutex);
-      auto& entries = cache.entries;
-      if (entries.size() >= detail::kLayoutCacheSize)
-        entries.erase(entries.begin());
-      entries.push_back(detail::ValidatedLayout{
-          ptr.storage().getWeakStorageImpl(), idx.storage().getWeakStorageImpl(),
-          ptr.storage_offset(), idx.storage_offset(), ptr.numel(), idx.numel(),
-          ptr.stride(0), idx.stride(0), detail::version_of(ptr),
-          detail::version_of(idx), idx.scalar_type(), lo, hi});
-    }
-  }
-  if (idx.numel() == 0) return {0, -1};
-  if (idx_bound == std::numeric_limits<int64_t>::max()) {
-    TORCH_CHECK(lo >= 0, op, ": '", idx_name, "' holds id ", lo,
-                "; ids must be >= 0");
-  } else {
-    TORCH_CHECK(lo >= 0 && hi < idx_bound, op, ": '", idx_name,
-                "' holds ids in [", lo, ", ", hi, "] but must lie in [0, ",
-                idx_bound, ")");
-  }
-  return {lo, hi};
-}
 
 }  // namespace fusesample

@@ -46,7 +46,7 @@ inline void check_inputs(const at::Tensor& colptr, const at::Tensor& row,
                          const c10::optional<at::Tensor>& node_cumsum,
                          const at::Tensor& seed, at::IntArrayRef num_samples) {
   check_csc(kOp, colptr, row, edge_id);
-  check_compressed_values_cpu(kOp, "colptr", colptr, "row", row,
+  check_graph_values(kOp, "colptr", colptr, "row", row,
                               colptr.numel() - 1);
   check_slot_values(kOp, "edge_value", edge_value, at::kDouble, "row", row,
                     "colptr", colptr);

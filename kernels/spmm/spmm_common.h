@@ -74,7 +74,7 @@ inline int64_t check_spmm(const char* op, const at::Tensor& rowptr,
                 " columns, not a multiple of the ", heads, " heads of 'value'");
   }
   // Columns index rows of x.
-  check_compressed_values_cpu(op, "rowptr", rowptr, "col", col, x.size(0));
+  check_graph_values(op, "rowptr", rowptr, "col", col, x.size(0));
   return heads;
 }
 
@@ -106,7 +106,7 @@ inline void check_sddmm(const char* op, const at::Tensor& rowptr,
               "beyond their first dimension");
   TORCH_CHECK(a.size(0) == rowptr.numel() - 1, op, ": 'a' has ", a.size(0),
               " rows but 'rowptr' describes ", rowptr.numel() - 1);
-  check_compressed_values_cpu(op, "rowptr", rowptr, "col", col, b.size(0));
+  check_graph_values(op, "rowptr", rowptr, "col", col, b.size(0));
 }
 
 // csr_softmax's edge scores: [E] or [E, heads]; returns the heads.
@@ -117,7 +117,7 @@ inline int64_t check_softmax_value(const char* op, const at::Tensor& rowptr,
   check_floating(op, "value", value, "rowptr", rowptr);
   TORCH_CHECK(value.dim() == 1 || value.dim() == 2, op,
               ": 'value' must be [E] or [E, heads], got shape ", value.sizes());
-  check_pointer_values_cpu(op, "rowptr", rowptr, "value", value.size(0));
+  check_graph_pointer_values(op, "rowptr", rowptr, "value", value.size(0));
   return value.dim() == 2 ? value.size(1) : 1;
 }
 

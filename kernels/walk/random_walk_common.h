@@ -23,7 +23,7 @@ inline void check_inputs(const at::Tensor& rowptr, const at::Tensor& col,
                          const at::Tensor& start, int64_t walk_length,
                          double p, double q, double restart_prob) {
   check_compressed(kOp, "rowptr", rowptr, "col", col, "num_nodes");
-  check_compressed_values_cpu(kOp, "rowptr", rowptr, "col", col,
+  check_graph_values(kOp, "rowptr", rowptr, "col", col,
                               rowptr.numel() - 1);
   check_slot_values(kOp, "edge_id", edge_id, at::kLong, "col", col, "rowptr",
                     rowptr);

@@ -88,6 +88,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> induced_subgraph_cuda(
     const c10::optional<at::Tensor>& edge_id, const at::Tensor& node) {
   check_csc(kOp, colptr, row, edge_id);
   check_node_ids(kOp, "node", node, colptr);
+  // The kernel follows colptr and row unchecked: their values once per graph.
+  check_graph_values(kOp, "colptr", colptr, "row", row, colptr.numel() - 1);
   c10::cuda::CUDAGuard guard(colptr.device());
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const auto opts = colptr.options();

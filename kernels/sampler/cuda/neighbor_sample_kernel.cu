@@ -432,6 +432,8 @@ Inputs checked_inputs(const at::Tensor& colptr, const at::Tensor& row,
               " hops are supported, got ", hops);
   check_typing(kOp, (colptr.numel() - 1) / num_types, row.numel(), num_types,
                node_type_offsets, edge_type_offsets, edge_type_nodes);
+  // The kernel follows colptr and row unchecked: their values once per graph.
+  check_graph_values(kOp, "colptr", colptr, "row", row, (colptr.numel() - 1) / num_types);
   auto vec = [](at::IntArrayRef v) { return std::vector<int64_t>(v.begin(), v.end()); };
   Inputs in{colptr.contiguous(), row.contiguous(), seed.contiguous(), c10::nullopt,
             vec(num_neighbors), num_types,
