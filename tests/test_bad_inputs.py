@@ -560,14 +560,13 @@ def valid_graph(ptr, idx, seeds):
                                   'csr_softmax', 'csc_from_coo']))
 def check(graph, op):
     ptr, idx, seeds = graph
-    # On CUDA a raw op trusts a graph's values (the layers validate a graph
-    # once, where they build it): only well-formed graphs, with seeds
-    # around the boundaries.
+    # On CUDA: well-formed graphs with seeds around the boundaries (the
+    # table's CUDA cases cover malformed graphs, which the whole-graph ops
+    # check there once per graph).
     assume(dev == 'cpu' or valid_graph(ptr, idx, seeds))
     print(json.dumps({'start': [op, ptr, idx, seeds]}), flush=True)
     outcome = run(op, ptr, idx, seeds, valid_graph(ptr, idx, seeds))
-    # A malformed graph must raise (never a silent answer) on the CPU,
-    # where the op checks every value; CUDA ops trust the graph's values.
+    # A malformed graph must raise (never a silent answer).
     if dev == 'cpu' and not valid_graph(ptr, idx, seeds) and \
             op not in ('csc_from_coo', 'csr_softmax'):
         assert outcome == 'error', (op, ptr, idx, seeds)

@@ -42,7 +42,7 @@ inline void check_in_set_entries(const at::Tensor& ptr, const at::Tensor& nbr,
               ": 'node', 'group', 'key' and 'skip' must have one entry per position, got ",
               n, ", ", group.numel(), ", ", key.numel(), " and ", skip.numel());
   TORCH_CHECK(num_nodes >= 0, op, ": 'num_nodes' must be >= 0, got ", num_nodes);
-  // (CPU only, once per graph: see check_compressed_values_cpu)
+  // (CPU only, once per graph: kernels/common/value_checks.h)
   check_compressed_values_cpu(op, "ptr", ptr, "nbr", nbr, ptr.numel() - 1);
 }
 
