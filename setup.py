@@ -131,8 +131,10 @@ class IncrementalBuildExtension(BuildExtension):
         os.makedirs(out_dir, exist_ok=True)
         with open(PRECOMPILED) as f:
             text = f.read()
-        if not os.path.exists(include) or open(include).read() != text:
-            with open(include, 'w') as f:  # the fallback GCC reads instead
+        # The copy beside the .gch is what GCC reads when it cannot use the
+        # .gch; rewritten only when changed, so ninja sees it up to date.
+        if not os.path.exists(include) or read(include) != text:
+            with open(include, 'w') as f:
                 f.write(text)
         if '.hpp' not in self.compiler.src_extensions:
             self.compiler.src_extensions = self.compiler.src_extensions + ['.hpp']
@@ -142,16 +144,26 @@ class IncrementalBuildExtension(BuildExtension):
                 [include], output_dir=out_dir, macros=macros,
                 include_dirs=ext.include_dirs, debug=self.debug,
                 extra_postargs=ext.extra_compile_args, depends=ext.depends)
+            # GCC wrote the header's compiled form to obj (the object name
+            # ninja tracks); GCC looks for it as <header>.gch.
             gch = include + '.gch'
             if os.path.exists(gch):
                 os.remove(gch)
-            os.link(obj, gch)  # GCC wrote the header's compiled form to obj
+            try:
+                os.link(obj, gch)
+            except OSError:  # no hard links on this file system
+                shutil.copyfile(obj, gch)
         except Exception as e:  # noqa: BLE001 -- any failure: build without it
             print(f'pyg_fusesample: WARNING: the precompiled header failed '
                   f'({e}); every .cpp file parses the torch headers itself, '
                   f'a slower build', file=sys.stderr)
             return None
         return include
+
+
+def read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
 
 
 def compiler_is_gcc() -> bool:
@@ -165,9 +177,10 @@ def compiler_is_gcc() -> bool:
 
 
 def report_compiler_cache():
-    """Says whether compiles go through ccache/sccache. torch's cpp_extension
-    (2.12+) puts either in front of the compilers when it is on the PATH;
-    for an older torch, ``PYTORCH_NVCC`` and ``CXX`` can name it."""
+    """Says whether compiles go through ccache/sccache. Newer torch releases'
+    cpp_extension (2.13 has it) put either in front of the compilers when it
+    is on the PATH; for an older torch, ``PYTORCH_NVCC`` and ``CXX`` can name
+    it."""
     import torch.utils.cpp_extension as cpp_extension
     found = shutil.which('sccache') or shutil.which('ccache')
     if not found:
