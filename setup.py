@@ -109,12 +109,22 @@ class IncrementalBuildExtension(BuildExtension):
         self.build_temp = os.path.join(ROOT, 'build', f'temp.{tag}')
 
     def build_extension(self, ext):
-        pch = self.precompile_header(ext)
-        if pch is not None:
-            # -include works wherever it stands on the command line; GCC
-            # takes <pch>.gch beside it, or warns and reads the header.
+        if use_precompiled_header():
+            # GCC's depfile of a file compiled with the precompiled header
+            # lists none of the headers the header brought in (a schema file
+            # that includes only torch/library.h depends on nothing but
+            # itself), so ninja could not see a new torch or a changed
+            # precompiled.hpp. Their stamp on every command line (the
+            # header's too: its flags must match) rebuilds all when either
+            # changes.
             ext.extra_compile_args['cxx'] = (
-                ext.extra_compile_args['cxx'] + ['-include', pch, '-Winvalid-pch'])
+                ext.extra_compile_args['cxx'] + [f'-DFUSESAMPLE_PCH_STAMP={pch_stamp()}'])
+            pch = self.precompile_header(ext)
+            if pch is not None:
+                # -include works wherever it stands on the command line;
+                # GCC takes <pch>.gch beside it, or warns and reads the header.
+                ext.extra_compile_args['cxx'] = (
+                    ext.extra_compile_args['cxx'] + ['-include', pch, '-Winvalid-pch'])
         super().build_extension(ext)
 
     def precompile_header(self, ext):
@@ -122,10 +132,7 @@ class IncrementalBuildExtension(BuildExtension):
         header with the very command line of the .cpp files (torch's ninja
         rule and flags: a header built with other flags is refused), in an
         object folder of its own; returns the path to ``-include``, or None
-        where it does not apply (FUSESAMPLE_PCH=0, not GCC, or it failed,
-        which is said)."""
-        if os.getenv('FUSESAMPLE_PCH', '1') == '0' or not compiler_is_gcc():
-            return None
+        where it failed (which is said)."""
         out_dir = os.path.join(self.build_temp, 'pch')
         include = os.path.join(out_dir, os.path.basename(PRECOMPILED))
         os.makedirs(out_dir, exist_ok=True)
@@ -159,6 +166,22 @@ class IncrementalBuildExtension(BuildExtension):
                   f'a slower build', file=sys.stderr)
             return None
         return include
+
+
+def use_precompiled_header() -> bool:
+    """GCC, unless FUSESAMPLE_PCH=0."""
+    return os.getenv('FUSESAMPLE_PCH', '1') != '0' and compiler_is_gcc()
+
+
+def pch_stamp() -> str:
+    """What the precompiled header is made of: its text, this torch and the
+    compiler (a hash, so the command lines stay short)."""
+    import hashlib
+    from torch.utils.cpp_extension import get_cxx_compiler
+    compiler = subprocess.run([get_cxx_compiler(), '--version'], capture_output=True,
+                              text=True).stdout
+    parts = [read(PRECOMPILED), torch.__version__, str(torch.version.git_version), compiler]
+    return hashlib.sha1('\0'.join(parts).encode()).hexdigest()[:16]
 
 
 def read(path: str) -> str:
