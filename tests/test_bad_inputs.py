@@ -596,3 +596,28 @@ def test_bad_inputs_hypothesis(device, tmp_path):
             pass
     assert proc.returncode == 0 and last == {'done': True}, (
         f'rc={proc.returncode}, last case {last}:\n{proc.stderr[-3000:]}')
+
+
+def test_checked_graph_is_checked_again_after_an_in_place_edit():
+    # The graph value checks run once per graph (kernels/common/value_checks.h):
+    # a layout that passed is remembered by its storage, place and version
+    # counter, so an in-place edit must bring the check back. In process:
+    # every call here raises before a kernel reads the edited values.
+    import torch
+    import pyg_fusesample  # noqa: F401
+    ops = torch.ops.fusesample
+    colptr, row = torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 0])
+    seed = torch.tensor([0])
+    ops.neighbor_sample(colptr, row, None, seed, [1])
+    ops.neighbor_sample(colptr, row, None, seed, [1])  # (remembered)
+    row[1] = 3
+    with pytest.raises(RuntimeError, match="'row' holds ids in"):
+        ops.neighbor_sample(colptr, row, None, seed, [1])
+
+    # The pointers alone (csr_softmax's rowptr over edge values) likewise.
+    rowptr, value = torch.tensor([0, 2, 3]), torch.ones(3)
+    ops.csr_softmax(rowptr, value)
+    ops.csr_softmax(rowptr, value)
+    rowptr[1] = 4
+    with pytest.raises(RuntimeError, match="'rowptr' must be non-decreasing"):
+        ops.csr_softmax(rowptr, value)

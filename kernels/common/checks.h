@@ -261,5 +261,4 @@ inline void check_ids_in_range_cpu(const char* op, const char* name,
               ", ", bound, ")");
 }
 
-
 }  // namespace fusesample

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -60,94 +61,92 @@ void pointer_values(const char* op, const char* ptr_name, const at::Tensor& ptr,
   }
 }
 
-// Layouts that passed (value_checks.h: once per graph), remembered by their
-// storages, places and version counters.
+// Where a tensor's values live and which version they are at: a layout is
+// the same as one checked before while its storage is still alive, its place
+// in it is the same and its version counter has not moved.
+struct Place {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  int64_t offset, numel, stride;
+  uint32_t version;
 
-struct ValidatedLayout {
-  c10::weak_intrusive_ptr<c10::StorageImpl> ptr_storage, idx_storage;
-  int64_t ptr_offset, idx_offset, ptr_numel, idx_numel, ptr_stride, idx_stride;
-  uint32_t ptr_version, idx_version;
-  at::ScalarType idx_dtype;
-  int64_t lo, hi;  // idx's range (lo > hi when idx is empty)
+  // Whether t can be tracked (inference tensors keep no version counter).
+  static bool trackable(const at::Tensor& t) {
+    return t.dim() == 1 && t.has_storage() &&
+           t.unsafeGetTensorImpl()->version_counter().enabled();
+  }
+
+  static Place of(const at::Tensor& t) {
+    return {t.storage().getWeakStorageImpl(), t.storage_offset(), t.numel(), t.stride(0),
+            t.unsafeGetTensorImpl()->version_counter().current_version()};
+  }
+
+  bool holds(const at::Tensor& t) const {
+    // A weak pointer that has not expired still names the same storage object.
+    return !storage.expired() && storage._unsafe_get_target() == t.storage().unsafeGetStorageImpl() &&
+           offset == t.storage_offset() && numel == t.numel() && stride == t.stride(0) &&
+           version == t.unsafeGetTensorImpl()->version_counter().current_version();
+  }
 };
 
-// A tensor's storage, place and version, or false where it cannot be
-// tracked (inference tensors keep no version counter).
-bool trackable(const at::Tensor& t) {
-  return t.has_storage() && t.unsafeGetTensorImpl()->version_counter().enabled();
-}
-
-uint32_t version_of(const at::Tensor& t) {
-  return t.unsafeGetTensorImpl()->version_counter().current_version();
-}
-
-bool same_place(const c10::weak_intrusive_ptr<c10::StorageImpl>& s,
-                       int64_t offset, int64_t numel, int64_t stride,
-                       uint32_t version, const at::Tensor& t) {
-  // A weak pointer that has not expired still names the same storage object.
-  return !s.expired() && s._unsafe_get_target() ==
-             t.storage().unsafeGetStorageImpl() &&
-         offset == t.storage_offset() && numel == t.numel() &&
-         stride == (t.dim() == 1 ? t.stride(0) : 0) && version == version_of(t);
-}
+// A layout that passed: its pointers (ending at `count`) and, where checked,
+// its indices with their range (lo > hi when there are none).
+struct Checked {
+  Place ptr;
+  std::optional<Place> idx;
+  at::ScalarType idx_dtype;
+  int64_t count, lo, hi;
+};
 
 // Layouts that passed, newest last; a few graphs live at once (a model's,
 // its transpose, a loader's), so a short list searched linearly suffices.
-struct LayoutCache {
-  std::mutex mutex;
-  std::vector<ValidatedLayout> entries;
-};
+constexpr size_t kCacheSize = 16;
+std::mutex cache_mutex;
+std::vector<Checked> cache;
 
-LayoutCache& layout_cache() {
-  static LayoutCache cache;
-  return cache;
+// idx undefined: the pointers alone (over `count` entries).
+const Checked* find(const at::Tensor& ptr, const at::Tensor& idx, int64_t count) {
+  for (const auto& c : cache)
+    if (c.count == count && c.idx.has_value() == idx.defined() && c.ptr.holds(ptr) &&
+        (!idx.defined() || (c.idx_dtype == idx.scalar_type() && c.idx->holds(idx))))
+      return &c;
+  return nullptr;
 }
 
-constexpr size_t kLayoutCacheSize = 16;
+// idx's [min, max] over a layout that is checked once per graph; {0, -1}
+// where the values cannot be read now (value_checks.h).
+std::pair<int64_t, int64_t> layout_values(const char* op, const char* ptr_name,
+                                          const at::Tensor& ptr, const char* idx_name,
+                                          const at::Tensor& idx, int64_t count, bool device) {
+  if (!readable(ptr, device) || (idx.defined() && !readable(idx, device))) return {0, -1};
+  const bool track = Place::trackable(ptr) && (!idx.defined() || Place::trackable(idx));
+  if (track) {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    if (const Checked* c = find(ptr, idx, count)) return {c->lo, c->hi};
+  }
+  pointer_values(op, ptr_name, ptr, idx_name, count);
+  int64_t lo = 0, hi = -1;
+  if (idx.defined() && idx.numel() > 0) {
+    auto minmax = at::aminmax(idx);
+    lo = std::get<0>(minmax).item<int64_t>();
+    hi = std::get<1>(minmax).item<int64_t>();
+  }
+  if (track) {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    if (cache.size() >= kCacheSize) cache.erase(cache.begin());
+    cache.push_back(Checked{Place::of(ptr),
+                            idx.defined() ? std::optional<Place>(Place::of(idx)) : std::nullopt,
+                            idx.defined() ? idx.scalar_type() : at::ScalarType::Undefined, count,
+                            lo, hi});
+  }
+  return {lo, hi};
+}
 
 std::pair<int64_t, int64_t> compressed_values(const char* op, const char* ptr_name,
                                               const at::Tensor& ptr, const char* idx_name,
                                               const at::Tensor& idx, int64_t idx_bound,
                                               bool device) {
-  if (!readable(ptr, device) || !readable(idx, device)) return {0, -1};
-  const bool track = trackable(ptr) && trackable(idx) &&
-                     ptr.dim() == 1 && idx.dim() == 1;
-  int64_t lo = 0, hi = -1;
-  bool found = false;
-  auto& cache = layout_cache();
-  if (track) {
-    std::lock_guard<std::mutex> lock(cache.mutex);
-    for (const auto& e : cache.entries) {
-      if (e.idx_dtype == idx.scalar_type() &&
-          same_place(e.ptr_storage, e.ptr_offset, e.ptr_numel,
-                             e.ptr_stride, e.ptr_version, ptr) &&
-          same_place(e.idx_storage, e.idx_offset, e.idx_numel,
-                             e.idx_stride, e.idx_version, idx)) {
-        lo = e.lo, hi = e.hi, found = true;
-        break;
-      }
-    }
-  }
-  if (!found) {
-    pointer_values(op, ptr_name, ptr, idx_name, idx.numel());
-    if (idx.numel() > 0) {
-      auto minmax = at::aminmax(idx);
-      lo = std::get<0>(minmax).item<int64_t>();
-      hi = std::get<1>(minmax).item<int64_t>();
-    }
-    if (track) {
-      std::lock_guard<std::mutex> lock(cache.mutex);
-      auto& entries = cache.entries;
-      if (entries.size() >= kLayoutCacheSize)
-        entries.erase(entries.begin());
-      entries.push_back(ValidatedLayout{
-          ptr.storage().getWeakStorageImpl(), idx.storage().getWeakStorageImpl(),
-          ptr.storage_offset(), idx.storage_offset(), ptr.numel(), idx.numel(),
-          ptr.stride(0), idx.stride(0), version_of(ptr),
-          version_of(idx), idx.scalar_type(), lo, hi});
-    }
-  }
-  if (idx.numel() == 0) return {0, -1};
+  const auto [lo, hi] = layout_values(op, ptr_name, ptr, idx_name, idx, idx.numel(), device);
+  if (lo > hi) return {0, -1};  // no ids, or not read now
   if (idx_bound == std::numeric_limits<int64_t>::max()) {
     TORCH_CHECK(lo >= 0, op, ": '", idx_name, "' holds id ", lo,
                 "; ids must be >= 0");
@@ -161,14 +160,9 @@ std::pair<int64_t, int64_t> compressed_values(const char* op, const char* ptr_na
 
 }  // namespace
 
-void check_pointer_values_cpu(const char* op, const char* ptr_name, const at::Tensor& ptr,
-                              const char* idx_name, int64_t count) {
-  if (readable(ptr, /*device=*/false)) pointer_values(op, ptr_name, ptr, idx_name, count);
-}
-
 void check_graph_pointer_values(const char* op, const char* ptr_name, const at::Tensor& ptr,
                                 const char* idx_name, int64_t count) {
-  if (readable(ptr, /*device=*/true)) pointer_values(op, ptr_name, ptr, idx_name, count);
+  layout_values(op, ptr_name, ptr, idx_name, at::Tensor(), count, /*device=*/true);
 }
 
 std::pair<int64_t, int64_t> check_compressed_values_cpu(const char* op, const char* ptr_name,

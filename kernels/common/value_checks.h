@@ -15,10 +15,10 @@
 //   first time a graph is seen, none after; not while the stream is being
 //   captured into a CUDA graph (the capture would end), when the layout is
 //   trusted (a graph used eagerly first has been checked).
-// - check_compressed_values_cpu / check_pointer_values_cpu: layouts made per
-//   batch (ShaDow's neighbour lists): CPU tensors only, since a per-batch
-//   scan of a CUDA tensor would be a host sync per batch; their CUDA kernels
-//   take them from our own ops.
+// - check_compressed_values_cpu: layouts made per batch (ShaDow's
+//   neighbour lists): CPU tensors only, since a per-batch scan of a CUDA
+//   tensor would be a host sync per batch; their CUDA kernels take them from
+//   our own ops.
 //
 // Each returns the indices' [min, max] ({0, -1} when empty or not scanned);
 // a caller that words its own bound check passes idx_bound = INT64_MAX.
@@ -43,8 +43,5 @@ std::pair<int64_t, int64_t> check_compressed_values_cpu(const char* op, const ch
                                                         const char* idx_name,
                                                         const at::Tensor& idx,
                                                         int64_t idx_bound);
-
-void check_pointer_values_cpu(const char* op, const char* ptr_name, const at::Tensor& ptr,
-                              const char* idx_name, int64_t count);
 
 }  // namespace fusesample
