@@ -162,6 +162,7 @@ def synthetic_graph(args) -> Data:
     (a full-size graph takes a minute or more to generate on the one thread
     torchrun gives each process; reading it back, seconds)."""
     from pyg_fusesample.datasets import papers100m_like, products_like
+    from pyg_fusesample.files import replaced_atomically
     path = None
     if args.graph_cache:
         path = osp.join(args.graph_cache,
@@ -184,10 +185,8 @@ def synthetic_graph(args) -> Data:
     finally:
         torch.set_num_threads(threads)
     if path is not None:
-        os.makedirs(args.graph_cache, exist_ok=True)
-        tmp = f'{path}.{os.getpid()}.tmp'
-        torch.save(data, tmp)
-        os.replace(tmp, path)  # no rank ever reads a half-written file
+        with replaced_atomically(path) as tmp:  # no rank reads half a file
+            torch.save(data, tmp)
     return data
 
 

@@ -1,6 +1,6 @@
 """The package's import arrows point down, read from the imports themselves.
 
-Layers (low to high): version/environment/extension -> sparse -> ops ->
+Layers (low to high): version/environment/extension/files -> sparse -> ops ->
 sampler/autotune/datasets -> nn/optim -> loader -> bench/demo -> the package root.
 A module may import its own layer or a lower one, never a higher one; no
 intra-package import hides inside a function (a lazy import is how a cycle
@@ -13,7 +13,7 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'pyg_fusesample'
 RANK = {
-    '_version': 0, 'environment': 0, '_extension': 0,
+    '_version': 0, 'environment': 0, '_extension': 0, 'files': 0,
     'sparse': 1,
     'ops': 2,
     'sampler': 3, 'autotune': 3, 'datasets': 3,

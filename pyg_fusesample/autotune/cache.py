@@ -19,13 +19,11 @@ Schema (version 1)::
 ``KEY`` is ``"|".join(f"{name}={value}")`` over :data:`KEY_FIELDS` and must
 match the entry's ``key`` object (a hand-edited mismatch is not trusted).
 """
-import contextlib
 import ctypes
 import functools
 import hashlib
 import json
 import os
-import tempfile
 import warnings
 from typing import Dict, Iterable, Tuple
 
@@ -33,6 +31,7 @@ import torch
 
 from .._version import __version__
 from ..environment import device_name, versions
+from ..files import replaced_atomically
 from ..ops.spmm import HUB_VARIANTS
 from .candidates import known_variant
 
@@ -208,20 +207,11 @@ def store(path: str, key: str, entry: Dict) -> bool:
 
 def write_atomic(path: str, data: Dict) -> None:
     """Readers see the old file or the new one, never a partial one."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix='.tmp',
-                               prefix=f'.{os.path.basename(path)}.')
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
+    with replaced_atomically(path) as tmp:
+        with open(tmp, 'w', encoding='utf-8') as f:
             json.dump(data, f, indent=1, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def log_probes(path: str, records: Iterable[Dict]) -> None:

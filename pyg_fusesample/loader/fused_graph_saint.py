@@ -17,8 +17,6 @@ estimates them, with the walks of many samples drawn in one call and their
 node sets deduplicated by one sort of ``sample * N + node``; each sample's
 edges come from the same ``induced_subgraph`` op as the batches'.
 """
-import contextlib
-import os
 import os.path as osp
 from typing import Optional, Tuple
 
@@ -27,6 +25,7 @@ from torch import Tensor
 from torch.utils.data import Sampler
 from torch_geometric.data import Data
 
+from ..files import replaced_atomically
 from ..ops import induced_subgraph, random_walk
 from ..ops.rng_keys import draw_rng_seeds
 from ..sparse.edge_index_checks import check_edge_index
@@ -206,14 +205,8 @@ class FusedGraphSAINTRandomWalkSampler(torch.utils.data.DataLoader):
 
     def _save_norm(self, path: str):
         # Atomically: a run killed while writing leaves no half a file.
-        tmp = f'{path}.{os.getpid()}.tmp'
-        try:
+        with replaced_atomically(path) as tmp:
             torch.save((self.node_norm.cpu(), self.edge_norm.cpu()), tmp)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
 
     @property
     def _filename(self):
