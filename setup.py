@@ -13,6 +13,7 @@ with ninja: a re-run with nothing changed compiles nothing, and a changed
 file recompiles that file and what includes it. Build times and how they were
 cut: docs/building.md.
 """
+import functools
 import glob
 import os
 import shutil
@@ -177,10 +178,8 @@ def pch_stamp() -> str:
     """What the precompiled header is made of: its text, this torch and the
     compiler (a hash, so the command lines stay short)."""
     import hashlib
-    from torch.utils.cpp_extension import get_cxx_compiler
-    compiler = subprocess.run([get_cxx_compiler(), '--version'], capture_output=True,
-                              text=True).stdout
-    parts = [read(PRECOMPILED), torch.__version__, str(torch.version.git_version), compiler]
+    parts = [read(PRECOMPILED), torch.__version__, str(torch.version.git_version),
+             compiler_version()]
     return hashlib.sha1('\0'.join(parts).encode()).hexdigest()[:16]
 
 
@@ -189,13 +188,19 @@ def read(path: str) -> str:
         return f.read()
 
 
-def compiler_is_gcc() -> bool:
+@functools.lru_cache(maxsize=None)
+def compiler_version() -> str:
+    """The C++ compiler's ``--version`` text ('' if it cannot be run)."""
     from torch.utils.cpp_extension import get_cxx_compiler
     try:
-        version = subprocess.run([get_cxx_compiler(), '--version'], capture_output=True,
-                                 text=True, check=True).stdout
+        return subprocess.run([get_cxx_compiler(), '--version'], capture_output=True,
+                              text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
-        return False
+        return ''
+
+
+def compiler_is_gcc() -> bool:
+    version = compiler_version()
     return 'clang' not in version and ('GCC' in version or 'Free Software' in version)
 
 
