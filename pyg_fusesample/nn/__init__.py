@@ -4,6 +4,7 @@ from .fused_graph_sage import FusedGraphSAGE
 from .captured_step import CapturedStep
 from .auto_spmm_conv import AutoSpMMConv
 from .fused_node2vec import FusedNode2Vec
+from .sage_conv import SAGEConv
 
 __all__ = ['FusedSAGEConv', 'FusedGraphSAGE', 'CapturedStep',
-           'AutoSpMMConv', 'FusedNode2Vec']
+           'AutoSpMMConv', 'FusedNode2Vec', 'SAGEConv']
