@@ -97,3 +97,15 @@ def segment_aggregate(layout: TargetLayout, x: Tensor, reduce: str = 'sum',
     if value is not None:
         value = value.to(x.dtype)
     return _SegmentAggregate.apply(x, value, layout, reduce)
+
+
+@torch.library.register_fake('fusesample::segment_aggregate')
+def _segment_aggregate_fake(ptr, src, value, x, reduce='sum'):
+    rows, width = ptr.shape[0] - 1, x.shape[1]
+    arg_shape = (rows, width) if reduce in ('max', 'amax') else (0, )
+    return x.new_empty((rows, width)), ptr.new_empty(arg_shape)
+
+
+@torch.library.register_fake('fusesample::segment_max_backward')
+def _segment_max_backward_fake(ptr_t, dst_t, slot_t, arg, grad, num_src):
+    return grad.new_empty((num_src, grad.shape[1]))
