@@ -5,6 +5,8 @@ from .captured_step import CapturedStep
 from .auto_spmm_conv import AutoSpMMConv
 from .fused_node2vec import FusedNode2Vec
 from .sage_conv import SAGEConv
+from .gat_conv import GATConv
+from .rgcn_conv import RGCNConv
 
 __all__ = ['FusedSAGEConv', 'FusedGraphSAGE', 'CapturedStep',
-           'AutoSpMMConv', 'FusedNode2Vec', 'SAGEConv']
+           'AutoSpMMConv', 'FusedNode2Vec', 'SAGEConv', 'GATConv', 'RGCNConv']
