@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conftest import devices  # noqa: E402
 from pyg_fusesample import FusedNeighborLoader  # noqa: E402
-from pyg_fusesample.nn import GATConv, RGCNConv  # noqa: E402
+from pyg_fusesample.nn import GATConv, RGCNConv, SAGEConv  # noqa: E402
 from pyg_fusesample.nn import gat_conv, rgcn_conv  # noqa: E402
 
 ATOL = 1e-5
@@ -333,3 +333,16 @@ def test_layers_on_loader_batches(fast_only, batches, hop):
         ea, et = batch.edge_attr[:E], batch.edge_type[:E]
         assert_same(gat, gat_pyg, (x, ei, ea), gat_call)
         assert_same(rgcn, rgcn_pyg, (x, ei, et), rgcn_call)
+
+
+# PyG's code path of a subclass #############################################
+
+def test_sage_falls_back():
+    # PyG compiles 'propagate' per class from the class's own source: the
+    # subclass needs its base's argument types (minibatch_common.pyg_fallback).
+    ei = graph(seed=13)
+    x = torch.randn(60, 8)
+    ours, theirs = twins(SAGEConv, pyg_nn.SAGEConv, 8, 4, aggr='median')
+    with pytest.warns(UserWarning, match='median'):
+        out = ours(x, ei)
+    torch.testing.assert_close(out, theirs(x, ei))
