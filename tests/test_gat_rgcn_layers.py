@@ -48,6 +48,14 @@ def twins(ours_cls, theirs_cls, *args, device='cpu', **kwargs):
     return ours, theirs
 
 
+@pytest.fixture(autouse=True)
+def relation_loop(monkeypatch):
+    """PyG's RGCNConv as its relation loop (mean within each relation):
+    with pyg-lib, its segment_matmul path averages over all relations."""
+    import torch_geometric.backend
+    monkeypatch.setattr(torch_geometric.backend, 'use_segment_matmul', False)
+
+
 @pytest.fixture
 def fast_only(monkeypatch):
     """Fails a test whose call would run PyG's code path."""
