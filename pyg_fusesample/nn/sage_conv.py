@@ -9,11 +9,12 @@ from torch_geometric.nn import SAGEConv as PyGSAGEConv
 
 from ..ops.segment import segment_aggregate
 from .minibatch_common import (fast_graph, layout_of, linear_first,
-                               uninitialized, warn_pyg_path)
+                               pyg_fallback, uninitialized, warn_pyg_path)
 
 _REDUCE = {'mean': 'mean', 'add': 'sum', 'sum': 'sum', 'max': 'max'}
 
 
+@pyg_fallback
 class SAGEConv(PyGSAGEConv):
     r"""PyG's :class:`~torch_geometric.nn.conv.SAGEConv`, computed as a
     segment reduction over each target's in-edges:
