@@ -9,8 +9,7 @@ target, no sort, no atomics, and a deterministic backward.
 :class:`TargetLayout` is that grouping for one call: ``ptr`` (``[T + 1]``),
 the source of each slot ``src`` and its target ``dst``, and, for an edge
 list that had to be sorted, ``perm`` (slot -> position in the given
-``edge_index``, to reorder edge attributes). The transposed grouping (slots
-by source, for the backward) is built lazily, with no host synchronisation.
+``edge_index``, to reorder edge attributes).
 
 :func:`target_layout` returns it for an ``edge_index`` and the number of
 source and target rows:
@@ -75,20 +74,6 @@ class TargetLayout:
         if 'degree' not in self._cache:
             self._cache['degree'] = self.ptr[1:] - self.ptr[:-1]
         return self._cache['degree']
-
-    def transposed(self):
-        r"""``(ptr_t, dst_t, slot_t)``: slots grouped by source (stable, so in
-        slot order within a source): ``slot_t[ptr_t[j]:ptr_t[j + 1]]`` are
-        the slots reading row ``j``, ``dst_t`` their targets. Sorted on the
-        device, no host synchronisation; cached."""
-        if 'transposed' not in self._cache:
-            src_sorted, slot_t = torch.sort(self.src, stable=True)
-            bounds = torch.arange(self.num_src + 1, dtype=src_sorted.dtype,
-                                  device=src_sorted.device)
-            ptr_t = torch.searchsorted(src_sorted, bounds)
-            self._cache['transposed'] = (ptr_t, self.dst.index_select(
-                0, slot_t), slot_t)
-        return self._cache['transposed']
 
 
 def _weak_entry(memo: Dict[int, tuple], t: Tensor):
