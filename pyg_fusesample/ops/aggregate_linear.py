@@ -14,12 +14,12 @@ mini-batch) instead of being padded to ``x``'s shape and summed.
 
 With ``linear_first`` (a linear ``aggr``, ``W_l`` narrowing the width) the
 product is ``aggr(x W_l^T)``: the same up to rounding, fewer bytes gathered.
+Under autocast the node runs in autocast's dtype (inputs cast once).
 """
 from typing import Optional
 
 import torch
 from torch import Tensor
-from torch.amp import custom_bwd, custom_fwd
 
 from ..sparse.target_layout import TargetLayout
 from .segment import aggregate_backward, check_reduce
@@ -37,7 +37,6 @@ def _root_rows(x: Tensor, x_dst: Optional[Tensor], rows: int) -> bool:
 
 class _AggregateLinear(torch.autograd.Function):
     @staticmethod
-    @custom_fwd(device_type='cuda')
     def forward(ctx, x, x_dst, weight_l, bias, weight_r, layout, reduce,
                 linear_first, prefix):
         T = layout.num_dst
@@ -65,7 +64,6 @@ class _AggregateLinear(torch.autograd.Function):
         return out
 
     @staticmethod
-    @custom_bwd(device_type='cuda')
     def backward(ctx, g):
         saved, root, weight_l, weight_r, arg = ctx.saved_tensors
         layout, reduce = ctx.layout, ctx.reduce
@@ -126,6 +124,21 @@ def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,
         raise ValueError(f"aggregate_linear: 'x_dst' has {x_dst.size(0)} rows "
                          f"but the layout has {layout.num_dst} targets")
     prefix = _root_rows(x, x_dst, layout.num_dst) and weight_r is not None
+    if x_dst is None:
+        weight_r = None
+    device = x.device.type
+    if torch.is_autocast_enabled(device):
+        # Autocast's dtype once, here: the node then runs (forward and
+        # backward) in it with no cast per GEMM; the casts of the fp32
+        # parameters are differentiable, so their gradients come back fp32.
+        dtype = torch.get_autocast_dtype(device)
+        x, x_dst, weight_l, bias, weight_r = (
+            None if t is None else t.to(dtype)
+            for t in (x, x_dst, weight_l, bias, weight_r))
+        with torch.autocast(device, enabled=False):
+            return _AggregateLinear.apply(x, None if prefix else x_dst,
+                                          weight_l, bias, weight_r, layout,
+                                          reduce, linear_first, prefix)
     return _AggregateLinear.apply(x, None if prefix else x_dst, weight_l,
-                                  bias, weight_r if x_dst is not None else
-                                  None, layout, reduce, linear_first, prefix)
+                                  bias, weight_r, layout, reduce,
+                                  linear_first, prefix)
