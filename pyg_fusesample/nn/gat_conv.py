@@ -90,8 +90,11 @@ class GATConv(PyGGATConv):
             e, e_loop = self._edge_scores(layout, edge_attr, keep, loops)
             score = score + e
             self_score = self_score + e_loop
-        alpha, alpha_self = _segment_softmax(layout, self._act(score, keep),
-                                             self._act(self_score), num_dst)
+        # (in float32 for 16-bit inputs: a hub's hundreds of exponentials
+        # summed in bfloat16 lose the softmax's normalisation)
+        alpha, alpha_self = _segment_softmax(
+            layout, _widened(self._act(score, keep)),
+            _widened(self._act(self_score)), num_dst)
         alpha = F.dropout(alpha, p=self.dropout, training=self.training)
         alpha_self = F.dropout(alpha_self, p=self.dropout,
                                training=self.training)
@@ -99,7 +102,7 @@ class GATConv(PyGGATConv):
         H, C = self.heads, self.out_channels
         out = segment_aggregate(layout, h_src.view(-1, H * C), 'sum', alpha)
         if loops > 0:
-            own = alpha_self.unsqueeze(-1) * h_src[:loops]
+            own = (alpha_self.unsqueeze(-1) * h_src[:loops]).to(out.dtype)
             out = out + F.pad(own.view(loops, H * C),
                               (0, 0, 0, num_dst - loops))
         out = out if self.concat else out.view(-1, H, C).mean(dim=1)
@@ -205,6 +208,10 @@ def _pyg_reason(edge_index, x_src: Tensor, x_dst: Optional[Tensor],
             x_dst is not None and size[1] != x_dst.size(0))):
         return "a 'size' that disagrees with the node features"
     return None
+
+
+def _widened(t: Tensor) -> Tensor:
+    return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
 
 
 def _segment(layout, data: Tensor, reduce: str) -> Tensor:

@@ -5,6 +5,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 from torch_geometric.nn import GCNConv as PyGGCNConv
+from torch_geometric.nn.conv.gcn_conv import gcn_norm as pyg_gcn_norm
 
 from ..ops.segment import segment_aggregate
 from ..sparse.target_layout import TargetLayout
@@ -47,13 +48,21 @@ class GCNConv(PyGGCNConv):
     def forward(self, x: Tensor, edge_index,
                 edge_weight: Optional[Tensor] = None) -> Tensor:
         if isinstance(x, (tuple, list)) or not fast_graph(edge_index) or (
-                self.flow != 'source_to_target' or self.aggr != 'add'):
+                self.flow != 'source_to_target' or self.aggr != 'add'
+                or x.dim() != 2):
             if not isinstance(x, (tuple, list)):
                 warn_pyg_path(self, "a SparseTensor / torch.sparse graph, "
-                              "flow='target_to_source' or aggr != 'add'")
+                              "flow='target_to_source', aggr != 'add' or "
+                              "node features of more than 2 dimensions")
             return super().forward(x, edge_index, edge_weight)
-        cache = self._cached_edge_index if self.normalize else None
-        if cache is not None:  # cached=True: the first call's graph, as PyG
+        # cached=True: the first call's graph, as PyG (whose own cache, in
+        # its format, is kept beside ours for calls that take PyG's path;
+        # PyG's reset_parameters clears it, and with it ours).
+        cache = getattr(self, '_fused_cache', None)
+        pyg_cache = self._cached_edge_index if self.normalize else None
+        if pyg_cache is not None and cache is None:  # cached by PyG's path
+            return super().forward(x, edge_index, edge_weight)
+        if pyg_cache is not None:
             layout, (slot_norm, self_norm) = cache
         else:
             num_nodes = x.size(self.node_dim)
@@ -65,7 +74,10 @@ class GCNConv(PyGGCNConv):
                     layout, weight, self.improved, self.add_self_loops,
                     x.dtype)
                 if self.cached:
-                    self._cached_edge_index = (layout, (slot_norm, self_norm))
+                    self._fused_cache = (layout, (slot_norm, self_norm))
+                    self._cached_edge_index = pyg_gcn_norm(
+                        edge_index, edge_weight, num_nodes, self.improved,
+                        self.add_self_loops, self.flow, x.dtype)
         x = self.lin(x)
         out = segment_aggregate(layout, x, 'sum', slot_norm)
         if self_norm is not None:
@@ -78,9 +90,8 @@ class GCNConv(PyGGCNConv):
 def _segment_sum(layout: TargetLayout, value: Tensor) -> Tensor:
     # Per target, the sum of its slots' values: differences of one float64
     # prefix sum (no atomics, so the same bits every run).
-    total = torch.zeros(value.numel() + 1, dtype=torch.float64,
-                        device=value.device)
-    torch.cumsum(value.to(torch.float64), 0, out=total[1:])
+    total = torch.nn.functional.pad(torch.cumsum(value.to(torch.float64), 0),
+                                    (1, 0))
     return (total[layout.ptr[1:]] - total[layout.ptr[:-1]]).to(value.dtype)
 
 

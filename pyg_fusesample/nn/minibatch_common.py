@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 from torch_geometric.inspector import Inspector
 
+from ..ops.aggregate import ERROR_RELATION, DeviceErrorWatch
 from ..sparse.target_layout import TargetLayout, target_layout
 
 _warned: Set[Tuple[str, str]] = set()
@@ -26,6 +27,44 @@ def warn_pyg_path(layer, reason: str):
             f"speed-up)", stacklevel=3)
 
 
+_watch = DeviceErrorWatch('pyg_fusesample.nn', 'edge_index')
+
+
+def watch_device_errors(x: Tensor):
+    r"""At each fast-path call on a GPU: raises what an earlier call's
+    kernels found wrong (ids or a layout out of range, reported in the
+    device's error word instead of a sync or an assert), then starts the
+    asynchronous copy of the word again. Not while compiling or capturing
+    a CUDA graph."""
+    if not x.is_cuda or torch.compiler.is_compiling() or \
+            torch.cuda.is_current_stream_capturing():
+        return
+    _watch.check()
+    _watch.arm(x.device)
+
+
+def check_relations(edge_type: Tensor, num_relations: int, owner: str):
+    r"""``edge_type`` in ``[0, num_relations)``: raises on the CPU; on a GPU
+    (a check there would be a sync per batch) the first bad one goes to the
+    error word, raised by a later call (:func:`watch_device_errors`)."""
+    if edge_type.numel() == 0:
+        return
+    bad = (edge_type < 0) | (edge_type >= num_relations)
+    if not edge_type.is_cuda:
+        if bool(bad.any()):
+            value = int(edge_type[bad][0])
+            raise ValueError(f"{owner}: 'edge_type' holds relation {value}, "
+                             f"outside [0, {num_relations})")
+        return
+    if torch.compiler.is_compiling() or \
+            torch.cuda.is_current_stream_capturing():
+        return
+    word = torch.ops.fusesample.sample_aggregate_error(edge_type)
+    first = edge_type.index_select(0, bad.to(torch.uint8).argmax().view(1))
+    report = torch.cat([first.new_full((1, ), ERROR_RELATION), first.long()])
+    word.copy_(torch.where(bad.any() & (word[0] == 0), report, word))
+
+
 def fast_graph(edge_index) -> bool:
     r"""Whether the layers' own path takes this graph argument: an
     ``edge_index`` tensor (SparseTensor / torch.sparse ``adj_t`` go to
@@ -35,6 +74,9 @@ def fast_graph(edge_index) -> bool:
 
 def layout_of(edge_index: Tensor, num_src: int, num_dst: int,
               owner: str) -> TargetLayout:
+    r"""The call's :class:`TargetLayout` (and, on a GPU, the error word's
+    watch: :func:`watch_device_errors`)."""
+    watch_device_errors(edge_index)
     return target_layout(edge_index, num_src, num_dst, owner)
 
 

@@ -9,8 +9,8 @@ from torch_geometric.nn import RGCNConv as PyGRGCNConv
 
 from ..ops.segment import segment_aggregate
 from ..sparse.target_layout import TargetLayout
-from .minibatch_common import (fast_graph, layout_of, pyg_fallback,
-                               warn_pyg_path)
+from .minibatch_common import (check_relations, fast_graph, layout_of,
+                               pyg_fallback, warn_pyg_path)
 
 _REDUCE = {'mean': 'mean', 'add': 'sum', 'sum': 'sum', 'max': 'max'}
 
@@ -64,6 +64,11 @@ class RGCNConv(PyGRGCNConv):
                              edge_type)
         if reason is not None:
             warn_pyg_path(self, reason)
+            if isinstance(edge_index, Tensor) and \
+                    edge_index.dtype == torch.int32:
+                # torch (2.13) computes the backward of PyG's gather with an
+                # expanded int32 index from the wrong rows
+                edge_index = edge_index.long()
             return super().forward(x, edge_index, edge_type)
         if edge_type.dim() != 1 or edge_type.numel() != edge_index.size(1):
             raise ValueError(f"RGCNConv: 'edge_type' must be [num_edges] = "
@@ -71,6 +76,7 @@ class RGCNConv(PyGRGCNConv):
                              f"{list(edge_type.shape)}")
         R, T = self.num_relations, x_r.size(0)
         layout = layout_of(edge_index, x_l.size(0), T, 'RGCNConv')
+        check_relations(edge_type, R, 'RGCNConv')
         groups = relation_layout(layout, edge_type, R)
         # [T, R + 1, F_in]: the last group holds the edges of no relation.
         agg = segment_aggregate(groups, x_l, reduce).view(T, R + 1, -1)

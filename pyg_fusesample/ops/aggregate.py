@@ -6,7 +6,7 @@ the saved draws (contract: ``kernels/aggregate/sample_aggregate.cpp``). This
 module adds the fake kernels (``torch.compile``, ``opcheck``) and the autograd
 formula, and the Python entry point.
 """
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import torch
 from torch import Tensor
@@ -112,7 +112,9 @@ torch.library.register_autograd('fusesample::sample_aggregate', _backward,
 
 # Ids out of range on CUDA ###################################################
 
-_ERROR_KINDS = {1: 'target', 2: 'source'}
+# The error word's kinds (kernels/common/error_word.cuh) and what each says.
+_ERROR_KINDS = {1: 'target', 2: 'source', 3: 'pointer', 4: 'relation'}
+ERROR_RELATION = 4
 
 
 class DeviceErrorWatch:
@@ -159,13 +161,22 @@ class DeviceErrorWatch:
         kind, bad = int(host[0]), int(host[1])
         if kind:
             word.zero_()
-            what = _ERROR_KINDS.get(kind, 'source')
-            name = self.target_name if what == 'target' else 'edge_index'
             raise RuntimeError(
-                f"{self.owner}: '{name}' held id {bad}, outside the graph's "
-                f"nodes, in an earlier call on {word.device} (found by the "
-                f"CUDA kernel without a host sync; that call computed with "
-                f"it as an empty slot). Check the ids passed as "
+                f"{self.owner}: {self._describe(_ERROR_KINDS.get(kind), bad)}"
+                f" in an earlier call on {word.device} (found on the device "
+                f"without a host sync; that call computed without it)")
+
+    def _describe(self, what: Optional[str], bad: int) -> str:
+        if what == 'pointer':
+            return (f"'edge_index' was not grouped by target as its layout "
+                    f"says (row {bad}); pass edge_index as given by the "
+                    f"loader, or any edge_index without a registered layout")
+        if what == 'relation':
+            return (f"'edge_type' held relation {bad}, outside "
+                    f"[0, num_relations)")
+        name = self.target_name if what == 'target' else 'edge_index'
+        return (f"'{name}' held id {bad}, outside the graph's nodes (the "
+                f"call treated it as an empty slot); check the ids passed as "
                 f"'{name}'")
 
     def arm(self, device: torch.device):

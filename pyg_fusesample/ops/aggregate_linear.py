@@ -1,4 +1,4 @@
-"""A SAGE layer's whole product as one autograd node:
+r"""A SAGE layer's whole product as one autograd node:
 
 .. math::
     \mathbf{out} = \mathrm{aggr}(\mathbf{x}) \mathbf{W}_l^{\top} + \mathbf{b}
