@@ -516,10 +516,6 @@ def _error(e: BaseException) -> str:
     return f'{type(e).__name__}: {first}'
 
 
-def _fmt(x: float, spec: str = '.4g') -> str:
-    return '' if x != x else format(x, spec)
-
-
 class Graph:
     """A benchmark graph on the device and the batches of its models."""
     def __init__(self, label: str, data, device: torch.device, args):
