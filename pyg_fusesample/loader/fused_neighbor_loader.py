@@ -13,6 +13,7 @@ from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputNodes, OptTensor
 
 from ..sampler import FusedNeighborSampler, GPUFeatureCache
+from ..sparse.target_layout import register_batch
 from .background import BackgroundIterator
 from .batch_assembly import (DataPlan, HeteroPlans, StorePlan,
                              assemble_hetero, fill, gather_on_device,
@@ -559,6 +560,11 @@ class FusedNeighborLoader(NodeLoader):
         if seed_time is not None:
             mapping['seed_time'] = seed_time
         mapping['batch_size'] = input_id.size(0)
+        if num_sampled_edges is not None and (
+                self.node_sampler.subgraph_type == SubgraphType.directional):
+            # Edges grouped by hop, targets in node order: the mini-batch
+            # layers aggregate it as it is (sparse/target_layout.py).
+            register_batch(edge_index, num_sampled_nodes, num_sampled_edges)
         out = Data()
         fill(out._store._mapping, mapping)
         return out if self.transform is None else self.transform(out)

@@ -4,6 +4,10 @@ from .fused_graph_sage import FusedGraphSAGE
 from .captured_step import CapturedStep
 from .auto_spmm_conv import AutoSpMMConv
 from .fused_node2vec import FusedNode2Vec
+from .sage_conv import SAGEConv
+from .gcn_conv import GCNConv
+from .to_fused import register_swap, to_fused
 
 __all__ = ['FusedSAGEConv', 'FusedGraphSAGE', 'CapturedStep',
-           'AutoSpMMConv', 'FusedNode2Vec']
+           'AutoSpMMConv', 'FusedNode2Vec', 'SAGEConv', 'GCNConv',
+           'to_fused', 'register_swap']

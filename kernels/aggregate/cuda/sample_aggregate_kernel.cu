@@ -34,6 +34,7 @@
 
 #include <cstdint>
 
+#include "../../common/error_word.cuh"
 #include "../../common/floyd.cuh"
 #include "../../common/grid.h"
 #include "../../common/warps.cuh"
@@ -71,50 +72,6 @@ RngKey make_rng_key(int64_t rng_seed, const at::Device& device) {
     key.philox = at::check_generator<at::CUDAGeneratorImpl>(gen)->philox_cuda_state(1);
   }
   return key;
-}
-
-// ------------------------------------------------------- error word --
-// Ids out of range must not read out of bounds, and a device-side assert
-// would lose the process's CUDA context; checking them on the host would
-// cost a synchronisation per call. So the forward kernel treats a target
-// outside [-1, N_dst) as padding (-1: zero output, no neighbours) and a
-// source outside [0, N_src) as absent, and records the first such id in a
-// per-device error word: word[0] = 0 (none), kBadTarget or kBadSource;
-// word[1] = the id. The word persists (its address may be baked into CUDA
-// graphs); fusesample::sample_aggregate_error returns it, and the Python
-// layers copy it to pinned host memory asynchronously after a step and
-// raise at a later call (pyg_fusesample.ops.aggregate.DeviceErrorWatch).
-constexpr unsigned long long kBadTarget = 1, kBadSource = 2;
-constexpr int kMaxDevices = 64;
-
-// The device's word ([2] int64, zeros until an error); undefined where it
-// does not exist yet and the stream is being captured (allocating inside a
-// capture would put it in the graph's private pool): the kernels then run
-// without reporting.
-at::Tensor error_word(const at::Device& device, bool create = true) {
-  static std::mutex mutex;
-  static at::Tensor* words = new at::Tensor[kMaxDevices];  // never freed:
-  // CUDA memory must not be released by static destructors at exit
-  const int index = device.index() >= 0 ? device.index()
-                                        : at::cuda::current_device();
-  TORCH_CHECK(index < kMaxDevices, kOp, ": device index ", index,
-              " >= ", kMaxDevices);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!words[index].defined() && create) {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    C10_CUDA_CHECK(cudaStreamIsCapturing(
-        at::cuda::getCurrentCUDAStream(index).stream(), &status));
-    if (status == cudaStreamCaptureStatusNone)
-      words[index] = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(
-                                        at::kCUDA, index));
-  }
-  return words[index];
-}
-
-__device__ __forceinline__ void report(unsigned long long* word,
-                                       unsigned long long kind, int64_t id) {
-  if (word != nullptr && atomicCAS(word, 0ull, kind) == 0ull)
-    reinterpret_cast<int64_t*>(word)[1] = id;
 }
 
 // fusesample::sample_aggregate_error(like): the error word of like's CUDA

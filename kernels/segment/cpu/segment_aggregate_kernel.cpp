@@ -1,0 +1,184 @@
+// CPU kernels of fusesample::segment_aggregate and segment_max_backward
+// (contract: ../segment_aggregate.cpp); also the reference the CUDA kernels
+// are tested against. Rows in parallel (at::parallel_for), each summed by
+// one thread in slot order into an accumulator of opmath type; a bad layout
+// raises, naming the argument.
+#include <ATen/core/Tensor.h>
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../segment_common.h"
+
+namespace fusesample {
+namespace {
+
+constexpr const char* kOp = "fusesample::segment_aggregate";
+constexpr const char* kOpMaxBackward = "fusesample::segment_max_backward";
+
+// Row r's slots [e0, e1), checked against the layout's length.
+inline void row_extent(const char* op, const char* name, const int64_t* ptr, int64_t r,
+                       int64_t E, int64_t& e0, int64_t& e1) {
+  e0 = ptr[r];
+  e1 = ptr[r + 1];
+  TORCH_CHECK(0 <= e0 && e0 <= e1 && e1 <= E, op, ": '", name, "' gives row ", r,
+              " the slots [", e0, ", ", e1, "), not within [0, ", E,
+              "] in order (it must start at 0, never decrease and end at ", E, ")");
+}
+
+inline void check_ends(const char* op, const char* name, const int64_t* ptr, int64_t R,
+                       int64_t E) {
+  TORCH_CHECK(ptr[0] == 0 && ptr[R] == E, op, ": '", name, "' must start at 0 and end at ",
+              E, " (the slots it splits), got ", ptr[0], " and ", ptr[R]);
+}
+
+template <typename index_t>
+inline int64_t source_at(const char* op, const char* name, const index_t* src, int64_t e,
+                         int64_t N) {
+  const int64_t u = static_cast<int64_t>(src[e]);
+  TORCH_CHECK(u >= 0 && u < N, op, ": '", name, "' holds id ", u, " outside [0, ", N,
+              ") (the rows of the features it reads)");
+  return u;
+}
+
+template <typename scalar_t, typename index_t>
+void forward(const at::Tensor& ptr, const at::Tensor& src, const at::Tensor& value,
+             const at::Tensor& x, int64_t heads, SegmentReduce reduce, at::Tensor& out,
+             at::Tensor& arg) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int64_t R = ptr.numel() - 1, E = src.numel(), N = x.size(0), F = x.size(1);
+  const int64_t C = F / heads;
+  const int64_t* ptr_p = ptr.data_ptr<int64_t>();
+  const index_t* src_p = src.data_ptr<index_t>();
+  const scalar_t* val_p = value.defined() ? value.data_ptr<scalar_t>() : nullptr;
+  const scalar_t* x_p = x.data_ptr<scalar_t>();
+  scalar_t* out_p = out.data_ptr<scalar_t>();
+  int64_t* arg_p = reduce == SegmentReduce::kMax ? arg.data_ptr<int64_t>() : nullptr;
+  check_ends(kOp, "ptr", ptr_p, R, E);
+  at::parallel_for(0, R, 64, [&](int64_t lo, int64_t hi) {
+    std::vector<acc_t> acc(F);
+    for (int64_t r = lo; r < hi; ++r) {
+      int64_t e0, e1;
+      row_extent(kOp, "ptr", ptr_p, r, E, e0, e1);
+      scalar_t* o = out_p + r * F;
+      if (reduce == SegmentReduce::kMax) {
+        int64_t* a = arg_p + r * F;
+        std::fill(a, a + F, int64_t(-1));
+        for (int64_t e = e0; e < e1; ++e) {
+          const scalar_t* xr = x_p + source_at(kOp, "src", src_p, e, N) * F;
+          for (int64_t f = 0; f < F; ++f) {
+            const acc_t v = static_cast<acc_t>(xr[f]);
+            if (a[f] < 0 || v > acc[f]) {
+              acc[f] = v;
+              a[f] = e;
+            }
+          }
+        }
+        for (int64_t f = 0; f < F; ++f)
+          o[f] = a[f] < 0 ? scalar_t(0) : static_cast<scalar_t>(acc[f]);
+        continue;
+      }
+      std::fill(acc.begin(), acc.end(), acc_t(0));
+      for (int64_t e = e0; e < e1; ++e) {
+        const scalar_t* xr = x_p + source_at(kOp, "src", src_p, e, N) * F;
+        if (val_p == nullptr) {
+          for (int64_t f = 0; f < F; ++f) acc[f] += static_cast<acc_t>(xr[f]);
+        } else {
+          for (int64_t h = 0; h < heads; ++h) {
+            const acc_t w = static_cast<acc_t>(val_p[e * heads + h]);
+            for (int64_t f = h * C; f < (h + 1) * C; ++f) acc[f] += w * static_cast<acc_t>(xr[f]);
+          }
+        }
+      }
+      const acc_t scale = reduce == SegmentReduce::kMean && e1 > e0
+                              ? acc_t(1) / static_cast<acc_t>(e1 - e0)
+                              : acc_t(1);
+      for (int64_t f = 0; f < F; ++f) o[f] = static_cast<scalar_t>(acc[f] * scale);
+    }
+  });
+}
+
+std::tuple<at::Tensor, at::Tensor> segment_aggregate_cpu(
+    const at::Tensor& ptr, const at::Tensor& src, const c10::optional<at::Tensor>& value,
+    const at::Tensor& x, c10::string_view reduce_name) {
+  const SegmentReduce reduce = parse_segment_reduce(kOp, std::string(reduce_name));
+  const int64_t heads = check_segment_aggregate(kOp, ptr, src, value, x, reduce);
+  const auto ptr_c = ptr.contiguous(), src_c = src.contiguous(), x_c = x.contiguous();
+  const auto value_c = value.has_value() ? value->contiguous() : at::Tensor();
+  const int64_t R = ptr.numel() - 1, F = x.size(1);
+  auto out = at::empty({R, F}, x.options());
+  auto arg = reduce == SegmentReduce::kMax ? at::empty({R, F}, ptr.options())
+                                           : at::empty({0}, ptr.options());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "segment_aggregate",
+                                  [&] {
+    using scalar_t_ = scalar_t;
+    AT_DISPATCH_INDEX_TYPES(src.scalar_type(), "segment_aggregate", [&] {
+      forward<scalar_t_, index_t>(ptr_c, src_c, value_c, x_c, heads, reduce, out, arg);
+    });
+  });
+  return std::make_tuple(out, arg);
+}
+
+template <typename scalar_t, typename index_t>
+void max_backward(const at::Tensor& ptr_t, const at::Tensor& dst_t, const at::Tensor& slot_t,
+                  const at::Tensor& arg, const at::Tensor& grad, at::Tensor& grad_x) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int64_t J = ptr_t.numel() - 1, E = dst_t.numel(), R = grad.size(0), F = grad.size(1);
+  const int64_t* ptr_p = ptr_t.data_ptr<int64_t>();
+  const index_t* dst_p = dst_t.data_ptr<index_t>();
+  const int64_t* slot_p = slot_t.data_ptr<int64_t>();
+  const int64_t* arg_p = arg.data_ptr<int64_t>();
+  const scalar_t* g_p = grad.data_ptr<scalar_t>();
+  scalar_t* gx_p = grad_x.data_ptr<scalar_t>();
+  check_ends(kOpMaxBackward, "ptr_t", ptr_p, J, E);
+  at::parallel_for(0, J, 64, [&](int64_t lo, int64_t hi) {
+    std::vector<acc_t> acc(F);
+    for (int64_t j = lo; j < hi; ++j) {
+      int64_t e0, e1;
+      row_extent(kOpMaxBackward, "ptr_t", ptr_p, j, E, e0, e1);
+      std::fill(acc.begin(), acc.end(), acc_t(0));
+      for (int64_t i = e0; i < e1; ++i) {
+        const int64_t d = source_at(kOpMaxBackward, "dst_t", dst_p, i, R);
+        const int64_t* a = arg_p + d * F;
+        const scalar_t* g = g_p + d * F;
+        for (int64_t f = 0; f < F; ++f)
+          if (a[f] == slot_p[i]) acc[f] += static_cast<acc_t>(g[f]);
+      }
+      for (int64_t f = 0; f < F; ++f) gx_p[j * F + f] = static_cast<scalar_t>(acc[f]);
+    }
+  });
+}
+
+at::Tensor segment_max_backward_cpu(const at::Tensor& ptr_t, const at::Tensor& dst_t,
+                                    const at::Tensor& slot_t, const at::Tensor& arg,
+                                    const at::Tensor& grad, int64_t num_src) {
+  check_segment_max_backward(kOpMaxBackward, ptr_t, dst_t, slot_t, arg, grad, num_src);
+  auto grad_x = at::empty({num_src, grad.size(1)}, grad.options());
+  const auto ptr_c = ptr_t.contiguous(), dst_c = dst_t.contiguous(),
+             slot_c = slot_t.contiguous(), arg_c = arg.contiguous(), grad_c = grad.contiguous();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(),
+                                  "segment_max_backward", [&] {
+    using scalar_t_ = scalar_t;
+    AT_DISPATCH_INDEX_TYPES(dst_t.scalar_type(), "segment_max_backward", [&] {
+      max_backward<scalar_t_, index_t>(ptr_c, dst_c, slot_c, arg_c, grad_c, grad_x);
+    });
+  });
+  return grad_x;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(fusesample, CPU, m) {
+  m.impl("segment_aggregate", &segment_aggregate_cpu);
+  m.impl("segment_max_backward", &segment_max_backward_cpu);
+}
+
+}  // namespace fusesample

@@ -1,0 +1,57 @@
+"""What the mini-batch layers (SAGEConv, GCNConv, GATConv, RGCNConv) share:
+the graph argument as a :class:`~pyg_fusesample.sparse.TargetLayout`, the
+warning when a call takes PyG's own path, and the order of aggregation and
+linear map."""
+import warnings
+from typing import Optional, Set, Tuple
+
+import torch
+from torch import Tensor
+
+from ..sparse.target_layout import TargetLayout, target_layout
+
+_warned: Set[Tuple[str, str]] = set()
+
+
+def warn_pyg_path(layer, reason: str):
+    r"""Says once per (layer class, reason) that a call runs PyG's own
+    message passing (correct, not faster)."""
+    key = (type(layer).__name__, reason)
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(
+            f"pyg_fusesample.nn.{key[0]}: {reason}; this call runs PyG's "
+            f"{key[0]} code path (same result, none of the mini-batch "
+            f"speed-up)", stacklevel=3)
+
+
+def fast_graph(edge_index) -> bool:
+    r"""Whether the layers' own path takes this graph argument: an
+    ``edge_index`` tensor (SparseTensor / torch.sparse ``adj_t`` go to
+    PyG)."""
+    return isinstance(edge_index, Tensor) and edge_index.layout == torch.strided
+
+
+def layout_of(edge_index: Tensor, num_src: int, num_dst: int,
+              owner: str) -> TargetLayout:
+    return target_layout(edge_index, num_src, num_dst, owner)
+
+
+def linear_first(layout: TargetLayout, in_channels: int,
+                 out_channels: int) -> bool:
+    r"""For a linear map ``W`` after a linear aggregation ``A``,
+    ``A (x W) = (A x) W``: project first when that moves fewer bytes. The
+    aggregation reads a row per slot, the product reads its input rows:
+    first costs ``E * out + N * in``, after ``E * in + T * in`` (plus a GEMM
+    of ``N`` or ``T`` rows). Decided from shapes on the host: the same for
+    every batch of one fan-out shape and width."""
+    E, N, T = layout.num_slots, layout.num_src, layout.num_dst
+    first = E * out_channels + N * (in_channels + out_channels)
+    after = E * in_channels + T * (in_channels + out_channels)
+    return first < after
+
+
+def uninitialized(*params: Optional[Tensor]) -> bool:
+    r"""Lazy PyG ``Linear`` (``in_channels=-1``) before its first call."""
+    return any(isinstance(p, torch.nn.parameter.UninitializedParameter)
+               for p in params if p is not None)

@@ -1,0 +1,97 @@
+"""``SAGEConv``: PyG's layer, aggregating as a segment reduction over the
+targets' in-edges."""
+from typing import Optional, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.nn import SAGEConv as PyGSAGEConv
+
+from ..ops.segment import segment_aggregate
+from .minibatch_common import (fast_graph, layout_of, linear_first,
+                               uninitialized, warn_pyg_path)
+
+_REDUCE = {'mean': 'mean', 'add': 'sum', 'sum': 'sum', 'max': 'max'}
+
+
+class SAGEConv(PyGSAGEConv):
+    r"""PyG's :class:`~torch_geometric.nn.conv.SAGEConv`, computed as a
+    segment reduction over each target's in-edges:
+
+    .. math::
+        \mathbf{x}^{\prime}_i = \mathbf{W}_1 \mathbf{x}_i + \mathbf{W}_2
+        \cdot \mathrm{aggr}_{j \in \mathcal{N}(i)} \mathbf{x}_j
+
+    Same constructor, parameters (a PyG state dict loads unchanged),
+    ``forward`` and output as PyG's layer. On a batch of
+    :class:`~pyg_fusesample.FusedNeighborLoader` (or a
+    ``trim_to_layer`` prefix of one) the edges are already grouped by
+    target, so the aggregation needs no sort, no atomics and no host
+    synchronisation, and its backward is deterministic; any other
+    ``edge_index`` is checked and sorted once per tensor. When ``W_2``
+    maps to fewer channels than it reads, it is applied before the (linear)
+    aggregation (:func:`~pyg_fusesample.nn.minibatch_common.linear_first`):
+    the same result up to rounding. Bipartite ``(x_src, x_dst)`` inputs
+    compute only the ``x_dst`` rows, which is how a model computes only the
+    nodes the next layer needs (:func:`~pyg_fusesample.nn.to_fused`).
+
+    Aggregations ``'mean'``, ``'sum'`` / ``'add'`` and ``'max'`` take this
+    path; other aggregations (lists, ``'lstm'``, modules) and
+    ``SparseTensor`` / ``torch.sparse`` graph inputs run PyG's code, with a
+    warning once.
+
+    Args: as :class:`torch_geometric.nn.conv.SAGEConv`.
+
+    Shapes:
+        - **input:** node features :math:`(|\mathcal{V}|, F_{in})` or
+          :math:`((|\mathcal{V_s}|, F_{s}), (|\mathcal{V_t}|, F_{t}))`,
+          edge indices :math:`(2, |\mathcal{E}|)`
+        - **output:** node features :math:`(|\mathcal{V}|, F_{out})` or
+          :math:`(|\mathcal{V_t}|, F_{out})`
+    """
+    def forward(self, x: Union[Tensor, Tuple[Tensor, Optional[Tensor]]],
+                edge_index, size: Optional[Tuple[int, int]] = None) -> Tensor:
+        reduce = _REDUCE.get(self.aggr) if isinstance(self.aggr, str) else None
+        if reduce is None or not fast_graph(edge_index):
+            warn_pyg_path(self, f"aggr={self.aggr!r}" if reduce is None else
+                          f"a {type(edge_index).__name__} graph input")
+            return super().forward(x, edge_index, size)
+        x_src, x_dst = (x, x) if isinstance(x, Tensor) else x
+        num_dst = size[1] if size is not None else (
+            x_dst.size(0) if x_dst is not None else None)
+        if num_dst is None:
+            warn_pyg_path(self, "neither x_dst nor 'size' gives the targets")
+            return super().forward(x, edge_index, size)
+        if self.project and hasattr(self, 'lin'):
+            x_src = self.lin(x_src).relu()
+        layout = layout_of(edge_index, x_src.size(0), num_dst, 'SAGEConv')
+        out = self._aggregate_linear(layout, x_src, reduce)
+        if self.root_weight and x_dst is not None:
+            out = _add_linear(out, x_dst, self.lin_r.weight)
+        if self.normalize:
+            out = F.normalize(out, p=2., dim=-1)
+        return out
+
+    def _aggregate_linear(self, layout, x_src: Tensor, reduce: str) -> Tensor:
+        lin = self.lin_l
+        if reduce != 'max' and not uninitialized(lin.weight) and linear_first(
+                layout, lin.in_channels, lin.out_channels):
+            return segment_aggregate(layout, lin(x_src), reduce) if \
+                lin.bias is None else _add_bias(
+                    segment_aggregate(layout, F.linear(x_src, lin.weight),
+                                      reduce), lin.bias)
+        return lin(segment_aggregate(layout, x_src, reduce))
+
+
+def _add_bias(out: Tensor, bias: Tensor) -> Tensor:
+    return out + bias
+
+
+def _add_linear(out: Tensor, x: Tensor, weight: Tensor) -> Tensor:
+    r"""``out + x @ weight^T`` as one GEMM accumulating into ``out``."""
+    if x.size(0) != out.size(0):
+        raise ValueError(f"SAGEConv: 'x_dst' has {x.size(0)} rows but the "
+                         f"layer computes {out.size(0)} targets")
+    if weight.dtype != x.dtype and not torch.is_autocast_enabled():
+        return out + F.linear(x, weight)
+    return torch.addmm(out, x, weight.t())

@@ -1,0 +1,215 @@
+"""A mini-batch's edges grouped by target: what the mini-batch layers read.
+
+A layer aggregates each target's in-edges. PyG's ``edge_index`` lists edges
+in any order, so PyG scatters messages with atomics; the fused loaders emit
+every batch with its edges already grouped by target (hop by hop, targets in
+node order), which makes aggregation a segment reduction: a pointer per
+target, no sort, no atomics, and a deterministic backward.
+
+:class:`TargetLayout` is that grouping for one call: ``ptr`` (``[T + 1]``),
+the source of each slot ``src`` and its target ``dst``, and, for an edge
+list that had to be sorted, ``perm`` (slot -> position in the given
+``edge_index``, to reorder edge attributes). The transposed grouping (slots
+by source, for the backward) is built lazily, with no host synchronisation.
+
+:func:`target_layout` returns it for an ``edge_index`` and the number of
+source and target rows:
+
+* a batch from a fused loader (registered with :func:`register_batch`) or a
+  prefix of it (PyG's ``trim_to_layer`` narrows ``edge_index`` to the
+  edges of the first hops) needs no sort and no check: the loader made it,
+  and the bounds follow from its per-hop counts on the host;
+* any other ``edge_index`` is checked (ids in range: one host read on a GPU)
+  and sorted by target once per tensor (memoised, like the sampler's CSC),
+  so a full-graph model pays once, but each new tensor pays again.
+"""
+import warnings
+import weakref
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Dict, Optional, Sequence
+
+import torch
+from torch import Tensor
+
+from .edge_index_checks import check_ids_in_range
+
+# edge_index tensors the fused loaders made: id -> (weakref, version, counts)
+_batches: Dict[int, tuple] = {}
+# layouts built for edge_index tensors (memo): id -> (weakref, version, dict)
+_layouts: Dict[int, tuple] = {}
+_warned_sorts = [0]
+
+
+@dataclass(eq=False)
+class TargetLayout:
+    r"""Slots ``ptr[i]:ptr[i + 1]`` of :obj:`src` (rows of the source
+    features) aggregate into target row ``i``; :obj:`dst` is the target of
+    each slot (``dst[s] = i``). :obj:`perm` maps slots to positions in the
+    ``edge_index`` the layout was made from (``None``: the identity)."""
+    ptr: Tensor
+    src: Tensor
+    dst: Tensor
+    num_src: int
+    perm: Optional[Tensor] = None
+    _cache: Dict = field(default_factory=dict, repr=False)
+
+    @property
+    def num_dst(self) -> int:
+        return self.ptr.numel() - 1
+
+    @property
+    def num_slots(self) -> int:
+        return self.src.numel()
+
+    def in_layout_order(self, edge_attr: Optional[Tensor]) -> Optional[Tensor]:
+        r"""An edge attribute (``[E, ...]`` in ``edge_index`` order) in slot
+        order."""
+        if edge_attr is None or self.perm is None:
+            return edge_attr
+        return edge_attr.index_select(0, self.perm)
+
+    def degree(self) -> Tensor:
+        r"""In-degree of every target (slots per row), int64."""
+        if 'degree' not in self._cache:
+            self._cache['degree'] = self.ptr[1:] - self.ptr[:-1]
+        return self._cache['degree']
+
+    def transposed(self):
+        r"""``(ptr_t, dst_t, slot_t)``: slots grouped by source (stable, so in
+        slot order within a source): ``slot_t[ptr_t[j]:ptr_t[j + 1]]`` are
+        the slots reading row ``j``, ``dst_t`` their targets. Sorted on the
+        device, no host synchronisation; cached."""
+        if 'transposed' not in self._cache:
+            src_sorted, slot_t = torch.sort(self.src, stable=True)
+            bounds = torch.arange(self.num_src + 1, dtype=src_sorted.dtype,
+                                  device=src_sorted.device)
+            ptr_t = torch.searchsorted(src_sorted, bounds)
+            self._cache['transposed'] = (ptr_t, self.dst.index_select(
+                0, slot_t), slot_t)
+        return self._cache['transposed']
+
+
+def _weak_entry(memo: Dict[int, tuple], t: Tensor):
+    item = memo.get(id(t))
+    if item is not None and item[0]() is t and item[1] == t._version:
+        return item[2]
+    return None
+
+
+def _remember(memo: Dict[int, tuple], t: Tensor, value):
+    key = id(t)
+    memo[key] = (weakref.ref(t), t._version, value)
+    weakref.finalize(t, memo.pop, key, None)
+    return value
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    r"""What a fused loader knows of a batch it made: edges through hop ``h``
+    (``edges[h]``, ``edges[0] = 0``) and nodes through hop ``h``
+    (``nodes[h]``): an edge of hop ``h`` reads a node of hops ``<= h`` and
+    writes one of hops ``< h``."""
+    nodes: tuple
+    edges: tuple
+
+
+def register_batch(edge_index: Tensor, num_sampled_nodes: Sequence[int],
+                   num_sampled_edges: Sequence[int]) -> None:
+    r"""Marks :obj:`edge_index` as a fused loader's batch: edges grouped by
+    target, grouped by hop with :obj:`num_sampled_edges` per hop, over nodes
+    grouped by hop with :obj:`num_sampled_nodes` per hop (host integers).
+    For the loaders' use: a tensor registered here is trusted, not checked.
+    """
+    counts = BatchCounts(tuple(accumulate(int(n) for n in num_sampled_nodes)),
+                         (0, ) + tuple(accumulate(
+                             int(e) for e in num_sampled_edges)))
+    _remember(_batches, edge_index, counts)
+
+
+def batch_counts(edge_index: Tensor) -> Optional[BatchCounts]:
+    r"""The per-hop counts of a registered batch (or of a prefix of one, as
+    PyG's ``trim_to_layer`` makes: ``edge_index.narrow(1, 0, E')`` ending
+    on a hop boundary), else ``None``."""
+    counts = _weak_entry(_batches, edge_index)
+    if counts is not None:
+        return counts
+    base = edge_index._base
+    if base is None or base.dim() != 2 or edge_index.dim() != 2:
+        return None
+    counts = _weak_entry(_batches, base)
+    if counts is None or edge_index.data_ptr() != base.data_ptr() \
+            or edge_index.stride() != base.stride() \
+            or edge_index.size(0) != 2 \
+            or edge_index.size(1) not in counts.edges:
+        return None
+    return counts
+
+
+def _trusted(counts: BatchCounts, num_edges: int, num_src: int,
+             num_dst: int) -> bool:
+    # Edges of hops 1..h read nodes of hops <= h and write those of hops < h.
+    h = bisect_left(counts.edges, num_edges)
+    if h >= len(counts.edges) or counts.edges[h] != num_edges:
+        return False
+    reads = counts.nodes[min(h, len(counts.nodes) - 1)]
+    writes = counts.nodes[h - 1] if h > 0 else 0
+    return num_src >= reads and num_dst >= writes
+
+
+def target_layout(edge_index: Tensor, num_src: int, num_dst: int,
+                  owner: str) -> TargetLayout:
+    r"""The :class:`TargetLayout` of :obj:`edge_index` (``[2, E]``, row =
+    source, col = target) over :obj:`num_src` source and :obj:`num_dst`
+    target rows, memoised per tensor. :obj:`owner` names the caller in
+    errors (ids out of range raise ``ValueError``)."""
+    if not isinstance(edge_index, Tensor) or edge_index.dim() != 2 \
+            or edge_index.size(0) != 2:
+        raise ValueError(f"{owner}: 'edge_index' must be a tensor of shape "
+                         f"[2, num_edges], got "
+                         f"{getattr(edge_index, 'shape', type(edge_index))}")
+    if edge_index.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"{owner}: 'edge_index' must be int64 (or int32), "
+                         f"got {edge_index.dtype}")
+    memo = _weak_entry(_layouts, edge_index)
+    if memo is None:
+        memo = _remember(_layouts, edge_index, {})
+    key = (int(num_src), int(num_dst))
+    layout = memo.get(key)
+    if layout is None:
+        layout = memo[key] = _build(edge_index, int(num_src), int(num_dst),
+                                    owner)
+    return layout
+
+
+def _build(edge_index: Tensor, num_src: int, num_dst: int,
+           owner: str) -> TargetLayout:
+    counts = batch_counts(edge_index)
+    src, dst = edge_index[0], edge_index[1]
+    perm = None
+    if counts is None or not _trusted(counts, edge_index.size(1), num_src,
+                                      num_dst):
+        check_ids_in_range(src, num_src, 'edge_index[0]', owner,
+                           bound_name='the source rows (x.size(0))')
+        check_ids_in_range(dst, num_dst, 'edge_index[1]', owner,
+                           bound_name='the target rows')
+        _note_sort(edge_index)
+        dst, perm = torch.sort(dst, stable=True)
+        src = src.index_select(0, perm)
+    bounds = torch.arange(num_dst + 1, dtype=dst.dtype, device=dst.device)
+    ptr = torch.searchsorted(dst, bounds)
+    return TargetLayout(ptr, src, dst, num_src, perm)
+
+
+def _note_sort(edge_index: Tensor):
+    # A sort (and a host read) per new edge_index is the slow path on a GPU:
+    # said once, when it happens for a second tensor.
+    _warned_sorts[0] += 1
+    if _warned_sorts[0] == 2 and edge_index.is_cuda:
+        warnings.warn(
+            "pyg_fusesample.nn: an 'edge_index' not made by a fused loader is "
+            "checked (one host read) and sorted by target once per tensor; "
+            "batches from FusedNeighborLoader / FusedLinkNeighborLoader (and "
+            "their trim_to_layer prefixes) need neither", stacklevel=4)
+

@@ -1,0 +1,204 @@
+"""fusesample::segment_aggregate / segment_max_backward (the mini-batch
+layers' aggregation): a plain PyTorch reference, gradients, CPU == CUDA,
+opcheck, edge cases and malformed layouts."""
+import pytest
+import torch
+
+import pyg_fusesample  # noqa: F401  (registers the ops)
+from pyg_fusesample.ops.segment import segment_aggregate
+from pyg_fusesample.sparse.target_layout import target_layout
+
+from conftest import devices
+
+DEVICES = devices()
+
+_ops = torch.ops.fusesample
+
+
+def reference(edge_index, x, num_dst, reduce, value=None):
+    r"""Per target, its in-edges' rows of x (times value), reduced; 0 when
+    it has none."""
+    src, dst = edge_index
+    heads = 1 if value is None or value.dim() == 1 else value.size(1)
+    out = x.new_zeros(num_dst, x.size(1))
+    for i in range(num_dst):
+        rows = x[src[dst == i]]
+        if rows.numel() == 0:
+            continue
+        if value is not None:
+            w = value[dst == i].view(rows.size(0), heads, 1)
+            rows = (rows.view(rows.size(0), heads, -1) * w).view_as(rows)
+        out[i] = {'sum': rows.sum(0), 'mean': rows.mean(0),
+                  'max': rows.max(0).values}[reduce]
+    return out
+
+
+def graph(num_src=30, num_dst=20, num_edges=150, hub=True, seed=0,
+          device='cpu'):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, num_src, (num_edges, ), generator=g)
+    dst = torch.randint(0, num_dst - 2, (num_edges, ), generator=g)  # 2 isolated
+    if hub:  # a hub target, duplicate edges and a self-loop
+        src = torch.cat([src, torch.arange(num_src), torch.tensor([1, 1, 4])])
+        dst = torch.cat([dst, torch.full((num_src, ), 3), torch.tensor([5, 5, 4])])
+    return torch.stack([src, dst]).to(device)
+
+
+@pytest.mark.parametrize('device', DEVICES)
+@pytest.mark.parametrize('reduce', ['sum', 'mean', 'max'])
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize('width', [1, 6, 16, 40])
+def test_matches_reference(device, reduce, dtype, width):
+    ei = graph(device=device)
+    x = torch.randn(30, width, dtype=dtype, device=device)
+    layout = target_layout(ei, 30, 20, 'test')
+    out = segment_aggregate(layout, x, reduce)
+    expected = reference(ei.cpu(), x.cpu().double(), 20, reduce)
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    torch.testing.assert_close(out.cpu().double(), expected, atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize('device', DEVICES)
+@pytest.mark.parametrize('heads', [1, 4])
+def test_weighted_matches_reference(device, heads):
+    ei = graph(device=device)
+    x = torch.randn(30, 8, dtype=torch.float64, device=device)
+    value = torch.rand(ei.size(1), heads, dtype=torch.float64, device=device)
+    value = value.squeeze(-1) if heads == 1 else value
+    layout = target_layout(ei, 30, 20, 'test')
+    out = segment_aggregate(layout, x, 'sum', layout.in_layout_order(value))
+    torch.testing.assert_close(
+        out.cpu(), reference(ei.cpu(), x.cpu(), 20, 'sum', value.cpu()))
+
+
+@pytest.mark.parametrize('device', DEVICES)
+@pytest.mark.parametrize('reduce', ['sum', 'mean', 'max'])
+def test_gradcheck(device, reduce):
+    ei = graph(num_src=12, num_dst=9, num_edges=40, device=device)
+    layout = target_layout(ei, 12, 9, 'test')
+    # Distinct values: 'max' is differentiable away from ties.
+    x = torch.randperm(12 * 5, dtype=torch.float64, device=device).view(12, 5)
+    x.requires_grad_()
+    assert torch.autograd.gradcheck(
+        lambda x: segment_aggregate(layout, x, reduce), (x, ))
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_gradcheck_values(device):
+    ei = graph(num_src=12, num_dst=9, num_edges=40, device=device)
+    layout = target_layout(ei, 12, 9, 'test')
+    x = torch.randn(12, 6, dtype=torch.float64, device=device,
+                    requires_grad=True)
+    value = torch.rand(layout.num_slots, 2, dtype=torch.float64,
+                       device=device, requires_grad=True)
+    for reduce in ('sum', 'mean'):
+        assert torch.autograd.gradcheck(
+            lambda x, v: segment_aggregate(layout, x, reduce, v), (x, value))
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_backward_is_deterministic(device):
+    ei = graph(num_src=50, num_dst=40, num_edges=2000, device=device)
+    layout = target_layout(ei, 50, 40, 'test')
+    x = torch.randn(50, 33, device=device, requires_grad=True)
+    grads = []
+    for _ in range(3):
+        x.grad = None
+        segment_aggregate(layout, x, 'mean').pow(2).sum().backward()
+        grads.append(x.grad.clone())
+    assert all(torch.equal(grads[0], g) for g in grads[1:])
+
+
+@pytest.mark.cuda
+def test_cuda_equals_cpu():
+    ei = graph(num_src=400, num_dst=300, num_edges=5000)
+    for dtype in (torch.float32, torch.float16):
+        x = torch.randn(400, 100, dtype=dtype)
+        for reduce in ('sum', 'mean', 'max'):
+            a = segment_aggregate(target_layout(ei, 400, 300, 't'), x, reduce)
+            b = segment_aggregate(target_layout(ei.cuda(), 400, 300, 't'),
+                                  x.cuda(), reduce)
+            torch.testing.assert_close(a, b.cpu(), atol=1e-2, rtol=1e-3)
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_empty(device):
+    ei = torch.empty(2, 0, dtype=torch.long, device=device)
+    x = torch.randn(4, 3, device=device, requires_grad=True)
+    layout = target_layout(ei, 4, 5, 'test')
+    for reduce in ('sum', 'mean', 'max'):
+        out = segment_aggregate(layout, x, reduce)
+        assert out.shape == (5, 3) and not out.any()
+        out.sum().backward()
+        assert not x.grad.any()
+    out, arg = _ops.segment_aggregate(layout.ptr, layout.src, None,
+                                      x.detach()[:, :0], 'max')
+    assert out.shape == (5, 0)
+
+
+def test_opcheck():
+    ei = graph()
+    layout = target_layout(ei, 30, 20, 'test')
+    x = torch.randn(30, 8)
+    for reduce, value in (('sum', torch.rand(layout.num_slots)),
+                          ('mean', None), ('max', None)):
+        torch.library.opcheck(_ops.segment_aggregate,
+                              (layout.ptr, layout.src, value, x, reduce))
+    out, arg = _ops.segment_aggregate(layout.ptr, layout.src, None, x, 'max')
+    ptr_t, dst_t, slot_t = layout.transposed()
+    torch.library.opcheck(_ops.segment_max_backward,
+                          (ptr_t, dst_t, slot_t, arg, torch.randn_like(out), 30))
+
+
+@pytest.mark.parametrize('ptr, src, message', [
+    ([0, 2, 1, 3], [0, 1, 2], "'ptr' gives row 1"),
+    ([0, 2, 5], [0, 1, 2], "'ptr' must start at 0 and end at 3"),
+    ([1, 2, 3], [0, 1, 2], "'ptr' must start at 0"),
+    ([0, 1, 3], [0, 9, 2], "'src' holds id 9 outside \\[0, 4\\)"),
+    ([0, 1, 3], [0, -1, 2], "'src' holds id -1"),
+])
+def test_bad_layouts_raise_on_cpu(ptr, src, message):
+    with pytest.raises(RuntimeError, match=message):
+        _ops.segment_aggregate(torch.tensor(ptr), torch.tensor(src), None,
+                               torch.randn(4, 3), 'sum')
+
+
+@pytest.mark.cuda
+def test_bad_layouts_reported_on_cuda():
+    word = _ops.sample_aggregate_error(torch.empty(0, device='cuda'))
+    word.zero_()
+    _ops.segment_aggregate(torch.tensor([0, 1, 3], device='cuda'),
+                           torch.tensor([0, 9, 2], device='cuda'), None,
+                           torch.randn(4, 3, device='cuda'), 'sum')
+    assert word.tolist() == [2, 9]  # a source, id 9
+    word.zero_()
+    _ops.segment_aggregate(torch.tensor([0, 2, 9], device='cuda'),
+                           torch.tensor([0, 1, 2], device='cuda'), None,
+                           torch.randn(4, 3, device='cuda'), 'mean')
+    assert word.tolist() == [3, 1]  # a pointer, row 1
+    word.zero_()
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(reduce='min'), "'reduce' must be"),
+    (dict(x=torch.randn(4, 3).long()), "'x' must be float"),
+    (dict(value=torch.rand(3)), "'max' takes no 'value'"),
+    (dict(reduce='sum', value=torch.rand(2)), "'value' must have shape"),
+    (dict(reduce='sum', value=torch.rand(3, 2)), "not a multiple of the 2"),
+    (dict(src=torch.tensor([0., 1., 2.])), "'src' must be int64 or int32"),
+])
+def test_bad_arguments(kwargs, message):
+    args = dict(ptr=torch.tensor([0, 1, 3]), src=torch.tensor([0, 1, 2]),
+                value=None, x=torch.randn(4, 3), reduce='max')
+    args.update(kwargs)
+    with pytest.raises(RuntimeError, match=message):
+        _ops.segment_aggregate(args['ptr'], args['src'], args['value'],
+                               args['x'], args['reduce'])
+
+
+def test_layout_rejects_out_of_range_edge_index():
+    ei = torch.tensor([[0, 7], [1, 2]])
+    with pytest.raises(ValueError, match=r"'edge_index\[0\]' holds ids"):
+        target_layout(ei, 5, 5, 'SAGEConv')
+    with pytest.raises(ValueError, match=r"'edge_index\[1\]' holds ids"):
+        target_layout(torch.tensor([[0, 1], [1, 9]]), 5, 5, 'SAGEConv')
