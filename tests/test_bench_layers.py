@@ -6,7 +6,6 @@ count by hand."""
 import types
 
 import pytest
-import torch
 
 from pyg_fusesample.bench import layer_runner
 from pyg_fusesample.bench.__main__ import main
@@ -74,7 +73,8 @@ def test_fused_variants_without_to_fused_are_noted(tmp_path):
                  'fused-compiled', '--out', str(out)]) == 0
     rows = {r['variant']: r for r in read_rows(str(out))}
     for v in ('fused', 'fused-compiled'):
-        assert rows[v]['note'].startswith('skipped: ') and not rows[v]['step_ms']
+        assert rows[v]['note'].startswith('skipped: ')
+        assert not rows[v]['step_ms']
     assert rows['fused-compiled']['execution'] == 'compiled'
 
 
@@ -103,7 +103,8 @@ def test_speedups_compare_rows_of_one_setting_and_round():
     base = dict(graph='g', model='sage', dtype='float32', round=0)
     rows = [dict(base, variant='pyg', step_ms='8.0'),
             dict(base, variant='pyg-trim', step_ms='4.0'),
-            dict(base, variant='pyg-trim-sparse', step_ms='', note='unsupported: x'),
+            dict(base, variant='pyg-trim-sparse', step_ms='',
+                 note='unsupported: x'),
             dict(base, variant='fused', step_ms='1.0'),
             dict(base, variant='fused', step_ms='1.0', round=1)]
     layer_runner.fill_speedups(rows)
@@ -111,3 +112,17 @@ def test_speedups_compare_rows_of_one_setting_and_round():
         == ('8.00', '4.00', 'pyg-trim')
     assert rows[1]['vs_pyg'] == '2.00' and 'vs_pyg' not in rows[2]
     assert 'vs_pyg' not in rows[4]  # no PyG row in round 1
+
+
+@pytest.mark.skipif(not FUSED, reason='pyg_fusesample.nn.to_fused is missing')
+def test_compiled_variant_gives_a_row_or_a_note(tmp_path):
+    """fused-compiled: timed, or a row noted 'compile failed: ...' (the
+    run goes on); compiled either way."""
+    out = tmp_path / 'layers.csv'
+    assert main(['layers', *TINY, '--batches', '1', '--graphs', 'products',
+                 '--models', 'sage', '--dtypes', 'float32', '--variants',
+                 'pyg', 'fused-compiled', '--out', str(out)]) == 0
+    row = read_rows(str(out))[-1]
+    assert row['variant'] == 'fused-compiled'
+    assert row['execution'] == 'compiled'
+    assert row['step_ms'] or row['note'].startswith('compile failed: ')
