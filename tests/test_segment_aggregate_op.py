@@ -1,4 +1,4 @@
-"""fusesample::segment_aggregate / segment_max_backward (the mini-batch
+"""fusesample::segment_aggregate / segment_aggregate_backward (the mini-batch
 layers' aggregation): a plain PyTorch reference, gradients, CPU == CUDA,
 opcheck, edge cases and malformed layouts."""
 import pytest
@@ -145,9 +145,13 @@ def test_opcheck():
         torch.library.opcheck(_ops.segment_aggregate,
                               (layout.ptr, layout.src, value, x, reduce))
     out, arg = _ops.segment_aggregate(layout.ptr, layout.src, None, x, 'max')
-    ptr_t, dst_t, slot_t = layout.transposed()
-    torch.library.opcheck(_ops.segment_max_backward,
-                          (ptr_t, dst_t, slot_t, arg, torch.randn_like(out), 30))
+    empty = torch.empty(0, dtype=torch.long)
+    for reduce, value, winners in (('sum', torch.rand(layout.num_slots), empty),
+                                   ('mean', None, empty), ('max', None, arg)):
+        torch.library.opcheck(
+            _ops.segment_aggregate_backward,
+            (layout.ptr, layout.src, layout.dst, value, torch.randn_like(out),
+             winners, 30, reduce))
 
 
 @pytest.mark.parametrize('ptr, src, message', [
@@ -163,6 +167,13 @@ def test_bad_layouts_raise_on_cpu(ptr, src, message):
                                torch.randn(4, 3), 'sum')
 
 
+def test_backward_bad_source_raises_on_cpu():
+    with pytest.raises(RuntimeError, match="'src' holds id 7 outside"):
+        _ops.segment_aggregate_backward(
+            torch.tensor([0, 1, 2]), torch.tensor([0, 7]), torch.tensor([0, 1]),
+            None, torch.randn(2, 3), torch.empty(0, dtype=torch.long), 4, 'sum')
+
+
 @pytest.mark.cuda
 def test_bad_layouts_reported_on_cuda():
     word = _ops.sample_aggregate_error(torch.empty(0, device='cuda'))
@@ -176,6 +187,12 @@ def test_bad_layouts_reported_on_cuda():
                            torch.tensor([0, 1, 2], device='cuda'), None,
                            torch.randn(4, 3, device='cuda'), 'mean')
     assert word.tolist() == [3, 1]  # a pointer, row 1
+    word.zero_()
+    _ops.segment_aggregate_backward(
+        torch.tensor([0, 1, 2], device='cuda'), torch.tensor([0, 7], device='cuda'),
+        torch.tensor([0, 1], device='cuda'), None, torch.randn(2, 3, device='cuda'),
+        torch.empty(0, dtype=torch.long, device='cuda'), 4, 'sum')
+    assert word.tolist() == [2, 7]  # a source, id 7
     word.zero_()
 
 

@@ -1,4 +1,4 @@
-// fusesample::segment_aggregate, segment_max_backward -- aggregation over a
+// fusesample::segment_aggregate and its backward -- aggregation over a
 // mini-batch's edges grouped by target: the op behind the mini-batch layers
 // (pyg_fusesample.nn.SAGEConv, GCNConv, GATConv, RGCNConv).
 //
@@ -26,12 +26,18 @@
 //            DeviceErrorWatch to raise. Nothing is read out of bounds.
 //   determinism: every output element is summed by one thread in slot order.
 //
-// segment_max_backward(ptr_t, dst_t, slot_t, arg, grad, num_src) -> grad_x:
-//   the gradient of 'max' in x, deterministic without atomics: the slots
-//   transposed (grouped by source: slot_t's entries ptr_t[j]:ptr_t[j+1] are
-//   the slots reading x[j], dst_t their rows), grad_x[j, f] = sum of
-//   grad[dst_t[i], f] over those slots i that won element f
-//   (arg[dst_t[i], f] == slot_t[i]), in slot order. Bad layouts as above.
+// segment_aggregate_backward(ptr, src, dst, value, grad, arg, num_src,
+//                            reduce) -> grad_x [num_src, F]:
+//   the gradient of segment_aggregate in x: grad_x[j] sums, over the slots s
+//   reading row j (src[s] == j), grad[dst[s]] times value[s] (per head) and,
+//   for 'mean', 1 / (row dst[s]'s slot count); for 'max' only the elements
+//   slot s won (arg[dst[s], f] == s). dst [E] is each slot's row (sorted,
+//   as the layout has it). Every element is summed in slot order by one
+//   thread: deterministic, no float atomics. The CUDA kernel groups the
+//   slots by source with a radix sort over the bits of num_src (a stable
+//   sort, so slot order is kept), all on the device.
+//   bad values: the CPU kernel raises; the CUDA kernel skips a slot whose
+//   src or dst is out of range and reports it in the error word.
 #include <torch/library.h>
 
 TORCH_LIBRARY_FRAGMENT(fusesample, m) {
@@ -39,6 +45,7 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       "segment_aggregate(Tensor ptr, Tensor src, Tensor? value, Tensor x, "
       "str reduce='sum') -> (Tensor out, Tensor arg)");
   m.def(
-      "segment_max_backward(Tensor ptr_t, Tensor dst_t, Tensor slot_t, "
-      "Tensor arg, Tensor grad, int num_src) -> Tensor");
+      "segment_aggregate_backward(Tensor ptr, Tensor src, Tensor dst, "
+      "Tensor? value, Tensor grad, Tensor arg, int num_src, str reduce) -> "
+      "Tensor");
 }

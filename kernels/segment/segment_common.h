@@ -52,26 +52,28 @@ inline int64_t check_segment_aggregate(const char* op, const at::Tensor& ptr,
   return heads;
 }
 
-inline void check_segment_max_backward(const char* op, const at::Tensor& ptr_t,
-                                       const at::Tensor& dst_t, const at::Tensor& slot_t,
-                                       const at::Tensor& arg, const at::Tensor& grad,
-                                       int64_t num_src) {
-  check_pointer(op, "ptr_t", ptr_t);
-  TORCH_CHECK(ptr_t.numel() == num_src + 1, op, ": 'ptr_t' has ", ptr_t.numel(),
-              " entries but num_src + 1 = ", num_src + 1);
-  check_1d(op, "dst_t", dst_t);
-  check_1d(op, "slot_t", slot_t);
-  check_index_dtype(op, "dst_t", dst_t);
-  check_dtype(op, "slot_t", slot_t, at::kLong);
-  TORCH_CHECK(dst_t.numel() == slot_t.numel(), op, ": 'dst_t' and 'slot_t' differ in length (",
-              dst_t.numel(), " vs ", slot_t.numel(), ")");
-  check_same_device(op, "dst_t", dst_t, "ptr_t", ptr_t);
-  check_same_device(op, "slot_t", slot_t, "ptr_t", ptr_t);
-  check_floating(op, "grad", grad, "ptr_t", ptr_t);
-  check_dtype(op, "arg", arg, at::kLong);
-  check_same_device(op, "arg", arg, "ptr_t", ptr_t);
-  TORCH_CHECK(grad.dim() == 2 && arg.sizes() == grad.sizes(), op, ": 'arg' ", arg.sizes(),
-              " and 'grad' ", grad.sizes(), " must be one [R, F] shape");
+// segment_aggregate_backward's inputs beyond the forward's; returns the heads.
+inline int64_t check_segment_aggregate_backward(const char* op, const at::Tensor& ptr,
+                                                const at::Tensor& src, const at::Tensor& dst,
+                                                const c10::optional<at::Tensor>& value,
+                                                const at::Tensor& grad, const at::Tensor& arg,
+                                                int64_t num_src, SegmentReduce reduce) {
+  TORCH_CHECK(num_src >= 0, op, ": 'num_src' must be >= 0, got ", num_src);
+  TORCH_CHECK(grad.dim() == 2 && grad.size(0) == ptr.numel() - 1, op, ": 'grad' must be [",
+              ptr.numel() - 1, ", F] (a row per target), got ", grad.sizes());
+  const int64_t heads = check_segment_aggregate(op, ptr, src, value, grad, reduce);
+  check_1d(op, "dst", dst);
+  check_index_dtype(op, "dst", dst);
+  check_same_device(op, "dst", dst, "ptr", ptr);
+  TORCH_CHECK(dst.numel() == src.numel(), op, ": 'dst' and 'src' differ in length (",
+              dst.numel(), " vs ", src.numel(), ")");
+  if (reduce == SegmentReduce::kMax) {
+    check_dtype(op, "arg", arg, at::kLong);
+    check_same_device(op, "arg", arg, "ptr", ptr);
+    TORCH_CHECK(arg.sizes() == grad.sizes(), op, ": 'arg' ", arg.sizes(), " and 'grad' ",
+                grad.sizes(), " must be one [R, F] shape");
+  }
+  return heads;
 }
 
 }  // namespace fusesample

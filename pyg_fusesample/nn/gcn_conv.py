@@ -8,9 +8,11 @@ from torch_geometric.nn import GCNConv as PyGGCNConv
 
 from ..ops.segment import segment_aggregate
 from ..sparse.target_layout import TargetLayout
-from .minibatch_common import fast_graph, layout_of, warn_pyg_path
+from .minibatch_common import (fast_graph, layout_of, pyg_fallback,
+                               warn_pyg_path)
 
 
+@pyg_fallback
 class GCNConv(PyGGCNConv):
     r"""PyG's :class:`~torch_geometric.nn.conv.GCNConv`,
 

@@ -7,6 +7,7 @@ from typing import Optional, Set, Tuple
 
 import torch
 from torch import Tensor
+from torch_geometric.inspector import Inspector
 
 from ..sparse.target_layout import TargetLayout, target_layout
 
@@ -55,3 +56,21 @@ def uninitialized(*params: Optional[Tensor]) -> bool:
     r"""Lazy PyG ``Linear`` (``in_channels=-1``) before its first call."""
     return any(isinstance(p, torch.nn.parameter.UninitializedParameter)
                for p in params if p is not None)
+
+
+def pyg_fallback(cls):
+    r"""Class decorator of a layer subclassing a PyG layer: gives the
+    subclass the argument types of its PyG base's ``propagate`` (and
+    ``edge_updater``) calls. PyG compiles those methods per class from the
+    ``# propagate_type`` comments of the class's own source; a subclass
+    whose ``forward`` makes no such call would get methods taking no
+    arguments, and its fallback to PyG's ``forward`` would fail."""
+    base = next(b for b in cls.__mro__[1:]
+                if b.__module__.startswith('torch_geometric.'))
+    for method in ('propagate', 'edge_updater'):
+        params = Inspector(base).get_params_from_method_call(
+            method, exclude=[0, 'edge_index', 'size'])
+        if params:
+            setattr(cls, f'{method}_type',
+                    {name: p.type for name, p in params.items()})
+    return cls

@@ -7,13 +7,15 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import SAGEConv as PyGSAGEConv
 
+from ..ops.aggregate_linear import aggregate_linear
 from ..ops.segment import segment_aggregate
 from .minibatch_common import (fast_graph, layout_of, linear_first,
-                               uninitialized, warn_pyg_path)
+                               pyg_fallback, uninitialized, warn_pyg_path)
 
 _REDUCE = {'mean': 'mean', 'add': 'sum', 'sum': 'sum', 'max': 'max'}
 
 
+@pyg_fallback
 class SAGEConv(PyGSAGEConv):
     r"""PyG's :class:`~torch_geometric.nn.conv.SAGEConv`, computed as a
     segment reduction over each target's in-edges:
@@ -65,33 +67,22 @@ class SAGEConv(PyGSAGEConv):
         if self.project and hasattr(self, 'lin'):
             x_src = self.lin(x_src).relu()
         layout = layout_of(edge_index, x_src.size(0), num_dst, 'SAGEConv')
-        out = self._aggregate_linear(layout, x_src, reduce)
-        if self.root_weight and x_dst is not None:
-            out = _add_linear(out, x_dst, self.lin_r.weight)
+        lin_l = self.lin_l
+        root = self.root_weight and x_dst is not None
+        if root and x_dst.size(0) != num_dst:
+            raise ValueError(f"SAGEConv: 'x_dst' has {x_dst.size(0)} rows but "
+                             f"'size' gives {num_dst} targets")
+        if uninitialized(lin_l.weight, self.lin_r.weight if root else None):
+            out = lin_l(segment_aggregate(layout, x_src, reduce))
+            if root:
+                out = out + self.lin_r(x_dst)
+        else:
+            out = aggregate_linear(
+                layout, x_src, reduce, lin_l.weight, lin_l.bias,
+                x_dst if root else None, self.lin_r.weight if root else None,
+                reduce != 'max' and linear_first(layout, lin_l.in_channels,
+                                                 lin_l.out_channels))
         if self.normalize:
             out = F.normalize(out, p=2., dim=-1)
         return out
 
-    def _aggregate_linear(self, layout, x_src: Tensor, reduce: str) -> Tensor:
-        lin = self.lin_l
-        if reduce != 'max' and not uninitialized(lin.weight) and linear_first(
-                layout, lin.in_channels, lin.out_channels):
-            return segment_aggregate(layout, lin(x_src), reduce) if \
-                lin.bias is None else _add_bias(
-                    segment_aggregate(layout, F.linear(x_src, lin.weight),
-                                      reduce), lin.bias)
-        return lin(segment_aggregate(layout, x_src, reduce))
-
-
-def _add_bias(out: Tensor, bias: Tensor) -> Tensor:
-    return out + bias
-
-
-def _add_linear(out: Tensor, x: Tensor, weight: Tensor) -> Tensor:
-    r"""``out + x @ weight^T`` as one GEMM accumulating into ``out``."""
-    if x.size(0) != out.size(0):
-        raise ValueError(f"SAGEConv: 'x_dst' has {x.size(0)} rows but the "
-                         f"layer computes {out.size(0)} targets")
-    if weight.dtype != x.dtype and not torch.is_autocast_enabled():
-        return out + F.linear(x, weight)
-    return torch.addmm(out, x, weight.t())

@@ -5,17 +5,22 @@ import warnings
 from typing import Dict, Type
 
 import torch
+from torch_geometric.nn import GATConv as PyGGATConv
 from torch_geometric.nn import GCNConv as PyGGCNConv
+from torch_geometric.nn import RGCNConv as PyGRGCNConv
 from torch_geometric.nn import SAGEConv as PyGSAGEConv
 from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
+from .gat_conv import GATConv
 from .gcn_conv import GCNConv
+from .rgcn_conv import RGCNConv
 from .sage_conv import SAGEConv
 from .trimmed_gnn import trimmable, trimmed_forward
 
 # PyG's class -> ours (ours subclass PyG's and add no state).
-SWAPS: Dict[Type, Type] = {PyGSAGEConv: SAGEConv, PyGGCNConv: GCNConv}
+SWAPS: Dict[Type, Type] = {PyGSAGEConv: SAGEConv, PyGGCNConv: GCNConv,
+                           PyGGATConv: GATConv, PyGRGCNConv: RGCNConv}
 
 
 def register_swap(pyg_class: Type, fused_class: Type):
@@ -30,8 +35,8 @@ def register_swap(pyg_class: Type, fused_class: Type):
 
 def to_fused(model: torch.nn.Module, trim: bool = True) -> torch.nn.Module:
     r"""Swaps every PyG layer of :obj:`model` that has a mini-batch
-    counterpart (``SAGEConv``, ``GCNConv``, and those added by
-    :func:`register_swap`: ``GATConv``, ``RGCNConv``) for it, in place:
+    counterpart (``SAGEConv``, ``GCNConv``, ``GATConv``, ``RGCNConv`` and
+    those added by :func:`register_swap`) for it, in place:
     parameters, buffers, hooks and the state dict's keys stay as they are
     (the swapped layers subclass PyG's and keep its state), so the model
     computes what it computed. Works on homogeneous models and on

@@ -3,15 +3,11 @@ the op behind the mini-batch layers (``pyg_fusesample.nn.SAGEConv`` ...).
 
 ``torch.ops.fusesample.segment_aggregate`` (contract:
 ``kernels/segment/segment_aggregate.cpp``) reduces each target's slots of a
-:class:`~pyg_fusesample.sparse.TargetLayout`. Gradients, all without
-atomics (deterministic) and without a host synchronisation:
-
-* ``x`` ('sum' / 'mean'): the same op over the transposed layout (slots
-  grouped by source), the incoming gradient scaled by ``1 / degree`` for
-  'mean' and weighted by the slot values;
-* ``x`` ('max'): ``segment_max_backward``, each source collecting the
-  gradient of the elements its slots won;
-* the slot values: ``<grad[dst], x[src]>`` per head (an SDDMM).
+:class:`~pyg_fusesample.sparse.TargetLayout`;
+``segment_aggregate_backward`` is its gradient in ``x`` (the slots grouped
+by source on the device, summed in slot order: deterministic, no atomics,
+no host synchronisation). The gradient of the slot values is
+``<grad[dst], x[src]>`` per head (an SDDMM).
 """
 from typing import Optional
 
@@ -30,6 +26,31 @@ def _heads(value: Optional[Tensor]) -> int:
     return 1 if value is None or value.dim() == 1 else value.size(1)
 
 
+def aggregate_backward(layout: TargetLayout, grad: Tensor, reduce: str,
+                       value: Optional[Tensor] = None,
+                       arg: Optional[Tensor] = None) -> Tensor:
+    r"""The gradient in ``x`` of :func:`segment_aggregate` for the
+    gradient :obj:`grad` of its output (``arg``: the forward's winners,
+    ``'max'`` only)."""
+    return _ops.segment_aggregate_backward(
+        layout.ptr, layout.src, layout.dst, value, grad.contiguous(),
+        arg if arg is not None else grad.new_empty(0, dtype=torch.long),
+        layout.num_src, reduce)
+
+
+def slot_value_grad(layout: TargetLayout, grad: Tensor, x: Tensor,
+                    heads: int, reduce: str) -> Tensor:
+    r"""``d out / d value[s] = <grad[dst[s]], x[src[s]]>`` per head (scaled
+    by ``1 / count`` for ``'mean'``): ``[E, heads]``."""
+    if reduce == 'mean':
+        count = layout.degree().clamp_min(1).to(grad.dtype)
+        grad = grad / count.unsqueeze(-1)
+    g = grad.view(grad.size(0), heads, -1)
+    xs = x.view(x.size(0), heads, -1)
+    return (g.index_select(0, layout.dst) *
+            xs.index_select(0, layout.src)).sum(-1)
+
+
 class _SegmentAggregate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, value, layout, reduce):
@@ -43,29 +64,13 @@ class _SegmentAggregate(torch.autograd.Function):
     def backward(ctx, grad_out):
         x, value, arg = ctx.saved_tensors
         layout, reduce = ctx.layout, ctx.reduce
-        grad_out = grad_out.contiguous()
         grad_x = grad_value = None
-        if reduce == 'max':
-            if ctx.needs_input_grad[0]:
-                ptr_t, dst_t, slot_t = layout.transposed()
-                grad_x = _ops.segment_max_backward(ptr_t, dst_t, slot_t, arg,
-                                                   grad_out, layout.num_src)
-            return grad_x, None, None, None
-        if reduce == 'mean':
-            deg = layout.degree().clamp_min(1).to(grad_out.dtype)
-            grad_out = grad_out / deg.unsqueeze(-1)
         if ctx.needs_input_grad[0]:
-            ptr_t, dst_t, slot_t = layout.transposed()
-            value_t = None if value is None else value.index_select(0, slot_t)
-            grad_x, _ = _ops.segment_aggregate(ptr_t, dst_t, value_t, grad_out,
-                                               'sum')
+            grad_x = aggregate_backward(layout, grad_out, reduce, value,
+                                        arg if reduce == 'max' else None)
         if value is not None and ctx.needs_input_grad[1]:
-            heads = _heads(value)
-            g = grad_out.view(grad_out.size(0), heads, -1)
-            xs = x.view(x.size(0), heads, -1)
-            grad_value = (g.index_select(0, layout.dst) *
-                          xs.index_select(0, layout.src)).sum(-1)
-            grad_value = grad_value.view_as(value)
+            grad_value = slot_value_grad(layout, grad_out, x, _heads(value),
+                                         reduce).view_as(value)
         return grad_x, grad_value, None, None
 
 
@@ -87,16 +92,20 @@ def segment_aggregate(layout: TargetLayout, x: Tensor, reduce: str = 'sum',
         ``[layout.num_dst, F]``, differentiable in :obj:`x` and
         :obj:`value`.
     """
-    if reduce not in SEGMENT_REDUCTIONS:
-        raise ValueError(f"segment_aggregate: 'reduce' must be one of "
-                         f"{SEGMENT_REDUCTIONS}, got {reduce!r}")
+    reduce = check_reduce(reduce)
     if x.dim() != 2 or x.size(0) != layout.num_src:
         raise ValueError(f"segment_aggregate: 'x' must be [{layout.num_src}, F]"
                          f" (the layout's source rows), got {list(x.shape)}")
-    reduce = 'sum' if reduce == 'add' else reduce
     if value is not None:
         value = value.to(x.dtype)
     return _SegmentAggregate.apply(x, value, layout, reduce)
+
+
+def check_reduce(reduce: str) -> str:
+    if reduce not in SEGMENT_REDUCTIONS:
+        raise ValueError(f"segment_aggregate: 'reduce' must be one of "
+                         f"{SEGMENT_REDUCTIONS}, got {reduce!r}")
+    return 'sum' if reduce == 'add' else reduce
 
 
 @torch.library.register_fake('fusesample::segment_aggregate')
@@ -106,6 +115,7 @@ def _segment_aggregate_fake(ptr, src, value, x, reduce='sum'):
     return x.new_empty((rows, width)), ptr.new_empty(arg_shape)
 
 
-@torch.library.register_fake('fusesample::segment_max_backward')
-def _segment_max_backward_fake(ptr_t, dst_t, slot_t, arg, grad, num_src):
+@torch.library.register_fake('fusesample::segment_aggregate_backward')
+def _segment_aggregate_backward_fake(ptr, src, dst, value, grad, arg, num_src,
+                                     reduce):
     return grad.new_empty((num_src, grad.shape[1]))

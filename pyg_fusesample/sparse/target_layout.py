@@ -9,8 +9,7 @@ target, no sort, no atomics, and a deterministic backward.
 :class:`TargetLayout` is that grouping for one call: ``ptr`` (``[T + 1]``),
 the source of each slot ``src`` and its target ``dst``, and, for an edge
 list that had to be sorted, ``perm`` (slot -> position in the given
-``edge_index``, to reorder edge attributes). The transposed grouping (slots
-by source, for the backward) is built lazily, with no host synchronisation.
+``edge_index``, to reorder edge attributes).
 
 :func:`target_layout` returns it for an ``edge_index`` and the number of
 source and target rows:
@@ -76,20 +75,6 @@ class TargetLayout:
             self._cache['degree'] = self.ptr[1:] - self.ptr[:-1]
         return self._cache['degree']
 
-    def transposed(self):
-        r"""``(ptr_t, dst_t, slot_t)``: slots grouped by source (stable, so in
-        slot order within a source): ``slot_t[ptr_t[j]:ptr_t[j + 1]]`` are
-        the slots reading row ``j``, ``dst_t`` their targets. Sorted on the
-        device, no host synchronisation; cached."""
-        if 'transposed' not in self._cache:
-            src_sorted, slot_t = torch.sort(self.src, stable=True)
-            bounds = torch.arange(self.num_src + 1, dtype=src_sorted.dtype,
-                                  device=src_sorted.device)
-            ptr_t = torch.searchsorted(src_sorted, bounds)
-            self._cache['transposed'] = (ptr_t, self.dst.index_select(
-                0, slot_t), slot_t)
-        return self._cache['transposed']
-
 
 def _weak_entry(memo: Dict[int, tuple], t: Tensor):
     item = memo.get(id(t))
@@ -125,26 +110,33 @@ def register_batch(edge_index: Tensor, num_sampled_nodes: Sequence[int],
     counts = BatchCounts(tuple(accumulate(int(n) for n in num_sampled_nodes)),
                          (0, ) + tuple(accumulate(
                              int(e) for e in num_sampled_edges)))
-    _remember(_batches, edge_index, counts)
+    _remember(_batches, edge_index, (counts, edge_index, {}))
+
+
+def _batch_entry(edge_index: Tensor):
+    # (counts, the registered tensor, its cache) of a registered batch or of
+    # a prefix of one, else None.
+    entry = _weak_entry(_batches, edge_index)
+    if entry is not None:
+        return entry
+    base = edge_index._base
+    if base is None or base.dim() != 2 or edge_index.dim() != 2:
+        return None
+    entry = _weak_entry(_batches, base)
+    if entry is None or edge_index.data_ptr() != base.data_ptr() \
+            or edge_index.stride() != base.stride() \
+            or edge_index.size(0) != 2 \
+            or edge_index.size(1) not in entry[0].edges:
+        return None
+    return entry
 
 
 def batch_counts(edge_index: Tensor) -> Optional[BatchCounts]:
     r"""The per-hop counts of a registered batch (or of a prefix of one, as
     PyG's ``trim_to_layer`` makes: ``edge_index.narrow(1, 0, E')`` ending
     on a hop boundary), else ``None``."""
-    counts = _weak_entry(_batches, edge_index)
-    if counts is not None:
-        return counts
-    base = edge_index._base
-    if base is None or base.dim() != 2 or edge_index.dim() != 2:
-        return None
-    counts = _weak_entry(_batches, base)
-    if counts is None or edge_index.data_ptr() != base.data_ptr() \
-            or edge_index.stride() != base.stride() \
-            or edge_index.size(0) != 2 \
-            or edge_index.size(1) not in counts.edges:
-        return None
-    return counts
+    entry = _batch_entry(edge_index)
+    return None if entry is None else entry[0]
 
 
 def _trusted(counts: BatchCounts, num_edges: int, num_src: int,
@@ -155,7 +147,7 @@ def _trusted(counts: BatchCounts, num_edges: int, num_src: int,
         return False
     reads = counts.nodes[min(h, len(counts.nodes) - 1)]
     writes = counts.nodes[h - 1] if h > 0 else 0
-    return num_src >= reads and num_dst >= writes
+    return num_src >= reads and writes <= num_dst <= counts.nodes[-1]
 
 
 def target_layout(edge_index: Tensor, num_src: int, num_dst: int,
@@ -185,21 +177,40 @@ def target_layout(edge_index: Tensor, num_src: int, num_dst: int,
 
 def _build(edge_index: Tensor, num_src: int, num_dst: int,
            owner: str) -> TargetLayout:
-    counts = batch_counts(edge_index)
+    entry = _batch_entry(edge_index)
     src, dst = edge_index[0], edge_index[1]
-    perm = None
-    if counts is None or not _trusted(counts, edge_index.size(1), num_src,
+    if entry is not None and _trusted(entry[0], edge_index.size(1), num_src,
                                       num_dst):
-        check_ids_in_range(src, num_src, 'edge_index[0]', owner,
-                           bound_name='the source rows (x.size(0))')
-        check_ids_in_range(dst, num_dst, 'edge_index[1]', owner,
-                           bound_name='the target rows')
-        _note_sort(edge_index)
-        dst, perm = torch.sort(dst, stable=True)
-        src = src.index_select(0, perm)
+        return TargetLayout(_prefix_ptr(entry, edge_index.size(1), num_dst),
+                            src, dst, num_src)
+    check_ids_in_range(src, num_src, 'edge_index[0]', owner,
+                       bound_name='the source rows (x.size(0))')
+    check_ids_in_range(dst, num_dst, 'edge_index[1]', owner,
+                       bound_name='the target rows')
+    _note_sort(edge_index)
+    dst, perm = torch.sort(dst, stable=True)
+    src = src.index_select(0, perm)
     bounds = torch.arange(num_dst + 1, dtype=dst.dtype, device=dst.device)
     ptr = torch.searchsorted(dst, bounds)
     return TargetLayout(ptr, src, dst, num_src, perm)
+
+
+def _prefix_ptr(entry, num_edges: int, num_dst: int) -> Tensor:
+    # The batch's target pointer over all its nodes, once per batch; a
+    # prefix of the edges (hops 1..h) is a prefix of the slots, so its
+    # pointer is a slice (clamped where rows past the prefix's targets are
+    # asked for: they have no slots in it).
+    counts, base, cache = entry
+    full = cache.get('ptr')
+    if full is None:
+        dst = base[1]
+        bounds = torch.arange(counts.nodes[-1] + 1, dtype=dst.dtype,
+                              device=dst.device)
+        full = cache['ptr'] = torch.searchsorted(dst, bounds)
+    h = counts.edges.index(num_edges)
+    ptr = full.narrow(0, 0, num_dst + 1)
+    return ptr if num_dst <= counts.nodes[max(h - 1, 0)] else \
+        ptr.clamp(max=num_edges)
 
 
 def _note_sort(edge_index: Tensor):

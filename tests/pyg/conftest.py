@@ -12,6 +12,8 @@ from typing import Callable
 
 import pytest
 
+from ._out_of_scope import always, param_is, skip_out_of_scope
+
 HETERO_INDUCED = ("subgraph_type='induced' on HeteroData is not supported "
                   "(FusedNeighborSampler raises NotImplementedError, as "
                   "pyg-lib's hetero sampler lacks it too)")
@@ -22,14 +24,6 @@ VACUOUS_INT32_INDUCED = ("PyG's test body returns at once for int32 "
                          "would run)")
 
 
-def _param(name, value):
-    return lambda params: str(params.get(name)) == value
-
-
-def _always(params):
-    return True
-
-
 # test name -> [(condition on the case's parameters, reason)]
 OUT_OF_SCOPE = {
     # test_neighbor_loader.py
@@ -38,16 +32,16 @@ OUT_OF_SCOPE = {
          and str(p.get('subgraph_type')) == 'SubgraphType.induced',
          VACUOUS_INT32_INDUCED)],
     'test_hetero_neighbor_loader_basic': [
-        (_param('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
+        (param_is('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
     'test_hetero_neighbor_loader_on_karate': [
-        (_param('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
+        (param_is('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
 }
 
 if importlib.util.find_spec('pyg_lib') is None:
     OUT_OF_SCOPE['test_pyg_lib_and_torch_sparse_homo_equality'] = [
-        (_always, PYG_LIB_OPS)]
+        (always, PYG_LIB_OPS)]
     OUT_OF_SCOPE['test_pyg_lib_and_torch_sparse_hetero_equality'] = [
-        (_always, PYG_LIB_OPS)]
+        (always, PYG_LIB_OPS)]
 
 
 def pytest_configure(config):
@@ -55,17 +49,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    here = str(Path(__file__).resolve().parent)
-    for item in items:
-        if not str(item.path).startswith(here):
-            continue
-        params = getattr(getattr(item, 'callspec', None), 'params', {})
-        for condition, reason in OUT_OF_SCOPE.get(item.originalname, []):
-            if condition(params):
-                # First, so that its reason wins over PyG's own skipifs.
-                item.add_marker(pytest.mark.skipif(True, reason=reason),
-                                append=False)
-                break
+    # Only the files of this folder (the layer tests in nn/ have their own).
+    skip_out_of_scope(items, Path(__file__).resolve().parent, OUT_OF_SCOPE)
 
 
 # From PyG's test/conftest.py (same commit as the vendored tests; MIT

@@ -1,4 +1,4 @@
-// CPU kernels of fusesample::segment_aggregate and segment_max_backward
+// CPU kernels of fusesample::segment_aggregate and segment_aggregate_backward
 // (contract: ../segment_aggregate.cpp); also the reference the CUDA kernels
 // are tested against. Rows in parallel (at::parallel_for), each summed by
 // one thread in slot order into an accumulator of opmath type; a bad layout
@@ -22,7 +22,7 @@ namespace fusesample {
 namespace {
 
 constexpr const char* kOp = "fusesample::segment_aggregate";
-constexpr const char* kOpMaxBackward = "fusesample::segment_max_backward";
+constexpr const char* kOpBackward = "fusesample::segment_aggregate_backward";
 
 // Row r's slots [e0, e1), checked against the layout's length.
 inline void row_extent(const char* op, const char* name, const int64_t* ptr, int64_t r,
@@ -127,48 +127,69 @@ std::tuple<at::Tensor, at::Tensor> segment_aggregate_cpu(
   return std::make_tuple(out, arg);
 }
 
+// Columns in parallel (ranges of at least 16), rows and their slots in
+// order within a range: every element of grad_x is summed in slot order by
+// one thread (as the CUDA kernel sums), into an opmath accumulator.
 template <typename scalar_t, typename index_t>
-void max_backward(const at::Tensor& ptr_t, const at::Tensor& dst_t, const at::Tensor& slot_t,
-                  const at::Tensor& arg, const at::Tensor& grad, at::Tensor& grad_x) {
+void backward(const at::Tensor& ptr, const at::Tensor& src, const at::Tensor& value,
+              const at::Tensor& grad, const at::Tensor& arg, int64_t heads,
+              SegmentReduce reduce, at::Tensor& grad_x) {
   using acc_t = at::opmath_type<scalar_t>;
-  const int64_t J = ptr_t.numel() - 1, E = dst_t.numel(), R = grad.size(0), F = grad.size(1);
-  const int64_t* ptr_p = ptr_t.data_ptr<int64_t>();
-  const index_t* dst_p = dst_t.data_ptr<index_t>();
-  const int64_t* slot_p = slot_t.data_ptr<int64_t>();
-  const int64_t* arg_p = arg.data_ptr<int64_t>();
+  const int64_t R = ptr.numel() - 1, E = src.numel(), N = grad_x.size(0), F = grad.size(1);
+  const int64_t C = F / heads;
+  const int64_t* ptr_p = ptr.data_ptr<int64_t>();
+  const index_t* src_p = src.data_ptr<index_t>();
+  const scalar_t* val_p = value.defined() ? value.data_ptr<scalar_t>() : nullptr;
   const scalar_t* g_p = grad.data_ptr<scalar_t>();
-  scalar_t* gx_p = grad_x.data_ptr<scalar_t>();
-  check_ends(kOpMaxBackward, "ptr_t", ptr_p, J, E);
-  at::parallel_for(0, J, 64, [&](int64_t lo, int64_t hi) {
-    std::vector<acc_t> acc(F);
-    for (int64_t j = lo; j < hi; ++j) {
-      int64_t e0, e1;
-      row_extent(kOpMaxBackward, "ptr_t", ptr_p, j, E, e0, e1);
-      std::fill(acc.begin(), acc.end(), acc_t(0));
-      for (int64_t i = e0; i < e1; ++i) {
-        const int64_t d = source_at(kOpMaxBackward, "dst_t", dst_p, i, R);
-        const int64_t* a = arg_p + d * F;
-        const scalar_t* g = g_p + d * F;
-        for (int64_t f = 0; f < F; ++f)
-          if (a[f] == slot_p[i]) acc[f] += static_cast<acc_t>(g[f]);
+  const int64_t* arg_p = reduce == SegmentReduce::kMax ? arg.data_ptr<int64_t>() : nullptr;
+  check_ends(kOpBackward, "ptr", ptr_p, R, E);
+  for (int64_t r = 0; r < R; ++r) {  // the layout first: a bad one raises at once
+    int64_t e0, e1;
+    row_extent(kOpBackward, "ptr", ptr_p, r, E, e0, e1);
+    for (int64_t e = e0; e < e1; ++e) source_at(kOpBackward, "src", src_p, e, N);
+  }
+  std::vector<acc_t> acc(N * F, acc_t(0));
+  at::parallel_for(0, F, 16, [&](int64_t f0, int64_t f1) {
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t e0 = ptr_p[r], e1 = ptr_p[r + 1];
+      const acc_t scale = reduce == SegmentReduce::kMean && e1 > e0
+                              ? acc_t(1) / static_cast<acc_t>(e1 - e0)
+                              : acc_t(1);
+      const scalar_t* g = g_p + r * F;
+      for (int64_t e = e0; e < e1; ++e) {
+        acc_t* out = acc.data() + static_cast<int64_t>(src_p[e]) * F;
+        for (int64_t f = f0; f < f1; ++f) {
+          if (arg_p != nullptr) {
+            if (arg_p[r * F + f] == e) out[f] += static_cast<acc_t>(g[f]);
+          } else {
+            const acc_t w = val_p ? static_cast<acc_t>(val_p[e * heads + f / C]) : acc_t(1);
+            out[f] += w * scale * static_cast<acc_t>(g[f]);
+          }
+        }
       }
-      for (int64_t f = 0; f < F; ++f) gx_p[j * F + f] = static_cast<scalar_t>(acc[f]);
     }
   });
+  scalar_t* gx_p = grad_x.data_ptr<scalar_t>();
+  for (int64_t i = 0; i < N * F; ++i) gx_p[i] = static_cast<scalar_t>(acc[i]);
 }
 
-at::Tensor segment_max_backward_cpu(const at::Tensor& ptr_t, const at::Tensor& dst_t,
-                                    const at::Tensor& slot_t, const at::Tensor& arg,
-                                    const at::Tensor& grad, int64_t num_src) {
-  check_segment_max_backward(kOpMaxBackward, ptr_t, dst_t, slot_t, arg, grad, num_src);
+at::Tensor segment_aggregate_backward_cpu(const at::Tensor& ptr, const at::Tensor& src,
+                                          const at::Tensor& dst,
+                                          const c10::optional<at::Tensor>& value,
+                                          const at::Tensor& grad, const at::Tensor& arg,
+                                          int64_t num_src, c10::string_view reduce_name) {
+  const SegmentReduce reduce = parse_segment_reduce(kOpBackward, std::string(reduce_name));
+  const int64_t heads = check_segment_aggregate_backward(kOpBackward, ptr, src, dst, value, grad,
+                                                         arg, num_src, reduce);
   auto grad_x = at::empty({num_src, grad.size(1)}, grad.options());
-  const auto ptr_c = ptr_t.contiguous(), dst_c = dst_t.contiguous(),
-             slot_c = slot_t.contiguous(), arg_c = arg.contiguous(), grad_c = grad.contiguous();
+  const auto ptr_c = ptr.contiguous(), src_c = src.contiguous(), grad_c = grad.contiguous();
+  const auto value_c = value.has_value() ? value->contiguous() : at::Tensor();
+  const auto arg_c = reduce == SegmentReduce::kMax ? arg.contiguous() : at::Tensor();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(),
-                                  "segment_max_backward", [&] {
+                                  "segment_aggregate_backward", [&] {
     using scalar_t_ = scalar_t;
-    AT_DISPATCH_INDEX_TYPES(dst_t.scalar_type(), "segment_max_backward", [&] {
-      max_backward<scalar_t_, index_t>(ptr_c, dst_c, slot_c, arg_c, grad_c, grad_x);
+    AT_DISPATCH_INDEX_TYPES(src.scalar_type(), "segment_aggregate_backward", [&] {
+      backward<scalar_t_, index_t>(ptr_c, src_c, value_c, grad_c, arg_c, heads, reduce, grad_x);
     });
   });
   return grad_x;
@@ -178,7 +199,7 @@ at::Tensor segment_max_backward_cpu(const at::Tensor& ptr_t, const at::Tensor& d
 
 TORCH_LIBRARY_IMPL(fusesample, CPU, m) {
   m.impl("segment_aggregate", &segment_aggregate_cpu);
-  m.impl("segment_max_backward", &segment_max_backward_cpu);
+  m.impl("segment_aggregate_backward", &segment_aggregate_backward_cpu);
 }
 
 }  // namespace fusesample

@@ -1,4 +1,4 @@
-// CUDA kernels of fusesample::segment_aggregate and segment_max_backward
+// CUDA kernels of fusesample::segment_aggregate and segment_aggregate_backward
 // (contract: ../segment_aggregate.cpp; the CPU kernels are the reference).
 //
 // A group of G lanes owns a row (G = 4..32, the fewest that cover the row's
@@ -24,6 +24,9 @@
 #include <tuple>
 #include <type_traits>
 
+#include <cub/device/device_radix_sort.cuh>
+
+#include "../../common/cub_call.h"
 #include "../../common/error_word.cuh"
 #include "../../common/grid.h"
 #include "../segment_common.h"
@@ -32,7 +35,7 @@ namespace fusesample {
 namespace {
 
 constexpr const char* kOp = "fusesample::segment_aggregate";
-constexpr const char* kOpMaxBackward = "fusesample::segment_max_backward";
+constexpr const char* kOpBackward = "fusesample::segment_aggregate_backward";
 constexpr int kThreads = 256;
 constexpr int kVecs = 2;  // feature vectors per lane per tile
 constexpr int kPass = 4;  // slots gathered per pass
@@ -166,6 +169,31 @@ bool aligned(const at::Tensor& t, int64_t bytes) {
   return reinterpret_cast<uintptr_t>(t.data_ptr()) % bytes == 0;
 }
 
+// Calls go(vector width, reduction, weighted) with compile-time tags for the
+// variant a call needs (16-byte vectors when `vec`, else scalars).
+template <int V16, typename Go>
+void dispatch_variant_for(bool vec, SegmentReduce reduce, bool weighted, Go&& go) {
+  using Sum = std::integral_constant<SegmentReduce, SegmentReduce::kSum>;
+  using Mean = std::integral_constant<SegmentReduce, SegmentReduce::kMean>;
+  using Max = std::integral_constant<SegmentReduce, SegmentReduce::kMax>;
+  auto by_reduce = [&](auto v_tag) {
+    if (reduce == SegmentReduce::kMax)
+      go(v_tag, Max{}, std::false_type{});
+    else if (weighted && reduce == SegmentReduce::kMean)
+      go(v_tag, Mean{}, std::true_type{});
+    else if (weighted)
+      go(v_tag, Sum{}, std::true_type{});
+    else if (reduce == SegmentReduce::kMean)
+      go(v_tag, Mean{}, std::false_type{});
+    else
+      go(v_tag, Sum{}, std::false_type{});
+  };
+  if (vec)
+    by_reduce(std::integral_constant<int, V16>{});
+  else
+    by_reduce(std::integral_constant<int, 1>{});
+}
+
 std::tuple<at::Tensor, at::Tensor> segment_aggregate_cuda(
     const at::Tensor& ptr, const at::Tensor& src, const c10::optional<at::Tensor>& value,
     const at::Tensor& x, c10::string_view reduce_name) {
@@ -201,83 +229,177 @@ std::tuple<at::Tensor, at::Tensor> segment_aggregate_cuda(
             R, E, N, F, heads, group, error);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       };
-      using Sum = std::integral_constant<SegmentReduce, SegmentReduce::kSum>;
-      using Mean = std::integral_constant<SegmentReduce, SegmentReduce::kMean>;
-      using Max = std::integral_constant<SegmentReduce, SegmentReduce::kMax>;
-      auto by_reduce = [&](auto v_tag) {
-        if (reduce == SegmentReduce::kMax)
-          go(v_tag, Max{}, std::false_type{});
-        else if (value_c.defined() && reduce == SegmentReduce::kMean)
-          go(v_tag, Mean{}, std::true_type{});
-        else if (value_c.defined())
-          go(v_tag, Sum{}, std::true_type{});
-        else if (reduce == SegmentReduce::kMean)
-          go(v_tag, Mean{}, std::false_type{});
-        else
-          go(v_tag, Sum{}, std::false_type{});
-      };
-      if (vec)
-        by_reduce(std::integral_constant<int, V16>{});
-      else
-        by_reduce(std::integral_constant<int, 1>{});
+      dispatch_variant_for<V16>(vec, reduce, value_c.defined(), go);
     });
   });
   return std::make_tuple(out, arg);
 }
 
-// A group of lanes per source j, lanes across features; slot order within j.
-template <typename scalar_t, typename index_t>
+// ------------------------------------------------------------ backward --
+// The slots grouped by source: keys = src (a slot with src outside [0, N)
+// gets the key N and is reported), values = slot ids, radix-sorted over the
+// bits of N (CUB's sort is stable: slot order within a source is kept);
+// ptr_t[j] = the first sorted position with key >= j.
+template <typename index_t>
 __global__ void __launch_bounds__(kThreads)
-segment_max_backward_kernel(const int64_t* __restrict__ ptr_t, const index_t* __restrict__ dst_t,
-                            const int64_t* __restrict__ slot_t, const int64_t* __restrict__ arg,
-                            const scalar_t* __restrict__ grad, scalar_t* __restrict__ grad_x,
-                            int64_t J, int64_t E, int64_t R, int64_t F, int group,
-                            unsigned long long* __restrict__ error) {
+slot_keys_kernel(const index_t* __restrict__ src, int64_t E, int64_t N, int32_t* __restrict__ key,
+                 int64_t* __restrict__ slot, unsigned long long* __restrict__ error) {
+  for (int64_t s = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; s < E;
+       s += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const int64_t u = static_cast<int64_t>(src[s]);
+    const bool ok = u >= 0 && u < N;
+    if (!ok) report(error, kBadSource, u);
+    key[s] = static_cast<int32_t>(ok ? u : N);
+    slot[s] = s;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+source_ptr_kernel(const int32_t* __restrict__ key, int64_t E, int64_t N,
+                  int64_t* __restrict__ ptr_t) {
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; j <= N;
+       j += static_cast<int64_t>(gridDim.x) * kThreads) {
+    int64_t lo = 0, hi = E;  // lower bound of j in key[0, E)
+    while (lo < hi) {
+      const int64_t mid = (lo + hi) / 2;
+      if (key[mid] < j) lo = mid + 1; else hi = mid;
+    }
+    ptr_t[j] = lo;
+  }
+}
+
+// A group of lanes per source j (layout as the forward), its slots in slot
+// order; each adds its row's gradient, weighted (value, 1 / count for
+// 'mean'), or for 'max' the elements it won.
+template <typename scalar_t, typename index_t, int V, SegmentReduce kReduce, bool kWeighted>
+__global__ void __launch_bounds__(kThreads)
+segment_backward_kernel(const int64_t* __restrict__ ptr_t, const int64_t* __restrict__ slot_t,
+                        const int64_t* __restrict__ ptr, const index_t* __restrict__ dst,
+                        const scalar_t* __restrict__ value, const scalar_t* __restrict__ grad,
+                        const int64_t* __restrict__ arg, scalar_t* __restrict__ grad_x,
+                        int64_t N, int64_t R, int64_t F, int64_t heads, int group,
+                        unsigned long long* __restrict__ error) {
   using acc_t = at::opmath_type<scalar_t>;
+  constexpr bool kMax = kReduce == SegmentReduce::kMax;
+  const int64_t nvec = F / V, C = F / heads, tile = static_cast<int64_t>(group) * kVecs;
   const int sub = threadIdx.x % group;
   const int64_t groups = static_cast<int64_t>(gridDim.x) * (kThreads / group);
-  for (int64_t j = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / group; j < J;
+  for (int64_t j = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / group; j < N;
        j += groups) {
-    int64_t e0, e1;
-    extent(ptr_t, j, J, E, sub == 0, error, e0, e1);
-    for (int64_t f = sub; f < F; f += group) {
-      acc_t acc = 0;
-      for (int64_t i = e0; i < e1; ++i) {
-        const int64_t d = static_cast<int64_t>(dst_t[i]);
-        if (d < 0 || d >= R) {
-          if (f == sub && sub == 0) report(error, kBadTarget, d);
+    const int64_t i0 = ptr_t[j], i1 = ptr_t[j + 1];
+    for (int64_t t0 = sub; t0 < nvec; t0 += tile) {
+      acc_t acc[kVecs][V] = {};
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t s = slot_t[i];
+        const int64_t d = static_cast<int64_t>(dst[s]);
+        if (d < 0 || d >= R) {  // absent instead (error_word.cuh)
+          if (sub == 0) report(error, kBadTarget, d);
           continue;
         }
-        if (arg[d * F + f] == slot_t[i]) acc += static_cast<acc_t>(grad[d * F + f]);
+        acc_t scale = acc_t(1);
+        if constexpr (kReduce == SegmentReduce::kMean) {
+          const int64_t count = ptr[d + 1] - ptr[d];
+          scale = count > 0 ? acc_t(1) / static_cast<acc_t>(count) : acc_t(0);
+        }
+#pragma unroll
+        for (int k = 0; k < kVecs; ++k) {
+          const int64_t vi = t0 + static_cast<int64_t>(k) * group;
+          if (vi >= nvec) continue;
+          acc_t g[V];
+          load<scalar_t, V>(grad + d * F + vi * V, g);
+          if constexpr (kMax) {
+#pragma unroll
+            for (int e = 0; e < V; ++e)
+              if (arg[d * F + vi * V + e] == s) acc[k][e] += g[e];
+          } else {
+            const acc_t w =
+                kWeighted ? scale * static_cast<acc_t>(value[s * heads + (vi * V) / C]) : scale;
+#pragma unroll
+            for (int e = 0; e < V; ++e) acc[k][e] += w * g[e];
+          }
+        }
       }
-      grad_x[j * F + f] = static_cast<scalar_t>(acc);
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k) {
+        const int64_t vi = t0 + static_cast<int64_t>(k) * group;
+        if (vi >= nvec) continue;
+        Vec<scalar_t, V> o;
+#pragma unroll
+        for (int e = 0; e < V; ++e) o.v[e] = static_cast<scalar_t>(acc[k][e]);
+        *reinterpret_cast<Vec<scalar_t, V>*>(grad_x + j * F + vi * V) = o;
+      }
     }
   }
 }
 
-at::Tensor segment_max_backward_cuda(const at::Tensor& ptr_t, const at::Tensor& dst_t,
-                                     const at::Tensor& slot_t, const at::Tensor& arg,
-                                     const at::Tensor& grad, int64_t num_src) {
-  check_segment_max_backward(kOpMaxBackward, ptr_t, dst_t, slot_t, arg, grad, num_src);
-  c10::cuda::CUDAGuard guard(ptr_t.device());
-  const int64_t F = grad.size(1), R = grad.size(0), E = dst_t.numel();
-  auto grad_x = at::empty({num_src, F}, grad.options());
-  if (num_src == 0 || F == 0) return grad_x;
-  const auto ptr_c = ptr_t.contiguous(), dst_c = dst_t.contiguous(),
-             slot_c = slot_t.contiguous(), arg_c = arg.contiguous(), grad_c = grad.contiguous();
-  unsigned long long* error = error_word_ptr(ptr_t.device());
-  const int group = F >= 32 ? 32 : (F >= 16 ? 16 : (F >= 8 ? 8 : 4));
-  const int64_t blocks = grid_blocks(num_src, kThreads / group, 8);
+at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tensor& src,
+                                           const at::Tensor& dst,
+                                           const c10::optional<at::Tensor>& value,
+                                           const at::Tensor& grad, const at::Tensor& arg,
+                                           int64_t num_src, c10::string_view reduce_name) {
+  const SegmentReduce reduce = parse_segment_reduce(kOpBackward, std::string(reduce_name));
+  const int64_t heads = check_segment_aggregate_backward(kOpBackward, ptr, src, dst, value, grad,
+                                                         arg, num_src, reduce);
+  constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
+  TORCH_CHECK(num_src < kMax32 && src.numel() < kMax32, kOpBackward,
+              ": the CUDA kernel takes fewer than 2^31 - 1 sources and slots, got ", num_src,
+              " and ", src.numel());
+  c10::cuda::CUDAGuard guard(ptr.device());
+  const int64_t R = grad.size(0), F = grad.size(1), E = src.numel(), N = num_src;
+  auto grad_x = at::empty({N, F}, grad.options());
+  if (N == 0 || F == 0) return grad_x;
+  const auto ptr_c = ptr.contiguous(), src_c = src.contiguous(), dst_c = dst.contiguous(),
+             grad_c = grad.contiguous();
+  const auto value_c = value.has_value() ? value->contiguous() : at::Tensor();
+  const auto arg_c = reduce == SegmentReduce::kMax ? arg.contiguous() : at::Tensor();
+  unsigned long long* error = error_word_ptr(ptr.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const auto long_opts = ptr.options();
+  auto keys = at::empty({2, std::max<int64_t>(E, 1)}, long_opts.dtype(at::kInt));
+  auto slots = at::empty({2, std::max<int64_t>(E, 1)}, long_opts);
+  auto ptr_t = at::empty({N + 1}, long_opts);
+  AT_DISPATCH_INDEX_TYPES(src.scalar_type(), "segment_aggregate_backward", [&] {
+    slot_keys_kernel<index_t><<<grid_blocks(E, kThreads, 8), kThreads, 0, stream>>>(
+        src_c.data_ptr<index_t>(), E, N, keys.data_ptr<int32_t>(), slots.data_ptr<int64_t>(),
+        error);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  int32_t* key_sorted = keys.data_ptr<int32_t>() + keys.size(1);
+  int64_t* slot_sorted = slots.data_ptr<int64_t>() + slots.size(1);
+  if (E > 0) {
+    // keys lie in [0, N]: N + 1 values
+    const int end_bit = radix_key_bits(N + 1);
+    cub_call(long_opts, [&](void* temp, size_t& bytes) {
+      return cub::DeviceRadixSort::SortPairs(temp, bytes, keys.data_ptr<int32_t>(), key_sorted,
+                                             slots.data_ptr<int64_t>(), slot_sorted,
+                                             static_cast<int>(E), 0, end_bit, stream);
+    });
+  }
+  source_ptr_kernel<<<grid_blocks(N + 1, kThreads, 8), kThreads, 0, stream>>>(
+      key_sorted, E, N, ptr_t.data_ptr<int64_t>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(),
-                                  "segment_max_backward", [&] {
+                                  "segment_aggregate_backward", [&] {
     using scalar_t_ = scalar_t;
-    AT_DISPATCH_INDEX_TYPES(dst_t.scalar_type(), "segment_max_backward", [&] {
-      segment_max_backward_kernel<scalar_t_, index_t><<<blocks, kThreads, 0, stream>>>(
-          ptr_c.data_ptr<int64_t>(), dst_c.data_ptr<index_t>(), slot_c.data_ptr<int64_t>(),
-          arg_c.data_ptr<int64_t>(), grad_c.data_ptr<scalar_t_>(), grad_x.data_ptr<scalar_t_>(),
-          num_src, E, R, F, group, error);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    AT_DISPATCH_INDEX_TYPES(dst.scalar_type(), "segment_aggregate_backward", [&] {
+      constexpr int V16 = 16 / sizeof(scalar_t_);
+      const bool vec = F % V16 == 0 && (F / heads) % V16 == 0 && aligned(grad_c, 16) &&
+                       aligned(grad_x, 16);
+      auto go = [&](auto v_tag, auto reduce_tag, auto weighted_tag) {
+        constexpr int V = decltype(v_tag)::value;
+        constexpr SegmentReduce kR = decltype(reduce_tag)::value;
+        constexpr bool kW = decltype(weighted_tag)::value;
+        const int group = lanes_for(F / V);
+        segment_backward_kernel<scalar_t_, index_t, V, kR, kW>
+            <<<grid_blocks(N, kThreads / group, 8), kThreads, 0, stream>>>(
+                ptr_t.data_ptr<int64_t>(), slot_sorted, ptr_c.data_ptr<int64_t>(),
+                dst_c.data_ptr<index_t>(), kW ? value_c.data_ptr<scalar_t_>() : nullptr,
+                grad_c.data_ptr<scalar_t_>(),
+                kR == SegmentReduce::kMax ? arg_c.data_ptr<int64_t>() : nullptr,
+                grad_x.data_ptr<scalar_t_>(), N, R, F, heads, group, error);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      };
+      dispatch_variant_for<V16>(vec, reduce, value_c.defined(), go);
     });
   });
   return grad_x;
@@ -287,7 +409,7 @@ at::Tensor segment_max_backward_cuda(const at::Tensor& ptr_t, const at::Tensor& 
 
 TORCH_LIBRARY_IMPL(fusesample, CUDA, m) {
   m.impl("segment_aggregate", &segment_aggregate_cuda);
-  m.impl("segment_max_backward", &segment_max_backward_cuda);
+  m.impl("segment_aggregate_backward", &segment_aggregate_backward_cuda);
 }
 
 }  // namespace fusesample

@@ -1,0 +1,144 @@
+"""A SAGE layer's whole product as one autograd node:
+
+.. math::
+    \mathbf{out} = \mathrm{aggr}(\mathbf{x}) \mathbf{W}_l^{\top} + \mathbf{b}
+    + \mathbf{x}_{dst} \mathbf{W}_r^{\top}
+
+over a :class:`~pyg_fusesample.sparse.TargetLayout`, with a hand-written
+backward. A mini-batch step is short enough on a GPU that its host time
+(one dispatch per op, autograd's bookkeeping) sets its length; one node per
+layer takes out the views, slices and accumulations autograd would record,
+and the root term's input gradient is added in place into the rows of the
+aggregation's (when ``x_dst`` is the first rows of ``x``, as in a trimmed
+mini-batch) instead of being padded to ``x``'s shape and summed.
+
+With ``linear_first`` (a linear ``aggr``, ``W_l`` narrowing the width) the
+product is ``aggr(x W_l^T)``: the same up to rounding, fewer bytes gathered.
+Under autocast the node runs in autocast's dtype (inputs cast once).
+"""
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from ..sparse.target_layout import TargetLayout
+from .segment import aggregate_backward, check_reduce
+
+_ops = torch.ops.fusesample
+
+
+def _root_rows(x: Tensor, x_dst: Optional[Tensor], rows: int) -> bool:
+    r"""Whether :obj:`x_dst` is ``x[:rows]`` (a view of its first rows)."""
+    return x_dst is not None and x_dst.dim() == 2 and x_dst.size(0) == rows \
+        and x_dst.size(0) <= x.size(0) and x_dst.data_ptr() == x.data_ptr() \
+        and x_dst.stride() == x.stride() and x_dst.size(1) == x.size(1) \
+        and x_dst.dtype == x.dtype
+
+
+class _AggregateLinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, x_dst, weight_l, bias, weight_r, layout, reduce,
+                linear_first, prefix):
+        T = layout.num_dst
+        root = x.narrow(0, 0, T) if prefix else x_dst
+        arg = None
+        if linear_first:
+            h = torch.mm(x, weight_l.t())
+            out, _ = _ops.segment_aggregate(layout.ptr, layout.src, None, h,
+                                            reduce)
+            if bias is not None:
+                out = out + bias
+            saved = x
+        else:
+            agg, arg = _ops.segment_aggregate(layout.ptr, layout.src, None, x,
+                                              reduce)
+            out = torch.mm(agg, weight_l.t()) if bias is None else \
+                torch.addmm(bias, agg, weight_l.t())
+            saved = agg
+        if root is not None:
+            out = torch.addmm(out, root, weight_r.t())
+        ctx.layout, ctx.reduce = layout, reduce
+        ctx.linear_first, ctx.prefix = linear_first, prefix
+        ctx.has_bias, ctx.has_root = bias is not None, root is not None
+        ctx.save_for_backward(saved, root, weight_l, weight_r, arg)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        saved, root, weight_l, weight_r, arg = ctx.saved_tensors
+        layout, reduce = ctx.layout, ctx.reduce
+        need_x, need_xd, need_wl, need_b, need_wr = ctx.needs_input_grad[:5]
+        g = g.contiguous()
+        grad_x = grad_xd = grad_wl = grad_b = grad_wr = None
+        if need_b and ctx.has_bias:
+            grad_b = g.sum(0)
+        if need_wr and ctx.has_root:
+            grad_wr = torch.mm(g.t(), root)
+        if ctx.linear_first:
+            if need_x or need_wl:
+                dh = aggregate_backward(layout, g, reduce)
+                grad_wl = torch.mm(dh.t(), saved) if need_wl else None
+                grad_x = torch.mm(dh, weight_l) if need_x else None
+        else:
+            if need_wl:
+                grad_wl = torch.mm(g.t(), saved)
+            if need_x:
+                grad_x = aggregate_backward(layout, torch.mm(g, weight_l),
+                                            reduce, arg=arg)
+        if ctx.has_root and ctx.prefix and need_x:
+            rows = grad_x.narrow(0, 0, layout.num_dst)
+            rows.addmm_(g.to(rows.dtype), weight_r.to(rows.dtype))
+        elif ctx.has_root and need_xd:
+            grad_xd = torch.mm(g, weight_r)
+        return (grad_x, grad_xd, grad_wl, grad_b, grad_wr, None, None, None,
+                None)
+
+
+def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,
+                     weight_l: Tensor, bias: Optional[Tensor] = None,
+                     x_dst: Optional[Tensor] = None,
+                     weight_r: Optional[Tensor] = None,
+                     linear_first: bool = False) -> Tensor:
+    r"""``aggr(x) W_l^T + b + x_dst W_r^T`` over :obj:`layout` (rows: its
+    targets), differentiable in every tensor argument.
+
+    Args:
+        layout (TargetLayout): the slots, grouped by target.
+        x (Tensor): ``[layout.num_src, F_in]``.
+        reduce (str): ``'sum'`` / ``'add'``, ``'mean'`` or ``'max'``.
+        weight_l (Tensor): ``[F_out, F_in]``; :obj:`bias` ``[F_out]``.
+        x_dst (Tensor, optional): ``[layout.num_dst, F_root]``, with
+            :obj:`weight_r` ``[F_out, F_root]`` (no root term without it).
+        linear_first (bool): compute ``aggr(x W_l^T)`` (not with
+            ``'max'``).
+    """
+    reduce = check_reduce(reduce)
+    if x.dim() != 2 or x.size(0) != layout.num_src:
+        raise ValueError(f"aggregate_linear: 'x' must be [{layout.num_src}, "
+                         f"F] (the layout's source rows), got "
+                         f"{list(x.shape)}")
+    if linear_first and reduce == 'max':
+        raise ValueError("aggregate_linear: 'max' does not commute with the "
+                         "linear map (linear_first=False)")
+    if x_dst is not None and x_dst.size(0) != layout.num_dst:
+        raise ValueError(f"aggregate_linear: 'x_dst' has {x_dst.size(0)} rows "
+                         f"but the layout has {layout.num_dst} targets")
+    prefix = _root_rows(x, x_dst, layout.num_dst) and weight_r is not None
+    if x_dst is None:
+        weight_r = None
+    device = x.device.type
+    if torch.is_autocast_enabled(device):
+        # Autocast's dtype once, here: the node then runs (forward and
+        # backward) in it with no cast per GEMM; the casts of the fp32
+        # parameters are differentiable, so their gradients come back fp32.
+        dtype = torch.get_autocast_dtype(device)
+        x, x_dst, weight_l, bias, weight_r = (
+            None if t is None else t.to(dtype)
+            for t in (x, x_dst, weight_l, bias, weight_r))
+        with torch.autocast(device, enabled=False):
+            return _AggregateLinear.apply(x, None if prefix else x_dst,
+                                          weight_l, bias, weight_r, layout,
+                                          reduce, linear_first, prefix)
+    return _AggregateLinear.apply(x, None if prefix else x_dst, weight_l,
+                                  bias, weight_r, layout, reduce,
+                                  linear_first, prefix)
