@@ -518,8 +518,12 @@ def swapped_note(model: torch.nn.Module) -> str:
 
 
 def _error(e: BaseException) -> str:
-    first = (str(e).strip().splitlines() or [''])[0][:240]
-    return f'{type(e).__name__}: {first}'
+    # The message's first line, and where torch.compile met the code it
+    # could not trace (its 'Caused by:' line), if it says.
+    lines = str(e).strip().splitlines() or ['']
+    out = f'{type(e).__name__}: {lines[0][:240]}'
+    cause = [x for x in lines if x.startswith('Caused by:')]
+    return out + (f' ({cause[0][:240]})' if cause else '')
 
 
 class Graph:
