@@ -31,6 +31,7 @@
 # $OUT/torch_cluster_build.log. Any failure exits non-zero with the log's
 # tail; a build without CUDA kernels when CUDA was asked for is a failure.
 set -eo pipefail
+. "$(dirname "$0")/toolchain.sh"
 SRC=${1:?usage: build_torch_cluster.sh PYTORCH_CLUSTER_SOURCE_DIR}
 if [ ! -f "$SRC/setup.py" ] || [ ! -d "$SRC/csrc" ]; then
   echo "error: $SRC is not a pytorch_cluster source tree (no setup.py, csrc/)" >&2
@@ -86,20 +87,9 @@ if [ "${REBUILD:-0}" != 1 ] && check >/dev/null 2>&1; then
 fi
 
 if [ "$CPU_ONLY" != 1 ]; then
-  if ! command -v nvcc >/dev/null; then
-    for d in "${CUDA_HOME:-}" /usr/local/cuda; do
-      [ -n "$d" ] && [ -x "$d/bin/nvcc" ] && export PATH="$d/bin:$PATH" && break
-    done
-  fi
-  if ! command -v nvcc >/dev/null; then
-    echo "error: nvcc not found (PATH, \$CUDA_HOME, /usr/local/cuda): cannot build the CUDA kernels" >&2
-    exit 1
-  fi
-  echo "nvcc: $(command -v nvcc) ($(nvcc --version | tail -1))"
+  require_nvcc || exit 1
 fi
-if [ -x /usr/bin/g++ ] && [ -x /usr/bin/gcc ]; then
-  export CC=/usr/bin/gcc CXX=/usr/bin/g++
-fi
+use_system_compilers
 
 build=$(mktemp -d)
 cp -a "$SRC/." "$build/"

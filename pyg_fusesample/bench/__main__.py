@@ -19,6 +19,8 @@
     python -m pyg_fusesample.bench spmm --graphs products reddit hub er
     python -m pyg_fusesample.bench walk --graphs products reddit
     python -m pyg_fusesample.bench gather --features 128 256 --rows 200000
+    python -m pyg_fusesample.bench layers --graphs products mag \\
+        --dtypes float32 bfloat16 --rounds 2
     python -m pyg_fusesample.bench report benchmarks/results/x.csv
 
 Graphs are pyg_fusesample.datasets names: SYNTHETIC graphs with real
@@ -41,6 +43,7 @@ import sys
 
 import torch
 
+from .layer_runner import add_parser as add_layers_parser
 from .link import LINK_VARIANTS
 from .walk_runner import N2V_VARIANTS, WALK_VARIANTS
 
@@ -167,6 +170,8 @@ def _report(path: str) -> int:
         from . import walk_runner as runner
     elif 'fraction_of_link' in columns:
         from . import gather_runner as runner
+    elif {'floor_ms', 'model'} <= columns:
+        from . import layer_runner as runner
     else:
         from .report import write_report
         print(write_report(path, base + '.md', base + '.png'))
@@ -329,6 +334,7 @@ def main(argv=None):
     gp.add_argument('--device', default='cuda' if torch.cuda.is_available()
                     else 'cpu')
     gp.add_argument('--out', default='benchmarks/results/gather.csv')
+    add_layers_parser(sub, _positive)
     rp = sub.add_parser('report', help='markdown + PNG from a CSV')
     rp.add_argument('csv')
     args = parser.parse_args(argv)
@@ -352,17 +358,20 @@ def main(argv=None):
     if args.cmd == 'gather':
         from . import gather_runner
         return gather_runner.main(args)
+    if args.cmd == 'layers':
+        from . import layer_runner
+        return layer_runner.main(args)
     from ..datasets import get_dataset
     from .csv_schema import append_rows
+    from .graph_runs import dataset_kwargs
     from .link import LinkBench
     from .runner import Bench, fill_model_ms
     from .timing import warm_up_device
     if args.threads:
         torch.set_num_threads(args.threads)
     # mag_like with features for every node type (module docstring)
-    extra = ({'features': 'all'} if args.graph.lower().replace('-', '_')
-             in ('mag', 'mag_like') else {})
-    data = get_dataset(args.graph, scale=args.scale, seed=args.seed, **extra)
+    data = get_dataset(args.graph, scale=args.scale, seed=args.seed,
+                       **dataset_kwargs(args.graph))
     name = getattr(data, 'name', args.graph)
     print(f'SYNTHETIC graph {name}: {data.num_nodes:,} nodes, '
           f'{data.num_edges:,} edges', flush=True)

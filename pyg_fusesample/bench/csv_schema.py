@@ -30,6 +30,27 @@ WALK_COLUMNS = COLUMNS + [
     'graph_read_steps_per_s', 'epoch_steps', 'epoch_s', 'note',
 ]
 
+# ``bench layers`` (bench/layer_runner.py): the model step (forward + loss +
+# backward + AdamW) on pre-sampled batches, per (graph, model, dtype,
+# variant, round). A schema of its own: the loader columns above mean
+# nothing there. step_ms / first_step_ms: median of the timed steps / the
+# row's first step ever (compilation included); execution: eager or
+# compiled; batch_nodes, batch_edges, layer_edges: means over the cycled
+# batches (layer_edges: the edges every layer sees after trimming, summed
+# over the layers); floor_*: the batch's bytes and GEMM FLOPs at the
+# bandwidth and GEMM throughput measured in the same run (floor_ms = both
+# times added); vs_pyg / vs_best_pyg: the pyg row's / the fastest PyG
+# row's (best_pyg) step time over this row's, same setting and round.
+LAYER_COLUMNS = [
+    'device', 'torch', 'cuda', 'graph', 'num_nodes', 'num_edges', 'model',
+    'layers', 'hidden', 'fanout', 'batch_size', 'batches', 'dtype',
+    'variant', 'execution', 'round', 'steps', 'warmup', 'step_ms',
+    'first_step_ms', 'batch_nodes', 'batch_edges', 'layer_edges', 'floor_mb',
+    'floor_gflop', 'bandwidth_gbps', 'gemm_tflops', 'floor_ms',
+    'ratio_to_floor', 'vs_pyg', 'vs_best_pyg', 'best_pyg', 'peak_mem_mb',
+    'transient_mem_mb', 'note',
+]
+
 
 def append_rows(path: str, rows: Iterable[Dict],
                 columns: List[str] = COLUMNS):

@@ -7,21 +7,32 @@ import torch
 from torch_geometric.data import Data, HeteroData
 
 
+def dataset_kwargs(name: str) -> Dict:
+    """Extra ``get_dataset`` arguments of a benchmark graph: mag_like with
+    features for every node type (``features='all'``), as PyG's
+    to_hetero_mag.py takes metapath2vec ones for the featureless types."""
+    key = name.lower().replace('-', '_')
+    return {'features': 'all'} if key in ('mag', 'mag_like') else {}
+
+
 def for_each_graph(names: List[str],
                    scale: Union[float, Callable[[str], float]], seed: int,
                    device: torch.device, what: str,
-                   measure: Callable[[str, Data], None]) -> None:
+                   measure: Callable[[str, Data], None],
+                   hetero: bool = False) -> None:
     """Calls ``measure(label, data)`` on each named graph
     (``datasets.get_dataset`` at ``scale``, or ``scale(name)``), announced as
     SYNTHETIC; a heterogeneous one stops the run (``what`` the harness
-    measures, for the message). A callback rather than a generator, so that
+    measures, for the message) unless ``hetero`` (then built with
+    :func:`dataset_kwargs`). A callback rather than a generator, so that
     no reference to a graph outlives its call: it is freed, and the CUDA
     cache emptied, before the next one is built."""
     from ..datasets import get_dataset
     for name in names:
         data = get_dataset(name, seed=seed,
-                           scale=scale(name) if callable(scale) else scale)
-        if isinstance(data, HeteroData):
+                           scale=scale(name) if callable(scale) else scale,
+                           **(dataset_kwargs(name) if hetero else {}))
+        if isinstance(data, HeteroData) and not hetero:
             raise SystemExit(f'{what} takes a homogeneous graph; {name!r} is '
                              f'heterogeneous (HeteroData)')
         label = getattr(data, 'name', name)

@@ -5,7 +5,7 @@ device work (:func:`event_timed_calls`), or nothing waits and CUDA events
 time the device's period per call (:func:`pipelined_periods`)."""
 import statistics
 import time
-from typing import Callable, List
+from typing import Callable, Dict, List
 
 import torch
 
@@ -79,6 +79,27 @@ def pipelined_periods(fn: Callable[[], object], steps: int, warmup: int,
     stream.synchronize()
     return [a.elapsed_time(b) for a, b in zip(events[warmup:],
                                               events[warmup + 1:])]
+
+
+def peak_memory_start(device: torch.device) -> float:
+    """Resets a CUDA device's peak-memory statistic (after synchronising)
+    and returns the MiB allocated now; NaN on the CPU."""
+    if device.type != 'cuda':
+        return float('nan')
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    return torch.cuda.memory_allocated(device) / 2**20
+
+
+def peak_memory_columns(device: torch.device, before: float) -> Dict[str, str]:
+    """``peak_mem_mb`` (the peak since :func:`peak_memory_start`) and
+    ``transient_mem_mb`` (that peak less ``before``, what it returned) of a
+    row; nothing on the CPU."""
+    if device.type != 'cuda':
+        return {}
+    peak = torch.cuda.max_memory_allocated(device) / 2**20
+    return {'peak_mem_mb': f'{peak:.1f}',
+            'transient_mem_mb': f'{peak - before:.1f}'}
 
 
 def median(xs: List[float]) -> float:

@@ -115,7 +115,8 @@ from ..environment import device_name, versions
 from ..optim import FusedSparseAdam
 from .csv_schema import WALK_COLUMNS, append_rows, read_rows
 from .graph_runs import for_each_graph, write_markdown
-from .timing import event_timed_calls
+from .timing import (event_timed_calls, peak_memory_columns,
+                     peak_memory_start)
 
 WALK_VARIANTS = ('fused-uniform', 'fused-node2vec', 'fused-weighted',
                  'torch-cluster-uniform', 'torch-cluster-node2vec')
@@ -249,22 +250,6 @@ def _resolve_scale(scale: str, graph: str) -> float:
         key = graph.lower().replace('-', '_')
         return min(1.0, SMALL_NODES / FULL_NODES.get(key, 1_000_000))
     return float(scale)
-
-
-def _peak_start(device: torch.device) -> float:
-    if device.type != 'cuda':
-        return float('nan')
-    _sync(device)
-    torch.cuda.reset_peak_memory_stats(device)
-    return torch.cuda.memory_allocated(device) / 2**20
-
-
-def _peak_end(device: torch.device, before: float) -> Dict:
-    if device.type != 'cuda':
-        return {}
-    peak = torch.cuda.max_memory_allocated(device) / 2**20
-    return {'peak_mem_mb': f'{peak:.1f}',
-            'transient_mem_mb': f'{peak - before:.1f}'}
 
 
 # Walk throughput ############################################################
@@ -435,7 +420,7 @@ def walk_row(bench: WalkBench, variant: str, repeats: int, warmup: int,
             note.append(f'passes cut from {repeats} to {count} by '
                         f'--variant-seconds {budget_s:g} '
                         f'(one pass ~{last:.1f} s)')
-    before = _peak_start(dev)
+    before = peak_memory_start(dev)
     ms = statistics.median(event_timed_calls(fn, count, 0, dev))
     steps = bench.start.numel() * bench.walk_length
     rate = steps / (ms / 1e3)
@@ -443,7 +428,8 @@ def walk_row(bench: WalkBench, variant: str, repeats: int, warmup: int,
     row.update({
         'step_ms': f'{ms:.3f}', 'batches_per_s': f'{1e3 / ms:.3f}',
         'sampled_edges_per_s': _f(rate), 'walk_steps_per_s': _f(rate),
-        'steps': count, **_peak_end(dev, before), 'note': '; '.join(note),
+        'steps': count, **peak_memory_columns(dev, before),
+        'note': '; '.join(note),
     })
     return row
 
@@ -524,7 +510,7 @@ def n2v_row(data, name: str, device: torch.device, variant: str,
     before = float('nan')
     for i in range(warmup + steps):
         if i == warmup:
-            before = _peak_start(device)
+            before = peak_memory_start(device)
         _sync(device)
         t0 = time.perf_counter()
         pos_rw, neg_rw = next(batches)
@@ -540,7 +526,7 @@ def n2v_row(data, name: str, device: torch.device, variant: str,
         if i >= warmup:
             loader_ms.append((t1 - t0) * 1e3)
             step_ms.append((t2 - t0) * 1e3)
-    mem = _peak_end(device, before)
+    mem = peak_memory_columns(device, before)
     last_loss = float(loss.detach())
     if not math.isfinite(last_loss):
         raise RuntimeError(f'{variant}: loss is {last_loss}')
