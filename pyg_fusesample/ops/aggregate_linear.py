@@ -126,6 +126,8 @@ def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,
     prefix = _root_rows(x, x_dst, layout.num_dst) and weight_r is not None
     if x_dst is None:
         weight_r = None
+    elif prefix:  # x's first rows: read through x
+        x_dst = None
     device = x.device.type
     if torch.is_autocast_enabled(device):
         # Autocast's dtype once, here: the node then runs (forward and
@@ -136,9 +138,8 @@ def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,
             None if t is None else t.to(dtype)
             for t in (x, x_dst, weight_l, bias, weight_r))
         with torch.autocast(device, enabled=False):
-            return _AggregateLinear.apply(x, None if prefix else x_dst,
-                                          weight_l, bias, weight_r, layout,
-                                          reduce, linear_first, prefix)
-    return _AggregateLinear.apply(x, None if prefix else x_dst, weight_l,
-                                  bias, weight_r, layout, reduce,
-                                  linear_first, prefix)
+            return _AggregateLinear.apply(x, x_dst, weight_l, bias,
+                                          weight_r, layout, reduce,
+                                          linear_first, prefix)
+    return _AggregateLinear.apply(x, x_dst, weight_l, bias, weight_r, layout,
+                                  reduce, linear_first, prefix)
