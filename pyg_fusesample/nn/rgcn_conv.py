@@ -75,8 +75,10 @@ class RGCNConv(PyGRGCNConv):
                              f"[{edge_index.size(1)}], got "
                              f"{list(edge_type.shape)}")
         R, T = self.num_relations, x_r.size(0)
-        layout = layout_of(edge_index, x_l.size(0), T, 'RGCNConv')
+        # (before the layout: on a GPU its error-word watch then copies the
+        # word with this call's report in it, and the next call raises)
         check_relations(edge_type, R, 'RGCNConv')
+        layout = layout_of(edge_index, x_l.size(0), T, 'RGCNConv')
         groups = relation_layout(layout, edge_type, R)
         # [T, R + 1, F_in]: the last group holds the edges of no relation.
         agg = segment_aggregate(groups, x_l, reduce).view(T, R + 1, -1)
