@@ -11,6 +11,7 @@ from torch_geometric.typing import InputEdges, OptTensor
 
 from ..sampler import FusedNeighborSampler, GPUFeatureCache
 from ..sparse.edge_index_checks import check_ids_in_range
+from ..sparse.target_layout import register_batch, register_hetero_batch
 from .batch_assembly import (DataPlan, HeteroPlans, fill, gather_on_device,
                              sampled_hetero, sampled_mapping)
 from .feature_caches import check_feature_cache
@@ -219,18 +220,29 @@ class FusedLinkNeighborLoader(LinkLoader, _SeededBatches):
                     self.data, self.link_sampler.device, self.feature_cache),
                 out, self.feature_cache)
             self._hetero_link_metadata(batch, out.metadata)
+            if self._directional():
+                register_hetero_batch(batch)  # (FusedNeighborLoader's)
         else:
             plan = self._data_plan.get(self.data, self.link_sampler.device,
                                        self.feature_cache.get(None))
+            edge_index = torch.stack([out.row, out.col])
             mapping = sampled_mapping(
-                plan, out.node, out.edge, torch.stack([out.row, out.col]),
+                plan, out.node, out.edge, edge_index,
                 out.batch, out.num_sampled_nodes, out.num_sampled_edges,
                 gather_on_device(plan, out.node, out.edge),
                 self.feature_cache.get(None))
+            if self._directional() and out.num_sampled_edges is not None:
+                register_batch(edge_index, out.num_sampled_nodes,
+                               out.num_sampled_edges)
             mapping.update(self._link_metadata(out.metadata))
             batch = Data()
             fill(batch._store._mapping, mapping)
         return batch if self.transform is None else self.transform(batch)
+
+    def _directional(self) -> bool:
+        # Directional batches come with their edges grouped by target
+        # (sparse/target_layout.py: the mini-batch layers read them as is).
+        return self.link_sampler.subgraph_type == SubgraphType.directional
 
     def _link_metadata(self, metadata) -> dict:
         # LinkLoader's attributes of a homogeneous batch (None: removed).

@@ -13,7 +13,7 @@ from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import InputNodes, OptTensor
 
 from ..sampler import FusedNeighborSampler, GPUFeatureCache
-from ..sparse.target_layout import register_batch
+from ..sparse.target_layout import register_batch, register_hetero_batch
 from .background import BackgroundIterator
 from .batch_assembly import (DataPlan, HeteroPlans, StorePlan,
                              assemble_hetero, fill, gather_on_device,
@@ -520,6 +520,8 @@ class FusedNeighborLoader(NodeLoader):
                                                   self.node_sampler.device,
                                                   self.feature_cache),
                 out, self.input_data.input_type, self.feature_cache)
+            if self.node_sampler.subgraph_type == SubgraphType.directional:
+                register_hetero_batch(batch)  # (see _assemble)
             return batch if self.transform is None else self.transform(batch)
         if not self._plain_batches() or not isinstance(out, SamplerOutput):
             return super().filter_fn(out)

@@ -93,24 +93,52 @@ def _remember(memo: Dict[int, tuple], t: Tensor, value):
 @dataclass(frozen=True)
 class BatchCounts:
     r"""What a fused loader knows of a batch it made: edges through hop ``h``
-    (``edges[h]``, ``edges[0] = 0``) and nodes through hop ``h``
-    (``nodes[h]``): an edge of hop ``h`` reads a node of hops ``<= h`` and
-    writes one of hops ``< h``."""
-    nodes: tuple
+    (``edges[h]``, ``edges[0] = 0``) and nodes of the source (target) type
+    through hop ``h`` (``src_nodes[h]``, ``dst_nodes[h]``; one type in a
+    homogeneous batch): an edge of hop ``h`` reads a source of hops ``<= h``
+    and writes a target of hops ``< h``."""
+    src_nodes: tuple
+    dst_nodes: tuple
     edges: tuple
 
 
+def _cumulative(counts: Sequence[int]) -> tuple:
+    return tuple(accumulate(int(n) for n in counts))
+
+
 def register_batch(edge_index: Tensor, num_sampled_nodes: Sequence[int],
-                   num_sampled_edges: Sequence[int]) -> None:
+                   num_sampled_edges: Sequence[int],
+                   num_sampled_dst_nodes: Optional[Sequence[int]] = None
+                   ) -> None:
     r"""Marks :obj:`edge_index` as a fused loader's batch: edges grouped by
-    target, grouped by hop with :obj:`num_sampled_edges` per hop, over nodes
-    grouped by hop with :obj:`num_sampled_nodes` per hop (host integers).
-    For the loaders' use: a tensor registered here is trusted, not checked.
-    """
-    counts = BatchCounts(tuple(accumulate(int(n) for n in num_sampled_nodes)),
-                         (0, ) + tuple(accumulate(
-                             int(e) for e in num_sampled_edges)))
+    target, grouped by hop with :obj:`num_sampled_edges` per hop, over
+    source nodes grouped by hop with :obj:`num_sampled_nodes` per hop and
+    target nodes with :obj:`num_sampled_dst_nodes` (default: the same:
+    homogeneous), host integers. For the loaders' use: a tensor registered
+    here is trusted, not checked. An empty one is not registered (loaders
+    share one empty tensor between edge types)."""
+    if edge_index.numel() == 0:
+        return
+    src = _cumulative(num_sampled_nodes)
+    dst = src if num_sampled_dst_nodes is None else \
+        _cumulative(num_sampled_dst_nodes)
+    counts = BatchCounts(src, dst, (0, ) + _cumulative(num_sampled_edges))
     _remember(_batches, edge_index, (counts, edge_index, {}))
+
+
+def register_hetero_batch(batch) -> None:
+    r""":func:`register_batch` for every edge type of a fused loader's
+    ``HeteroData`` batch (per type: its ``num_sampled_edges``, its source
+    and target types' ``num_sampled_nodes``)."""
+    for src, rel, dst in batch.edge_types:
+        store = batch[src, rel, dst]
+        edges = store.get('num_sampled_edges')
+        nodes_src = batch[src].get('num_sampled_nodes')
+        nodes_dst = batch[dst].get('num_sampled_nodes')
+        if edges is None or nodes_src is None or nodes_dst is None or \
+                'edge_index' not in store:
+            continue
+        register_batch(store.edge_index, nodes_src, edges, nodes_dst)
 
 
 def _batch_entry(edge_index: Tensor):
@@ -145,9 +173,9 @@ def _trusted(counts: BatchCounts, num_edges: int, num_src: int,
     h = bisect_left(counts.edges, num_edges)
     if h >= len(counts.edges) or counts.edges[h] != num_edges:
         return False
-    reads = counts.nodes[min(h, len(counts.nodes) - 1)]
-    writes = counts.nodes[h - 1] if h > 0 else 0
-    return num_src >= reads and writes <= num_dst <= counts.nodes[-1]
+    reads = counts.src_nodes[min(h, len(counts.src_nodes) - 1)]
+    writes = counts.dst_nodes[h - 1] if h > 0 else 0
+    return num_src >= reads and writes <= num_dst <= counts.dst_nodes[-1]
 
 
 def target_layout(edge_index: Tensor, num_src: int, num_dst: int,
@@ -183,6 +211,9 @@ def _build(edge_index: Tensor, num_src: int, num_dst: int,
                                       num_dst):
         return TargetLayout(_prefix_ptr(entry, edge_index.size(1), num_dst),
                             src, dst, num_src)
+    if edge_index.size(1) == 0:  # (an edge type without edges)
+        return TargetLayout(torch.zeros(num_dst + 1, dtype=torch.long,
+                                        device=dst.device), src, dst, num_src)
     check_ids_in_range(src, num_src, 'edge_index[0]', owner,
                        bound_name='the source rows (x.size(0))')
     check_ids_in_range(dst, num_dst, 'edge_index[1]', owner,
@@ -204,12 +235,12 @@ def _prefix_ptr(entry, num_edges: int, num_dst: int) -> Tensor:
     full = cache.get('ptr')
     if full is None:
         dst = base[1]
-        bounds = torch.arange(counts.nodes[-1] + 1, dtype=dst.dtype,
+        bounds = torch.arange(counts.dst_nodes[-1] + 1, dtype=dst.dtype,
                               device=dst.device)
         full = cache['ptr'] = torch.searchsorted(dst, bounds)
     h = counts.edges.index(num_edges)
     ptr = full.narrow(0, 0, num_dst + 1)
-    return ptr if num_dst <= counts.nodes[max(h - 1, 0)] else \
+    return ptr if num_dst <= counts.dst_nodes[max(h - 1, 0)] else \
         ptr.clamp(max=num_edges)
 
 
