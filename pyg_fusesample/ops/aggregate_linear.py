@@ -129,7 +129,7 @@ def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,
     elif prefix:  # x's first rows: read through x
         x_dst = None
     device = x.device.type
-    if torch.is_autocast_enabled(device):
+    if device in ('cuda', 'cpu') and torch.is_autocast_enabled(device):
         # Autocast's dtype once, here: the node then runs (forward and
         # backward) in it with no cast per GEMM; the casts of the fp32
         # parameters are differentiable, so their gradients come back fp32.
