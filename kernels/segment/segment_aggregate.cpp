@@ -46,6 +46,6 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       "str reduce='sum') -> (Tensor out, Tensor arg)");
   m.def(
       "segment_aggregate_backward(Tensor ptr, Tensor src, Tensor dst, "
-      "Tensor? value, Tensor grad, Tensor arg, int num_src, str reduce) -> "
+      "Tensor? value, Tensor grad, Tensor arg, SymInt num_src, str reduce) -> "
       "Tensor");
 }

@@ -11,6 +11,7 @@ from torch_geometric.inspector import Inspector
 
 from ..ops.aggregate import ERROR_RELATION, DeviceErrorWatch
 from ..sparse.target_layout import TargetLayout, target_layout
+from .compiled_layout import traced_layout
 
 _warned: Set[Tuple[str, str]] = set()
 
@@ -76,6 +77,8 @@ def layout_of(edge_index: Tensor, num_src: int, num_dst: int,
               owner: str) -> TargetLayout:
     r"""The call's :class:`TargetLayout` (and, on a GPU, the error word's
     watch: :func:`watch_device_errors`)."""
+    if torch.compiler.is_compiling():
+        return traced_layout(edge_index, num_src, num_dst, owner)
     watch_device_errors(edge_index)
     return target_layout(edge_index, num_src, num_dst, owner)
 

@@ -59,7 +59,7 @@ def trimmed_forward(model, x: Tensor, edge_index: Tensor,
         # Layer i reads hops <= L - i, writes hops <= L - i - 1.
         hop = max(min(L - i, len(edges) - 1), 0)
         E, T = edges[hop], nodes[max(hop - 1, 0)]
-        x = x.narrow(0, 0, min(nodes[min(hop, len(nodes) - 1)], x.size(0)))
+        x = x.narrow(0, 0, nodes[min(hop, len(nodes) - 1)])
         ei = edge_index.narrow(1, 0, E)
         kwargs = {}
         if model.supports_edge_weight:

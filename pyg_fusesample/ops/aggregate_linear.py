@@ -19,10 +19,11 @@ Under autocast the node runs in autocast's dtype (inputs cast once).
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from ..sparse.target_layout import TargetLayout
-from .segment import aggregate_backward, check_reduce
+from .segment import aggregate_backward, check_reduce, segment_aggregate
 
 _ops = torch.ops.fusesample
 
@@ -123,6 +124,9 @@ def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,
     if x_dst is not None and x_dst.size(0) != layout.num_dst:
         raise ValueError(f"aggregate_linear: 'x_dst' has {x_dst.size(0)} rows "
                          f"but the layout has {layout.num_dst} targets")
+    if torch.compiler.is_compiling():
+        return _traced(layout, x, reduce, weight_l, bias, x_dst, weight_r,
+                       linear_first)
     prefix = _root_rows(x, x_dst, layout.num_dst) and weight_r is not None
     if x_dst is None:
         weight_r = None
@@ -143,3 +147,18 @@ def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,
                                           linear_first, prefix)
     return _AggregateLinear.apply(x, x_dst, weight_l, bias, weight_r, layout,
                                   reduce, linear_first, prefix)
+
+
+def _traced(layout: TargetLayout, x: Tensor, reduce: str, weight_l: Tensor,
+            bias: Optional[Tensor], x_dst: Optional[Tensor],
+            weight_r: Optional[Tensor], linear_first: bool) -> Tensor:
+    # Under torch.compile: the same product from traceable ops (the
+    # compiler fuses what the hand-written node fuses eagerly).
+    if linear_first:
+        out = segment_aggregate(layout, torch.mm(x, weight_l.t()), reduce)
+        out = out if bias is None else out + bias
+    else:
+        out = F.linear(segment_aggregate(layout, x, reduce), weight_l, bias)
+    if x_dst is None or weight_r is None:
+        return out
+    return out + F.linear(x_dst, weight_r)

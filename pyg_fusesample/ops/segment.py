@@ -9,7 +9,7 @@ by source on the device, summed in slot order: deterministic, no atomics,
 no host synchronisation). The gradient of the slot values is
 ``<grad[dst], x[src]>`` per head (an SDDMM).
 """
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -74,6 +74,46 @@ class _SegmentAggregate(torch.autograd.Function):
         return grad_x, grad_value, None, None
 
 
+@torch.library.custom_op('fusesample::layout_aggregate', mutates_args=())
+def layout_aggregate(ptr: Tensor, src: Tensor, dst: Tensor,
+                     value: Optional[Tensor], x: Tensor,
+                     reduce: str) -> Tuple[Tensor, Tensor]:
+    r"""``segment_aggregate`` over ``(ptr, src)``: ``(out, arg)``."""
+    out, arg = _ops.segment_aggregate(ptr, src, value, x, reduce)
+    return out, arg
+
+
+@layout_aggregate.register_fake
+def _(ptr, src, dst, value, x, reduce):
+    rows, width = ptr.shape[0] - 1, x.shape[1]
+    return (x.new_empty((rows, width)),
+            ptr.new_empty((rows, width) if reduce == 'max' else (0, )))
+
+
+def _setup(ctx, inputs, output):
+    ptr, src, dst, value, x, reduce = inputs
+    ctx.save_for_backward(ptr, src, dst, value, x, output[1])
+    ctx.reduce, ctx.num_src = reduce, x.shape[0]
+    ctx.mark_non_differentiable(output[1])
+
+
+def _backward(ctx, grad_out, _grad_arg):
+    ptr, src, dst, value, x, arg = ctx.saved_tensors
+    layout = TargetLayout(ptr, src, dst, ctx.num_src)
+    grad_x = grad_value = None
+    if ctx.needs_input_grad[4]:
+        grad_x = aggregate_backward(layout, grad_out, ctx.reduce, value,
+                                    arg if ctx.reduce == 'max' else None)
+    if value is not None and ctx.needs_input_grad[3]:
+        heads = 1 if value.dim() == 1 else value.shape[1]
+        grad_value = slot_value_grad(layout, grad_out, x, heads,
+                                     ctx.reduce).view_as(value)
+    return None, None, None, grad_value, grad_x, None
+
+
+layout_aggregate.register_autograd(_backward, setup_context=_setup)
+
+
 def segment_aggregate(layout: TargetLayout, x: Tensor, reduce: str = 'sum',
                       value: Optional[Tensor] = None) -> Tensor:
     r"""Row ``i`` of the result reduces the rows ``x[src[s]]`` of target
@@ -98,6 +138,11 @@ def segment_aggregate(layout: TargetLayout, x: Tensor, reduce: str = 'sum',
                          f" (the layout's source rows), got {list(x.shape)}")
     if value is not None:
         value = value.to(x.dtype)
+    if torch.compiler.is_compiling():
+        # (an op with registered autograd traces; the Function costs less
+        # host time per eager call)
+        return layout_aggregate(layout.ptr, layout.src, layout.dst, value, x,
+                                reduce)[0]
     return _SegmentAggregate.apply(x, value, layout, reduce)
 
 
