@@ -219,3 +219,19 @@ def test_layout_rejects_out_of_range_edge_index():
         target_layout(ei, 5, 5, 'SAGEConv')
     with pytest.raises(ValueError, match=r"'edge_index\[1\]' holds ids"):
         target_layout(torch.tensor([[0, 1], [1, 9]]), 5, 5, 'SAGEConv')
+
+
+def test_opcheck_compile_ops():
+    # The ops the layers call under torch.compile (nn/compiled_layout.py,
+    # ops/segment.py): fake shapes, autograd registration, schema.
+    from pyg_fusesample.nn.compiled_layout import batch_layout
+    from pyg_fusesample.ops.segment import layout_aggregate
+    ei = graph()
+    torch.library.opcheck(batch_layout, (ei, 30, 20, 'test'))
+    layout = target_layout(ei, 30, 20, 'test')
+    x = torch.randn(30, 8, dtype=torch.float64, requires_grad=True)
+    value = torch.rand(layout.num_slots, dtype=torch.float64,
+                       requires_grad=True)
+    for reduce, v in (('sum', value), ('mean', None), ('max', None)):
+        torch.library.opcheck(layout_aggregate, (layout.ptr, layout.src,
+                                                 layout.dst, v, x, reduce))
