@@ -21,7 +21,9 @@ time (the example's ``Time``), eager; evaluation is not in it.
 ``--device cpu`` runs the same on gloo processes (the test does, on a tiny
 graph); ``--extra`` passes further arguments to the example (e.g.
 ``--extra=--scale=0.1``, ``--extra=--host-memory=features``, or
-``--extra=--trim``: PyG's trim_to_layer, a setting of its own).
+``--extra=--no-trim``: the example trims (PyG's trim_to_layer) by default
+where the batches carry per-hop counts; trimmed and untrimmed runs are
+settings of their own).
 """
 import argparse
 import csv

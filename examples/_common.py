@@ -5,7 +5,10 @@ Each example is a call of :func:`main` with its data set's name and
 defaults; everything else lives here:
 
 * the argument parser (``--loader``, ``--model``, ``--amp``, ``--device``,
-  ``--root``, ``--synthetic``, ...);
+  ``--root``, ``--synthetic``, ...), and the ``--layers`` / ``--trim``
+  handling the mag and multi-GPU examples share (PyG's layers or the same
+  model through ``to_fused``; the model called with the batches' per-hop
+  counts wherever the batches carry them);
 * data loading: OGB node-property data with ``PygNodePropPredDataset`` (or,
   without the ``ogb`` package, :func:`read_ogb_raw`, a reader of the same
   raw files), Reddit with :class:`torch_geometric.datasets.Reddit`. Nothing
@@ -490,13 +493,94 @@ def build_model(args, in_channels: int, num_classes: int):
     layers = len(args.num_neighbors)
     if args.model == 'sage':
         from torch_geometric.nn.models import GraphSAGE
-        return GraphSAGE(in_channels, args.hidden, num_layers=layers,
-                         out_channels=num_classes, dropout=0.5)
+        return with_layers(
+            GraphSAGE(in_channels, args.hidden, num_layers=layers,
+                      out_channels=num_classes, dropout=0.5), args.layers)
     if args.model == 'fused-sage':
         from pyg_fusesample import FusedGraphSAGE
         return FusedGraphSAGE(in_channels, args.hidden, num_classes, layers,
                               args.num_neighbors, dropout=0.5)
     return GCN(in_channels, args.hidden, num_classes, layers)
+
+
+# -- layers and trimming (--layers, --trim / --no-trim) -----------------------
+LAYERS = ('pyg', 'fused')
+# --layers as the examples print it
+LAYER_NAMES = {'pyg': "PyG's (torch_geometric.nn)",
+               'fused': 'to_fused (pyg_fusesample.nn)'}
+
+
+def add_layers_arg(p: argparse.ArgumentParser, applies: str = ''):
+    """--layers: PyG's layers, or the same model through ``to_fused``."""
+    p.add_argument('--layers', choices=LAYERS, default=None,
+                   help=f"{applies}'pyg': the model as PyG users build it "
+                   f"(torch_geometric.nn layers); 'fused': the same model "
+                   f"passed through pyg_fusesample.nn.to_fused (its convs "
+                   f"swapped in place for the mini-batch layers, weights "
+                   f"kept) (default: pyg)")
+
+
+def add_trim_arg(p: argparse.ArgumentParser, applies: str = ''):
+    """--trim / --no-trim: trim_to_layer from the batches' per-hop counts,
+    by default wherever the batches carry them."""
+    p.add_argument('--trim', action=argparse.BooleanOptionalAction,
+                   default=None,
+                   help=f"{applies}call the model with the batch's per-hop "
+                   f"counts (PyG's num_sampled_nodes_per_hop / "
+                   f"num_sampled_edges_per_hop): layer l computes only the "
+                   f"nodes the next layers read, the seeds' outputs are the "
+                   f"same. Default: on where the batches carry the counts "
+                   f"(FusedNeighborLoader's always; PyG's NeighborLoader's "
+                   f"only with pyg-lib), else off")
+
+
+def batches_have_counts(loader: str) -> bool:
+    """Whether a neighbour loader's batches carry per-hop counts
+    (``num_sampled_nodes`` / ``num_sampled_edges``): ours always, PyG's
+    only when its sampler is pyg-lib's."""
+    if loader == 'fused':
+        return True
+    import torch_geometric.typing
+    return bool(torch_geometric.typing.WITH_PYG_LIB)
+
+
+def resolve_trim(parser: argparse.ArgumentParser, trim: Optional[bool],
+                 loader: str) -> Tuple[bool, str]:
+    """``--trim`` / ``--no-trim`` / neither (``None``: on where the batches
+    allow it) as ``(trim, what to print)``; an explicit ``--trim`` that
+    the batches cannot serve is refused."""
+    if trim is False:
+        return False, 'off (--no-trim)'
+    if batches_have_counts(loader):
+        return True, 'on'
+    why = ("PyG's NeighborLoader gives per-hop counts only with pyg-lib, "
+           "which is not installed")
+    if trim:
+        parser.error(f"--trim needs the batches' per-hop counts; {why}")
+    return False, f'off ({why})'
+
+
+def trim_kwargs(batch, trim: bool) -> dict:
+    """The model call's trimming arguments from a batch's per-hop counts;
+    none where trimming is off or the batch has no counts."""
+    nodes = getattr(batch, 'num_sampled_nodes', None)
+    edges = getattr(batch, 'num_sampled_edges', None)
+    if not trim or nodes is None or edges is None:
+        return {}
+    return dict(num_sampled_nodes_per_hop=nodes,
+                num_sampled_edges_per_hop=edges)
+
+
+def with_layers(model: torch.nn.Module, layers: str) -> torch.nn.Module:
+    """``model`` as built (``'pyg'``), or passed through
+    :func:`pyg_fusesample.nn.to_fused` (``'fused'``: PyG's convs swapped in
+    place for the mini-batch layers, parameters and state dict kept; a
+    ``BasicGNN`` called with per-hop counts then computes only the rows
+    the next layer reads and returns the seeds' rows)."""
+    if layers == 'fused':
+        from pyg_fusesample.nn import to_fused
+        model = to_fused(model)
+    return model
 
 
 def neighbor_loader_class(name: str):
@@ -595,8 +679,11 @@ class Trainer:
             for batch in tqdm(self.train_loader, desc=desc, disable=None):
                 batch = batch.to(device)
                 n = batch.batch_size
+                # trimmed (PyG's or ours), the seeds' rows come first
+                kw = trim_kwargs(batch, args.trim)
                 loss = self._step(
-                    lambda: model(batch.x, batch.edge_index)[:n], batch.y[:n])
+                    lambda: model(batch.x, batch.edge_index, **kw)[:n],
+                    batch.y[:n])
                 total_loss += loss * n
                 total += n
         elif args.model == 'fused-sage':
@@ -692,6 +779,8 @@ def make_parser(spec: Spec, description: str, defaults: dict):
                    help="--model sage only: 'pyg' = torch_geometric's "
                    "NeighborLoader, 'fused' = pyg_fusesample's "
                    "FusedNeighborLoader (default: pyg)")
+    add_layers_arg(p, '--model sage only: ')
+    add_trim_arg(p, '--model sage only: ')
     p.add_argument('--num-neighbors', type=int, nargs='+',
                    default=defaults.get('num_neighbors', [15, 10]),
                    help='fan-out per layer (also sets the number of layers)')
@@ -723,6 +812,13 @@ def main(name: str, description: str, argv: Optional[List[str]] = None,
         parser.error(f'--loader applies to --model sage only (--model '
                      f'{args.model} uses no neighbour loader)')
     args.loader = args.loader or 'pyg'
+    for flag, value in (('--layers', args.layers), ('--trim / --no-trim',
+                                                    args.trim)):
+        if value is not None and args.model != 'sage':
+            parser.error(f'{flag} applies to --model sage only (--model '
+                         f'{args.model} has no PyG layers)')
+    args.layers = args.layers or 'pyg'
+    args.trim, trim_note = resolve_trim(parser, args.trim, args.loader)
     if args.capture and args.model != 'fused-sage':
         parser.error(f'--capture applies to --model fused-sage only (got '
                      f'--model {args.model})')
@@ -769,6 +865,9 @@ def main(name: str, description: str, argv: Optional[List[str]] = None,
            'off' + (' (--amp needs CUDA)' if args.amp else ''))
     fan_out = ('' if args.model == 'autospmm-gcn' else
                f', fan-out {args.num_neighbors}')
+    if args.model == 'sage':
+        fan_out += (f', layers: {LAYER_NAMES[args.layers]}, trim: '
+                    f'{trim_note}')
     say(f'Model: {args.model} ({model.__class__.__name__}, '
         f'{len(args.num_neighbors)} layers{fan_out}), '
         f'loader: {trainer.loader_name}, device: {device}, AMP: {amp}'

@@ -11,6 +11,11 @@ rank training on its own shard of the training seeds, rank 0 evaluating::
     torchrun --standalone --nproc_per_node 2 examples/multi_gpu_sage.py \\
         --device cpu --synthetic --scale 0.01 --epochs 1                 # 2 gloo processes
 
+``--layers fused`` runs the same GraphSAGE through
+``pyg_fusesample.nn.to_fused``; with either layer choice the model is called
+with the batches' per-hop counts (trimmed) wherever the batches carry them,
+``--no-trim`` to turn that off.
+
 Backend: NCCL on CUDA (rank ``r`` on GPU ``LOCAL_RANK``), gloo on the CPU.
 Under ``torchrun`` the ranks come from ``RANK`` / ``WORLD_SIZE`` /
 ``LOCAL_RANK``; started with plain ``python``, the script spawns
@@ -77,8 +82,10 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
 
-from _common import (DEFAULT_ROOT, OGB_READER, SPECS, DataMissing,
-                     MalformedData, load_real, read_with_ogb)
+from _common import (DEFAULT_ROOT, LAYER_NAMES, OGB_READER, SPECS,
+                     DataMissing, MalformedData, add_layers_arg, add_trim_arg,
+                     load_real, read_with_ogb, resolve_trim, trim_kwargs,
+                     with_layers)
 from _data_checks import check_graph, load_torch_file
 
 GRAPHS = ('products', 'papers100m')
@@ -91,7 +98,7 @@ CSV_FIELDS = ('time', 'device', 'device_name', 'backend', 'world_size',
               'steps_per_rank', 'epoch_time_s', 'seeds_per_s', 'loss',
               'val_acc', 'test_acc', 'peak_mem_kind', 'peak_mem_mib_max',
               'peak_mem_mib_per_rank', 'peak_host_rss_mib_max', 'torch',
-              'sampled_edges_per_s', 'cache_hit_rate', 'trim')
+              'sampled_edges_per_s', 'cache_hit_rate', 'trim', 'layers')
 
 
 # -- data -------------------------------------------------------------------
@@ -208,9 +215,10 @@ def _read_graph_cache(path: str) -> Data:
 # -- per-rank pieces (the test rebuilds a rank's run from these) ------------
 def build_model(args, in_channels: int, num_classes: int) -> torch.nn.Module:
     from torch_geometric.nn.models import GraphSAGE
-    return GraphSAGE(in_channels, args.hidden,
-                     num_layers=len(args.num_neighbors),
-                     out_channels=num_classes, dropout=args.dropout)
+    return with_layers(GraphSAGE(in_channels, args.hidden,
+                                 num_layers=len(args.num_neighbors),
+                                 out_channels=num_classes,
+                                 dropout=args.dropout), args.layers)
 
 
 def make_train_loader(data: Data, rank: int, world_size: int, args,
@@ -328,16 +336,13 @@ def autocast(device: torch.device, amp: str):
 
 def seed_outputs(model, batch, trim: bool = False) -> torch.Tensor:
     """The model's outputs for a batch's seeds (its first ``batch_size``
-    rows). With ``trim``, PyG's ``trim_to_layer``: layer ``l`` computes only
-    the nodes within ``L - l`` hops of the seeds, from the batch's
-    per-hop counts, which both loaders give; the seeds' outputs are the
-    same."""
+    rows). With ``trim`` and a batch carrying per-hop counts, the model is
+    called with them: PyG's layers run ``trim_to_layer`` (layer ``l``
+    computes only the nodes within ``L - l`` hops of the seeds), a
+    ``to_fused`` model only the rows the next layer reads (its output: the
+    seeds' rows); the seeds' outputs are the same."""
     n = batch.batch_size
-    if not trim:
-        return model(batch.x, batch.edge_index)[:n]
-    return model(batch.x, batch.edge_index,
-                 num_sampled_nodes_per_hop=batch.num_sampled_nodes,
-                 num_sampled_edges_per_hop=batch.num_sampled_edges)[:n]
+    return model(batch.x, batch.edge_index, **trim_kwargs(batch, trim))[:n]
 
 
 def batch_loss(model, batch, device: torch.device, amp: str,
@@ -502,7 +507,8 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
     if args.max_steps is not None:
         steps = min(steps, args.max_steps)
     say(f'Model: PyG GraphSAGE ({len(args.num_neighbors)} layers, hidden '
-        f'{args.hidden}) in DDP, loader: '
+        f'{args.hidden}, layers: {LAYER_NAMES[args.layers]}, trim: '
+        f'{args.trim_note}) in DDP, loader: '
         f'{LOADER_NAMES[args.loader].format(args.num_workers)}, fan-out '
         f'{args.num_neighbors}, batch {args.batch_size} per rank, world size '
         f'{world_size} ({backend}, {device_name}), '
@@ -608,7 +614,7 @@ def _train(rank, world_size, local_rank, args, device, backend, wall_start):
                     sampled_edges_per_s=f'{edges_per_s:.1f}',
                     cache_hit_rate='' if hit_rate is None
                     else f'{hit_rate:.4f}',
-                    trim='on' if args.trim else 'off'))
+                    trim='on' if args.trim else 'off', layers=args.layers))
         dist.barrier()  # the other ranks wait for rank 0's evaluation
 
     if rank == 0 and args.save_model:
@@ -664,10 +670,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument('--epochs', type=int, default=20)
     p.add_argument('--amp', choices=['none', 'bf16'], default='none',
                    help='bf16 autocast in training and evaluation')
-    p.add_argument('--trim', action='store_true',
-                   help="run GraphSAGE with PyG's trim_to_layer (each layer "
-                        'computes only the nodes the next one needs; the '
-                        "seeds' outputs are the same)")
+    add_trim_arg(p)
+    add_layers_arg(p)
     p.add_argument('--seed', type=int, default=0,
                    help="the run's seed; rank r uses seed + r for its "
                    'batches and dropout')
@@ -714,12 +718,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                 'fused loader')
     if args.num_workers < 0:
         p.error('--num-workers must be >= 0')
-    if args.trim and args.loader == 'pyg':
-        import torch_geometric.typing
-        if not torch_geometric.typing.WITH_PYG_LIB:
-            # PyG's sampler reports per-hop counts only through pyg-lib.
-            p.error("--trim needs the batches' per-hop counts, which PyG's "
-                    'NeighborLoader gives only with pyg-lib installed')
+    args.layers = args.layers or 'pyg'
+    args.trim, args.trim_note = resolve_trim(p, args.trim, args.loader)
     return args
 
 

@@ -11,7 +11,22 @@ difference between PyG's loader and ours is one import::
     from torch_geometric.loader import NeighborLoader                  # PyG
     from pyg_fusesample import FusedNeighborLoader as NeighborLoader   # ours
 
-``--loader {pyg,fused}`` picks the line (``_common.neighbor_loader_class``).
+``--loader {pyg,fused}`` picks the line (``_common.neighbor_loader_class``);
+``--layers fused`` passes the same model through
+``pyg_fusesample.nn.to_fused`` (its per-edge-type ``SAGEConv`` copies
+swapped for the mini-batch layer, weights kept).
+
+No ``trim_to_layer`` here, with either layer choice: PyG trims a
+heterogeneous model only where the model's own ``forward`` calls
+``trim_to_layer`` between its layers with the batch's
+``num_sampled_nodes_dict`` / ``num_sampled_edges_dict`` (as PyG's
+``examples/hetero/hierarchical_sage.py`` does with ``HeteroConv``). This
+example's model is PyG's ``to_hetero_mag.py`` one, a ``Sequential('x,
+edge_index', ...)`` traced into one graph by ``to_hetero``: its forward takes
+only the feature and edge dicts, so it has nowhere to take the counts, and
+``to_fused``'s trimming is for homogeneous ``BasicGNN`` models only.
+Trimming would mean rewriting the model as ``HeteroConv`` layers, no longer
+the model PyG's example runs.
 
 Data: ``<root>/ogbn_mag`` (or ``ogbn_mag_pyg``) as OGB unpacks it, read with
 ``ogb.nodeproppred.PygNodePropPredDataset('ogbn-mag', root)`` when the ``ogb``
@@ -43,8 +58,9 @@ from tqdm import tqdm
 
 sys.path.insert(0, osp.dirname(osp.realpath(__file__)))
 from _common import (  # noqa: E402
-    SPECS, DataMissing, MalformedData, add_root_arg, add_run_args, autocast,
-    dataset_dir, neighbor_loader_class, load_real, run_epochs)
+    LAYER_NAMES, SPECS, DataMissing, MalformedData, add_layers_arg,
+    add_root_arg, add_run_args, autocast, dataset_dir, neighbor_loader_class,
+    load_real, run_epochs, with_layers)
 from _data_checks import check_rows, load_torch_file  # noqa: E402
 
 SPEC = SPECS['ogbn-mag']
@@ -81,6 +97,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help="'pyg': torch_geometric.loader.NeighborLoader; "
                    "'fused': pyg_fusesample.FusedNeighborLoader imported as "
                    "NeighborLoader (the one-line swap)")
+    add_layers_arg(p)
     p.add_argument('--num-neighbors', type=int, nargs='+', default=[15, 10],
                    help='fan-out per layer (also sets the number of layers)')
     p.add_argument('--eval-num-neighbors', type=int, nargs='+', default=None,
@@ -251,8 +268,12 @@ def main(argv=None) -> float:
         src, num_neighbors=eval_fanout,
         input_nodes=('paper', src['paper'].test_mask), **kwargs)
 
-    model = build_model(data.metadata(), args.hidden,
-                        len(args.num_neighbors), num_classes).to(device)
+    args.layers = args.layers or 'pyg'
+    # Called without per-hop counts, untrimmed: the to_hetero model cannot
+    # take them (the module docstring says why).
+    model = with_layers(build_model(data.metadata(), args.hidden,
+                                    len(args.num_neighbors), num_classes),
+                        args.layers).to(device)
     with torch.no_grad():  # initialise the lazy parameters on one batch
         batch = next(iter(val_loader)).to(device)
         model(batch.x_dict, batch.edge_index_dict)
@@ -260,7 +281,8 @@ def main(argv=None) -> float:
     amp = ('bf16 autocast' if args.amp and device.type == 'cuda' else
            'off' + (' (--amp needs CUDA)' if args.amp else ''))
     say(f'Model: to_hetero(GraphSAGE, aggr=sum), {len(args.num_neighbors)} '
-        f'layers, hidden {args.hidden}, fan-out {args.num_neighbors} '
+        f'layers ({LAYER_NAMES[args.layers]}, no trim: see the docstring), '
+        f'hidden {args.hidden}, fan-out {args.num_neighbors} '
         f'(eval {eval_fanout}), loader: {NeighborLoader.__module__}.'
         f'{NeighborLoader.__name__}, device: {device}, AMP: {amp}')
 

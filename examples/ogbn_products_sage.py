@@ -6,6 +6,7 @@ package, from the same raw files with ``_common.read_ogb_raw``); nothing is
 downloaded. Evaluation is exact layer-wise full-neighbour inference::
 
     python examples/ogbn_products_sage.py --loader fused         # PyG GraphSAGE
+    python examples/ogbn_products_sage.py --loader fused --layers fused  # to_fused
     python examples/ogbn_products_sage.py --model fused-sage     # FusedGraphSAGE
     python examples/ogbn_products_sage.py --model autospmm-gcn   # full-batch GCN
     python examples/ogbn_products_sage.py --synthetic --scale 0.1  # no data here

@@ -195,6 +195,28 @@ def test_mag_raw(mag_root, capsys, loader):
     assert f'loader: {expected[loader]}' in out
 
 
+@pytest.mark.parametrize('loader', ['pyg', 'fused'])
+def test_mag_layers_fused_trains_as_pyg_layers(mag_root, capsys, loader):
+    """--layers fused: to_fused swaps the to_hetero model's per-edge-type
+    SAGEConv copies in place; the model is the same, so it trains to the
+    losses and accuracies of PyG's layers (up to rounding)."""
+    root, _ = mag_root
+    runs = {}
+    for layers in ('pyg', 'fused'):
+        code, out, err = run_inprocess(
+            MAG, ['--root', root, *MAG_SHORT, '--epochs', '2', '--loader',
+                  loader, '--layers', layers], capsys)
+        assert code == 0, err[-3000:]
+        runs[layers] = [[float(v) for v in e[2:5]]
+                        for e in check_mag(out, epochs=2)]
+        name = {'pyg': "PyG's (torch_geometric.nn)",
+                'fused': 'to_fused (pyg_fusesample.nn)'}[layers]
+        assert f'2 layers ({name}, no trim' in out, out
+    for pyg, fused in zip(runs['pyg'], runs['fused']):
+        assert fused[0] == pytest.approx(pyg[0], abs=2e-3)  # loss
+        assert fused[1:] == pytest.approx(pyg[1:], abs=0.02)  # accuracies
+
+
 def test_mag_raw_reader(mag_root):
     """read_ogb_hetero_raw + load_real give the files' graph, and the
     example's ToUndirected the reverses."""

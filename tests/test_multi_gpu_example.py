@@ -155,7 +155,8 @@ def reference_run(argv, world_size, ranks=None):
                 batch = next(it)
                 torch.set_rng_state(rng[r])
                 optimizer.zero_grad()
-                ex.batch_loss(model, batch, device, args.amp).backward()
+                ex.batch_loss(model, batch, device, args.amp,
+                              args.trim).backward()
                 rng[r] = torch.get_rng_state()
                 grads.append([p.grad.clone() for p in params])
             for i, p in enumerate(params):
@@ -227,9 +228,12 @@ def test_ddp_equals_one_process_averaging_both_ranks(torchrun, one_thread):
 
 
 @needs_gloo
-def test_world_size_one_in_process(tmp_path, capsys, one_thread):
+@pytest.mark.parametrize('layers', ['pyg', 'fused'])
+def test_world_size_one_in_process(tmp_path, capsys, one_thread, layers):
+    # --layers fused: DDP over the to_fused model (trimmed by default)
+    # trains as the plain loop over the same model does.
     model, table = tmp_path / 'model.pt', tmp_path / 'epochs.csv'
-    argv = TINY + ['--epochs', '1', '--max-steps', '2']
+    argv = TINY + ['--epochs', '1', '--max-steps', '2', '--layers', layers]
     code, out, err = run_inprocess(
         SCRIPT, argv + ['--world-size', '1', '--save-model', model,
                         '--csv', table], capsys)
@@ -240,6 +244,7 @@ def test_world_size_one_in_process(tmp_path, capsys, one_thread):
     with open(table, newline='') as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 1 and rows[0]['world_size'] == '1'
+    assert (rows[0]['layers'], rows[0]['trim']) == (layers, 'on')
     assert float(rows[0]['peak_host_rss_mib_max']) > 0
     got = torch.load(model, weights_only=True)
     assert_same_model(got, reference_run(argv, world_size=1))
@@ -279,6 +284,7 @@ def test_graph_cache_and_eval_every(tmp_path, capsys, one_thread):
 
 @needs_gloo
 def test_pyg_loader_baseline_in_process(tmp_path, capsys, one_thread):
+    import torch_geometric.typing
     # --loader pyg: PyG's NeighborLoader over the rank's CPU graph (the
     # scaling run's baseline) trains, and the CSV says which loader ran.
     table = tmp_path / 'epochs.csv'
@@ -291,20 +297,26 @@ def test_pyg_loader_baseline_in_process(tmp_path, capsys, one_thread):
     with open(table, newline='') as f:
         rows = list(csv.DictReader(f))
     assert [(r['loader'], r['num_workers']) for r in rows] == [('pyg', '0')]
+    # Trimmed by default only where PyG's batches carry per-hop counts.
+    assert rows[0]['trim'] == ('on' if torch_geometric.typing.WITH_PYG_LIB
+                               else 'off')
     code, out, err = run_inprocess(
         SCRIPT, TINY + ['--loader', 'pyg', '--host-memory', 'features'],
         capsys)
     assert code == 2 and '--host-memory is for the fused loader' in err
 
 
-@pytest.mark.parametrize('loader', ['fused', 'pyg'])
-def test_trim_gives_the_same_seed_outputs(loader, one_thread):
+@pytest.mark.parametrize('loader,layers', [('fused', 'pyg'), ('pyg', 'pyg'),
+                                           ('fused', 'fused')])
+def test_trim_gives_the_same_seed_outputs(loader, layers, one_thread):
     # --trim runs GraphSAGE with trim_to_layer over either loader's per-hop
-    # counts: the seeds' outputs (eval mode: no dropout) are the untrimmed
-    # model's, and the loss is too.
+    # counts (--layers fused: the to_fused model's own trimming, which
+    # returns the seeds' rows only): the seeds' outputs (eval mode: no
+    # dropout) are the untrimmed model's, and the loss is too.
     import torch_geometric.typing
     ex = load_script(SCRIPT)
-    argv = TINY + ['--loader', loader, '--num-workers', '0']
+    argv = TINY + ['--loader', loader, '--num-workers', '0',
+                   '--layers', layers]
     if loader == 'pyg' and not torch_geometric.typing.WITH_PYG_LIB:
         # PyG's batches carry per-hop counts only through pyg-lib.
         with pytest.raises(SystemExit):
@@ -323,6 +335,10 @@ def test_trim_gives_the_same_seed_outputs(loader, one_thread):
         trimmed = ex.seed_outputs(model, batch, trim=True)
         assert full.size(0) == batch.batch_size
         torch.testing.assert_close(trimmed, full, rtol=1e-5, atol=1e-5)
+        if layers == 'fused':  # only the seeds' rows were computed
+            out = model(batch.x, batch.edge_index,
+                        **ex.trim_kwargs(batch, True))
+            assert out.size(0) == batch.batch_size
         torch.testing.assert_close(
             ex.batch_loss(model, batch, device, 'none', trim=True),
             ex.batch_loss(model, batch, device, 'none'))
@@ -330,14 +346,19 @@ def test_trim_gives_the_same_seed_outputs(loader, one_thread):
 
 @needs_gloo
 def test_trim_run_is_recorded(tmp_path, capsys, one_thread):
+    # Trimmed by default (the fused loader's batches carry the counts),
+    # --trim says so explicitly, --no-trim turns it off.
     table = tmp_path / 'epochs.csv'
-    argv = TINY + ['--epochs', '1', '--max-steps', '2', '--world-size', '1',
-                   '--trim', '--csv', table]
-    code, out, err = run_inprocess(SCRIPT, argv, capsys)
-    assert code == 0, out + err
-    assert [int(e[0]) for e in EPOCH.findall(out)] == [1], out
+    argv = TINY + ['--epochs', '1', '--max-steps', '1', '--world-size', '1',
+                   '--csv', table]
+    for flag, note in (([], 'trim: on'), (['--trim'], 'trim: on'),
+                       (['--no-trim'], 'trim: off (--no-trim)')):
+        code, out, err = run_inprocess(SCRIPT, argv + flag, capsys)
+        assert code == 0, out + err
+        assert [int(e[0]) for e in EPOCH.findall(out)] == [1], out
+        assert note in out, out
     with open(table, newline='') as f:
-        assert [r['trim'] for r in csv.DictReader(f)] == ['on']
+        assert [r['trim'] for r in csv.DictReader(f)] == ['on', 'on', 'off']
 
 
 @pytest.mark.cuda

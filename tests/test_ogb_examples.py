@@ -31,6 +31,12 @@ try:
     HAS_OGB = True
 except ImportError:
     HAS_OGB = False
+from torch_geometric.typing import WITH_PYG_LIB  # noqa: E402
+
+# What the Model line says of --layers and of trimming.
+PYG_LAYERS, FUSED_LAYERS = ("layers: PyG's (torch_geometric.nn)",
+                            'layers: to_fused (pyg_fusesample.nn)')
+NO_COUNTS = "trim: off (PyG's NeighborLoader gives per-hop counts only"
 
 
 def _tiny_graph(seed):
@@ -124,6 +130,8 @@ def data_line(out):
 PRODUCTS_RUNS = {
     'loader-fused': ['--loader', 'fused'],
     'loader-pyg': ['--loader', 'pyg'],
+    'layers-fused': ['--loader', 'fused', '--layers', 'fused'],
+    'no-trim': ['--loader', 'fused', '--no-trim'],
     'fused-sage': ['--model', 'fused-sage'],
     'autospmm-gcn': ['--model', 'autospmm-gcn'],
 }
@@ -147,6 +155,43 @@ def test_products(data_root, capsys, run):
         assert 'loader: pyg_fusesample' in out
     elif run == 'loader-pyg':
         assert 'loader: torch_geometric.loader' in out
+    if run.startswith('loader') or run == 'layers-fused':
+        # Trimmed by default where the batches carry per-hop counts: ours
+        # always, PyG's with pyg-lib.
+        trimmed = run != 'loader-pyg' or WITH_PYG_LIB
+        assert ('trim: on' if trimmed else NO_COUNTS) in out, out
+        assert (FUSED_LAYERS if run == 'layers-fused' else PYG_LAYERS) \
+            in out, out
+    elif run == 'no-trim':
+        assert 'trim: off (--no-trim)' in out and PYG_LAYERS in out, out
+    else:  # FusedGraphSAGE, the GCN: no PyG layers, nothing trimmed
+        assert 'layers:' not in out and 'trim:' not in out, out
+
+
+def _losses(script, args, capsys):
+    code, out, err = run_inprocess(script, args, capsys)
+    assert code == 0, err[-3000:]
+    return [float(e[2]) for e in check_output(out, epochs=2)], out
+
+
+@pytest.mark.parametrize('script,loader', [(ARXIV, 'fused'),
+                                           (REDDIT, 'pyg')])
+def test_layers_fused_trains_as_pyg_layers(data_root, capsys, script,
+                                           loader):
+    """--layers fused is the same model: untrimmed (dropout then draws the
+    same masks) it trains to PyG's layers' losses, up to rounding; trimmed
+    (the default where the batches carry counts) it trains too, and the
+    layer-wise full-graph inference runs on the swapped convs."""
+    root, _ = data_root
+    args = ['--root', root, *SHORT, '--epochs', '2', '--loader', loader,
+            '--no-trim']
+    pyg, _ = _losses(script, args, capsys)
+    fused, out = _losses(script, args + ['--layers', 'fused'], capsys)
+    assert FUSED_LAYERS in out
+    assert fused == pytest.approx(pyg, abs=2e-3)
+    _, out = _losses(script, args[:-1] + ['--layers', 'fused'], capsys)
+    trimmed = loader == 'fused' or WITH_PYG_LIB
+    assert ('trim: on' if trimmed else NO_COUNTS) in out, out
 
 
 @pytest.mark.parametrize('reader', [
@@ -268,6 +313,21 @@ def test_loader_needs_sage(data_root, capsys):
         PRODUCTS, ['--root', root, '--model', 'fused-sage', '--loader',
                    'fused', '--epochs', '1'], capsys)
     assert code != 0 and '--loader applies to --model sage only' in err
+    for flag in (['--layers', 'fused'], ['--no-trim']):
+        code, _, err = run_inprocess(
+            PRODUCTS, ['--root', root, '--model', 'autospmm-gcn', *flag,
+                       '--epochs', '1'], capsys)
+        assert code != 0 and 'applies to --model sage only' in err, err
+
+
+@pytest.mark.skipif(WITH_PYG_LIB, reason="PyG's batches carry the counts")
+def test_trim_refused_without_counts(data_root, capsys):
+    # An explicit --trim that PyG's batches (no pyg-lib) cannot serve.
+    root, _ = data_root
+    code, _, err = run_inprocess(
+        PRODUCTS, ['--root', root, *SHORT, '--loader', 'pyg', '--trim'],
+        capsys)
+    assert code != 0 and "--trim needs the batches' per-hop counts" in err
 
 
 def test_capture_needs_fused_sage_and_cuda(data_root, capsys):
