@@ -456,17 +456,12 @@ def test_bfloat16_close_to_pyg_float32(case, kind, mode, device):
 @pytest.mark.parametrize('device', devices())
 @pytest.mark.parametrize('case', [pytest.param(c, id=c.id)
                                   for c in LAYER_CASES if not c.dropout])
-def test_gradcheck_float64(case, device, request):
+def test_gradcheck_float64(case, device):
     """torch.autograd.gradcheck of our layer w.r.t. x, every parameter and
     the float per-edge input, on 8 nodes (isolated targets, duplicates,
-    self-loops)."""
-    if device == 'cuda' and case.layer == 'GATConv':
-        # Measured on an H200: gradcheck's reentrancy check fails (same
-        # input and grad_output, different gradients).
-        request.node.add_marker(pytest.mark.xfail(
-            strict=True, reason="GATConv's attention backward runs through "
-            "torch ops that accumulate with atomics on CUDA (index_select's "
-            "and segment_reduce's backward): not deterministic yet"))
+    self-loops). gradcheck also checks that the backward is reentrant (the
+    same gradients twice): on CUDA, GATConv's failed that while its
+    per-edge gathers' backward was index_select's (atomics)."""
     graph = mixed_graph(SMALL.num_ids, 16, SMALL, seed=5)
     torch.manual_seed(0)
     conv = build(OURS, case, SMALL, False).to(device, torch.float64)

@@ -8,7 +8,7 @@ from torch import Tensor
 from torch_geometric.nn import GATConv as PyGGATConv
 from torch_geometric.utils import add_self_loops, remove_self_loops
 
-from ..ops.segment import segment_aggregate
+from ..ops.segment import index_rows, segment_aggregate
 from .minibatch_common import (fast_graph, layout_of, pyg_fallback,
                                warn_pyg_path)
 
@@ -138,11 +138,11 @@ class GATConv(PyGGATConv):
         r"""Per slot ``[E, H]`` and per self-loop ``[loops, H]`` scores
         (before the edge term), and the slots that count (``None``: all)."""
         a_src = (h_src * self.att_src).sum(dim=-1)
-        score = a_src.index_select(0, layout.src)
+        score = index_rows(a_src, layout.src)
         self_score = a_src[:loops]
         if h_dst is not None:
             a_dst = (h_dst * self.att_dst).sum(dim=-1)
-            score = score + a_dst.index_select(0, layout.dst)
+            score = score + index_rows(a_dst, layout.dst)
             self_score = self_score + a_dst[:loops]
         keep = layout.src != layout.dst if self.add_self_loops else None
         return score, self_score, keep
@@ -233,7 +233,7 @@ def _segment_softmax(layout, score: Tensor, self_score: Tensor,
     p_own = (self_score - top[:loops]).exp()
     total = _segment(layout, p, 'sum') + F.pad(
         p_own, (0, 0, 0, num_dst - loops)) + 1e-16
-    return p / total.index_select(0, layout.dst), p_own / total[:loops]
+    return p / index_rows(total, layout.dst), p_own / total[:loops]
 
 
 def _loop_attr(layout, edge_attr: Tensor, keep: Optional[Tensor], loops: int,

@@ -114,6 +114,39 @@ def _backward(ctx, grad_out, _grad_arg):
 layout_aggregate.register_autograd(_backward, setup_context=_setup)
 
 
+class _IndexRows(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t, index):
+        ctx.save_for_backward(index)
+        ctx.shape = t.shape
+        return t.index_select(0, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        index, = ctx.saved_tensors
+        n, E = ctx.shape[0], index.numel()
+        if E == 0:
+            return grad.new_zeros(ctx.shape), None
+        # Each slot its own row: the backward op sums, per source row, the
+        # gradients of the slots that read it, in slot order.
+        slots = torch.arange(E + 1, device=index.device)
+        g = grad.reshape(E, -1)
+        out = _ops.segment_aggregate_backward(
+            slots, index, slots[:E], None, g.contiguous(),
+            g.new_empty(0, dtype=torch.long), n, 'sum')
+        return out.view(ctx.shape), None
+
+
+def index_rows(t: Tensor, index: Tensor) -> Tensor:
+    r"""``t.index_select(0, index)`` whose backward sums the gradients of
+    repeated rows in a fixed order (``index_select``'s ``index_add`` uses
+    atomics on CUDA: its sums change from run to run)."""
+    if not t.requires_grad or not torch.is_grad_enabled() or \
+            t.dim() == 0 or not t.is_floating_point():
+        return t.index_select(0, index)
+    return _IndexRows.apply(t, index)
+
+
 def segment_aggregate(layout: TargetLayout, x: Tensor, reduce: str = 'sum',
                       value: Optional[Tensor] = None) -> Tensor:
     r"""Row ``i`` of the result reduces the rows ``x[src[s]]`` of target
