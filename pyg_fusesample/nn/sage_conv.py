@@ -2,7 +2,6 @@
 targets' in-edges."""
 from typing import Optional, Tuple, Union
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import SAGEConv as PyGSAGEConv
