@@ -235,3 +235,27 @@ def test_opcheck_compile_ops():
     for reduce, v in (('sum', value), ('mean', None), ('max', None)):
         torch.library.opcheck(layout_aggregate, (layout.ptr, layout.src,
                                                  layout.dst, v, x, reduce))
+
+
+def test_layouts_do_not_keep_batches_alive():
+    # The registry and the layout memo hold their keys weakly; a layout
+    # memoised with views of its key would keep every batch alive.
+    import gc
+
+    from torch_geometric.data import Data
+
+    from pyg_fusesample import FusedNeighborLoader
+    from pyg_fusesample.nn import SAGEConv
+    from pyg_fusesample.sparse import target_layout as layouts
+    g = torch.Generator().manual_seed(0)
+    data = Data(x=torch.randn(500, 8, generator=g),
+                edge_index=torch.randint(0, 500, (2, 4000), generator=g),
+                num_nodes=500)
+    conv = SAGEConv(8, 4)
+    before = len(layouts._batches), len(layouts._layouts)
+    for batch in FusedNeighborLoader(data, num_neighbors=[5, 3],
+                                     batch_size=50):
+        conv(batch.x, batch.edge_index).sum().backward()
+    del batch
+    gc.collect()
+    assert (len(layouts._batches), len(layouts._layouts)) == before

@@ -123,7 +123,9 @@ def register_batch(edge_index: Tensor, num_sampled_nodes: Sequence[int],
     dst = src if num_sampled_dst_nodes is None else \
         _cumulative(num_sampled_dst_nodes)
     counts = BatchCounts(src, dst, (0, ) + _cumulative(num_sampled_edges))
-    _remember(_batches, edge_index, (counts, edge_index, {}))
+    # (the entry holds no reference to the tensor: the memo must not keep
+    # a batch alive)
+    _remember(_batches, edge_index, (counts, {}))
 
 
 def register_hetero_batch(batch) -> None:
@@ -146,7 +148,7 @@ def _batch_entry(edge_index: Tensor):
     # a prefix of one, else None.
     entry = _weak_entry(_batches, edge_index)
     if entry is not None:
-        return entry
+        return entry[0], edge_index, entry[1]
     base = edge_index._base
     if base is None or base.dim() != 2 or edge_index.dim() != 2:
         return None
@@ -156,7 +158,7 @@ def _batch_entry(edge_index: Tensor):
             or edge_index.size(0) != 2 \
             or edge_index.size(1) not in entry[0].edges:
         return None
-    return entry
+    return entry[0], base, entry[1]
 
 
 def batch_counts(edge_index: Tensor) -> Optional[BatchCounts]:
@@ -182,8 +184,10 @@ def target_layout(edge_index: Tensor, num_src: int, num_dst: int,
                   owner: str) -> TargetLayout:
     r"""The :class:`TargetLayout` of :obj:`edge_index` (``[2, E]``, row =
     source, col = target) over :obj:`num_src` source and :obj:`num_dst`
-    target rows, memoised per tensor. :obj:`owner` names the caller in
-    errors (ids out of range raise ``ValueError``)."""
+    target rows. :obj:`owner` names the caller in errors (ids out of range
+    raise ``ValueError``). A batch of a fused loader (or a prefix of one) is
+    read as it is; any other tensor is checked and sorted once (memoised
+    per tensor, version and shape)."""
     if not isinstance(edge_index, Tensor) or edge_index.dim() != 2 \
             or edge_index.size(0) != 2:
         raise ValueError(f"{owner}: 'edge_index' must be a tensor of shape "
@@ -192,28 +196,30 @@ def target_layout(edge_index: Tensor, num_src: int, num_dst: int,
     if edge_index.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"{owner}: 'edge_index' must be int64 (or int32), "
                          f"got {edge_index.dtype}")
+    E, num_src, num_dst = edge_index.size(1), int(num_src), int(num_dst)
+    src, dst = edge_index[0], edge_index[1]
+    entry = _batch_entry(edge_index)
+    if entry is not None and _trusted(entry[0], E, num_src, num_dst):
+        # Views of the batch's own edge_index, so not memoised: a memo entry
+        # holding views of its key would keep every batch alive.
+        return TargetLayout(_prefix_ptr(entry, E, num_dst), src, dst, num_src)
+    if E == 0:  # (an edge type without edges)
+        return TargetLayout(torch.zeros(num_dst + 1, dtype=torch.long,
+                                        device=dst.device), src, dst, num_src)
     memo = _weak_entry(_layouts, edge_index)
     if memo is None:
         memo = _remember(_layouts, edge_index, {})
-    key = (int(num_src), int(num_dst))
-    layout = memo.get(key)
+    layout = memo.get((num_src, num_dst))
     if layout is None:
-        layout = memo[key] = _build(edge_index, int(num_src), int(num_dst),
-                                    owner)
+        layout = memo[num_src, num_dst] = _sorted(src, dst, num_src, num_dst,
+                                                  edge_index, owner)
     return layout
 
 
-def _build(edge_index: Tensor, num_src: int, num_dst: int,
-           owner: str) -> TargetLayout:
-    entry = _batch_entry(edge_index)
-    src, dst = edge_index[0], edge_index[1]
-    if entry is not None and _trusted(entry[0], edge_index.size(1), num_src,
-                                      num_dst):
-        return TargetLayout(_prefix_ptr(entry, edge_index.size(1), num_dst),
-                            src, dst, num_src)
-    if edge_index.size(1) == 0:  # (an edge type without edges)
-        return TargetLayout(torch.zeros(num_dst + 1, dtype=torch.long,
-                                        device=dst.device), src, dst, num_src)
+def _sorted(src: Tensor, dst: Tensor, num_src: int, num_dst: int,
+            edge_index: Tensor, owner: str) -> TargetLayout:
+    # Any other edge_index: checked, then sorted by target (stable). Every
+    # tensor of the layout is new, none a view of edge_index.
     check_ids_in_range(src, num_src, 'edge_index[0]', owner,
                        bound_name='the source rows (x.size(0))')
     check_ids_in_range(dst, num_dst, 'edge_index[1]', owner,
