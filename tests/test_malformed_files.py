@@ -12,7 +12,8 @@ readers behind the ``ogb`` package (a stand-in module: ``ogb`` is
 not installed here), ogbn_mag_sage.py's embeddings, multi_gpu_sage.py's
 papers100M reader and --graph-cache file, GraphSAINT's norm file, and the
 autotune decision cache (which warns and starts afresh instead of stopping:
-a bad entry is never replayed). There is no partition reader yet."""
+a bad entry is never replayed). Partitions (PyG's Partitioner format)
+have their own cases in test_partition_files.py."""
 import gzip
 import json
 import os
