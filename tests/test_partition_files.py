@@ -437,3 +437,25 @@ def test_bad_arguments_refused(tmp_path, good_partitions):
         write_partitions(str(tmp_path / 'b'), 5,
                          [(torch.tensor([0]), torch.tensor([5]))], 2)
     assert not (tmp_path / 'b' / 'META.json').exists()
+
+
+class _RunsCode:
+    def __reduce__(self):
+        return (os.system, ('echo this must not run',))
+
+
+def test_defaultdict_files_cannot_run_code(tmp_path):
+    # PyG writes edge_feats.pt as a defaultdict, which torch's safe loader
+    # refuses; the reader's own unpickler takes it, and still refuses any
+    # global but tensors and containers (here after the defaultdict, so
+    # the safe loader's first refusal is the defaultdict's).
+    import collections
+    from pyg_fusesample.distributed.partition_files import _load
+    path = str(tmp_path / 'edge_feats.pt')
+    torch.save((collections.defaultdict(dict, a={'x': torch.ones(2)}), ), path)
+    loaded = _load(path, 'edge features')
+    assert torch.equal(loaded[0]['a']['x'], torch.ones(2))
+    torch.save((collections.defaultdict(dict, a={}), _RunsCode()), path)
+    with pytest.raises(ValueError, match=r"global '\w+\.system' is not "
+                       r"allowed in a partition file"):
+        _load(path, 'edge features')

@@ -147,6 +147,33 @@ class Partition:
 
 # ---------------------------------------------------------------- reading
 
+class _ContainersOnly:
+    r"""A ``pickle_module`` for ``torch.load``: its unpickler resolves
+    torch's tensor and storage rebuilders and plain containers
+    (``defaultdict`` among them), and refuses every other global."""
+    class Unpickler(pickle.Unpickler):
+        # (protocol 2 names builtins '__builtin__')
+        _containers = {('collections', 'defaultdict'),
+                       ('collections', 'OrderedDict')} | {
+                           (module, name)
+                           for module in ('builtins', '__builtin__')
+                           for name in ('list', 'dict', 'tuple', 'set')}
+
+        def find_class(self, module, name):
+            if (module, name) in self._containers or (
+                    module == 'torch._utils' and name.startswith('_rebuild')
+            ) or (module == 'torch' and (name.endswith('Storage')
+                                         or isinstance(getattr(torch, name,
+                                                               None),
+                                                       torch.dtype))):
+                return super().find_class(module, name)
+            raise pickle.UnpicklingError(
+                f"global '{module}.{name}' is not allowed in a partition file")
+
+    load = staticmethod(pickle.load)
+    __name__ = 'pyg_fusesample.partition_unpickler'
+
+
 def _load(path: str, what: str):
     if not osp.isfile(path):
         raise ValueError(f"{path}: missing ({what})")
@@ -156,11 +183,13 @@ def _load(path: str, what: str):
         except pickle.UnpicklingError as e:
             # PyG's Partitioner saves edge_feats.pt as a defaultdict, which
             # torch's safe loader refuses once it holds items (PyG's own
-            # from_partition then fails under torch >= 2.6); such a file is
-            # unpickled in full, as PyG's fs.torch_load falls back to.
+            # from_partition then fails under torch >= 2.6, or unpickles in
+            # full). Such a file is read by an unpickler that resolves
+            # tensors, containers and nothing else, so it cannot run code.
             if 'defaultdict' not in str(e):
                 raise
-            return torch.load(path, map_location='cpu', weights_only=False)
+            return torch.load(path, map_location='cpu', weights_only=False,
+                              pickle_module=_ContainersOnly)
     except Exception as e:  # truncated, foreign or not a torch file
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
         raise ValueError(f"{path}: cannot be read as a torch file "
