@@ -22,6 +22,10 @@ backends are installed; the loaders under test need neither backend:
   int32; FusedNeighborSampler takes int32 and int64.
 * ``onlyNeighborSampler`` is a no-op: it skips when neither pyg-lib nor
   torch-sparse is installed (e.g. on the GPU machine).
+* ``WITH_TORCH_SPARSE`` is ``True``: PyG's tests return early from their
+  ``subgraph_type='induced'`` cases without torch-sparse, whose sampler is
+  PyG's one with induced subgraphs; FusedNeighborSampler cuts them with its
+  own ops. (PyG's tests use this name for nothing else.)
 """
 from pyg_fusesample import FusedLinkNeighborLoader, FusedNeighborLoader
 from torch_geometric.testing import withPackage as _pyg_with_package
@@ -40,6 +44,7 @@ class LinkNeighborLoader(FusedLinkNeighborLoader):
 
 
 WITH_PYG_LIB = True
+WITH_TORCH_SPARSE = True
 # PyG gates its weighted and edge-level temporal cases on pyg-lib versions
 # that have them; FusedNeighborSampler samples both itself.
 WITH_WEIGHTED_NEIGHBOR_SAMPLE = True

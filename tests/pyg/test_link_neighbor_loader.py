@@ -1,20 +1,25 @@
 # Vendored from PyG: pyg-team/pytorch_geometric, test/loader/test_link_neighbor_loader.py
-# at commit d4e1c45689967a614a7f3d873ad4ba83c4a1f3bd (branch release/2.8,
-# "Prepare for 2.8.0.post1"; the file is identical at tag 2.8.0). The
-# installed torch_geometric 2.8.1's loader and sampler sources are those of
-# that commit. MIT License, Copyright (c) 2023 PyG Team <team@pyg.org>.
+# at commit 5c6461b2305ad068a6d61165b3c55852a11aaa41 (branch master,
+# 2026-08-17, "Fix timing methodology for GCN compile benchmark (#10773)";
+# git describe: 2.8.0-13-g5c6461b23), the newest snapshot fetched. The file
+# is the same blob (fa63daf3) as at d4e1c456 (release/2.8, "Prepare for
+# 2.8.0.post1", whose loader and sampler sources the installed
+# torch_geometric 2.8.1 has), so it needs no name PyG 2.8.1 lacks; its last
+# change on master is 3ac5e55ce (2025-04-30, #10239). MIT License,
+# Copyright (c) 2023 PyG Team <team@pyg.org>.
 #
-# Run against pyg_fusesample.FusedLinkNeighborLoader instead of PyG's LinkNeighborLoader.
+# Run against pyg_fusesample.FusedLinkNeighborLoader instead of PyG's
+# LinkNeighborLoader.
 # Edits to PyG's code (everything else is verbatim):
-#   1. `from torch_geometric.loader import LinkNeighborLoader` is replaced by the
-#      adapter's import of LinkNeighborLoader (= pyg_fusesample.FusedLinkNeighborLoader).
-#   2. After the imports, withPackage and onlyNeighborSampler are
-#      taken from the adapter (tests/pyg/_adapter.py says why: they gate on
-#      PyG's own sampler backends, pyg-lib/torch-sparse, which the loader
-#      under test does not use).
+#   1. `from torch_geometric.loader import LinkNeighborLoader` is replaced by
+#      the adapter's import of LinkNeighborLoader (=
+#      pyg_fusesample.FusedLinkNeighborLoader).
+#   2. After the imports, withPackage and onlyNeighborSampler are taken from
+#      the adapter (tests/pyg/_adapter.py says why: they gate on PyG's own
+#      sampler backends, pyg-lib/torch-sparse, which the loader under test does
+#      not use).
 #   3. `# noqa` comments on those two import lines (for flake8).
-# Out-of-scope cases (remote stores) are skipped by tests/pyg/conftest.py with their
-# reasons.
+# No case is skipped by tests/pyg/conftest.py.
 import pytest
 import torch
 

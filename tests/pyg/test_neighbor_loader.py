@@ -1,22 +1,30 @@
 # Vendored from PyG: pyg-team/pytorch_geometric, test/loader/test_neighbor_loader.py
-# at commit d4e1c45689967a614a7f3d873ad4ba83c4a1f3bd (branch release/2.8,
-# "Prepare for 2.8.0.post1"; the file is identical at tag 2.8.0). The
-# installed torch_geometric 2.8.1's loader and sampler sources are those of
-# that commit. MIT License, Copyright (c) 2023 PyG Team <team@pyg.org>.
+# at commit 5c6461b2305ad068a6d61165b3c55852a11aaa41 (branch master,
+# 2026-08-17, "Fix timing methodology for GCN compile benchmark (#10773)";
+# git describe: 2.8.0-13-g5c6461b23), the newest snapshot fetched. The file
+# is the same blob (c3a816a1) as at d4e1c456 (release/2.8, "Prepare for
+# 2.8.0.post1", whose loader and sampler sources the installed
+# torch_geometric 2.8.1 has), so it needs no name PyG 2.8.1 lacks; its last
+# change on master is d0110a4b1 (2026-06-03, #10710: the karate test
+# marked `dataset` instead of `onlyOnline`). MIT License, Copyright (c) 2023
+# PyG Team <team@pyg.org>.
 #
-# Run against pyg_fusesample.FusedNeighborLoader instead of PyG's NeighborLoader.
+# Run against pyg_fusesample.FusedNeighborLoader instead of PyG's
+# NeighborLoader.
 # Edits to PyG's code (everything else is verbatim):
 #   1. `from torch_geometric.loader import NeighborLoader` is replaced by the
-#      adapter's import of NeighborLoader (= pyg_fusesample.FusedNeighborLoader).
+#      adapter's import of NeighborLoader (=
+#      pyg_fusesample.FusedNeighborLoader).
 #   2. After the imports, withPackage, onlyNeighborSampler, WITH_PYG_LIB,
-#      WITH_WEIGHTED_NEIGHBOR_SAMPLE and WITH_EDGE_TIME_NEIGHBOR_SAMPLE are
-#      taken from the adapter (tests/pyg/_adapter.py says why: they gate on
-#      PyG's own sampler backends, pyg-lib/torch-sparse, which the loader
-#      under test does not use).
+#      WITH_TORCH_SPARSE, WITH_WEIGHTED_NEIGHBOR_SAMPLE and
+#      WITH_EDGE_TIME_NEIGHBOR_SAMPLE are taken from the adapter
+#      (tests/pyg/_adapter.py says why: they gate on PyG's own sampler
+#      backends, pyg-lib/torch-sparse, which the loader under test does not
+#      use).
 #   3. `# noqa` comments on those two import lines (for flake8).
-# Out-of-scope cases (remote stores, induced HeteroData, direct pyg-lib op
-# calls) are skipped by tests/pyg/conftest.py with their
-# reasons.
+# Cases out of scope (induced HeteroData, not implemented yet; direct pyg-lib
+# op calls; int32 induced cases PyG's body returns from) are skipped by
+# tests/pyg/conftest.py with their reasons.
 import os.path as osp
 
 import numpy as np
@@ -53,7 +61,7 @@ from torch_geometric.utils import (
     to_undirected,
 )
 from ._adapter import (  # noqa: E402,F811 (edit 2)
-    WITH_EDGE_TIME_NEIGHBOR_SAMPLE, WITH_PYG_LIB,
+    WITH_EDGE_TIME_NEIGHBOR_SAMPLE, WITH_PYG_LIB, WITH_TORCH_SPARSE,
     WITH_WEIGHTED_NEIGHBOR_SAMPLE, onlyNeighborSampler, withPackage)
 
 DTYPES = [
