@@ -204,8 +204,9 @@ class FusedNeighborSampler(BaseSampler):
             if self.subgraph_type == SubgraphType.induced:
                 raise NotImplementedError(
                     "subgraph_type='induced' is not supported for "
-                    "heterogeneous graphs yet (PyG's pyg-lib sampler lacks it "
-                    "too); use 'directional' or 'bidirectional'")
+                    "heterogeneous graphs yet (PyG samples it with its "
+                    "torch-sparse backend; pyg-lib's sampler lacks it); use "
+                    "'directional' or 'bidirectional'")
             self.typed = build_typed_csc(data, is_sorted=is_sorted,
                                          device=device)
             self.node_types = self.typed.node_types
