@@ -259,3 +259,33 @@ def test_layouts_do_not_keep_batches_alive():
     del batch
     gc.collect()
     assert (len(layouts._batches), len(layouts._layouts)) == before
+
+
+def test_checked_registration_of_foreign_batches():
+    # A batch no fused loader made (here a copy, as .to(device) makes) is
+    # checked once by a trimmed model and registered: its layers then sort
+    # nothing. One that breaks the hop layout is not registered.
+    from torch_geometric.data import Data
+
+    from pyg_fusesample import FusedNeighborLoader
+    from pyg_fusesample.sparse import target_layout as layouts
+    g = torch.Generator().manual_seed(1)
+    data = Data(x=torch.randn(800, 8, generator=g),
+                edge_index=torch.randint(0, 800, (2, 8000), generator=g),
+                num_nodes=800)
+    batch = next(iter(FusedNeighborLoader(data, num_neighbors=[4, 3, 2],
+                                          batch_size=16)))
+    nodes, edges = batch.num_sampled_nodes, batch.num_sampled_edges
+    copy = batch.edge_index.clone()
+    assert layouts.batch_counts(copy) is None
+    assert layouts.register_checked_batch(copy, nodes, edges)
+    assert layouts.batch_counts(copy) is not None
+    unsorted = batch.edge_index.clone()
+    unsorted[1, [0, -1]] = unsorted[1, [-1, 0]]
+    beyond_hop = batch.edge_index.clone()
+    beyond_hop[0, 0] = batch.num_nodes - 1  # a hop-1 edge from the last hop
+    wrong_counts = batch.edge_index.clone()
+    for ei, e in ((unsorted, edges), (beyond_hop, edges),
+                  (wrong_counts, edges[:-1] + [edges[-1] - 1])):
+        assert not layouts.register_checked_batch(ei, nodes, e)
+        assert layouts.batch_counts(ei) is None

@@ -19,6 +19,7 @@ from typing import List, Optional
 import torch
 from torch import Tensor
 
+from ..sparse.target_layout import batch_counts, register_checked_batch
 from .sage_conv import SAGEConv
 
 
@@ -52,6 +53,12 @@ def trimmed_forward(model, x: Tensor, edge_index: Tensor,
         raise NotImplementedError("'trim_to_layer' functionality does not "
                                   "yet support trimming of both "
                                   "'edge_weight' and 'edge_attr'")
+    if batch_counts(edge_index) is None and not \
+            torch.compiler.is_compiling():
+        # Not a fused loader's batch (PyG's loader's, or one moved with
+        # .to(device)): checked once here, so no layer sorts or checks it.
+        register_checked_batch(edge_index, num_sampled_nodes_per_hop,
+                               num_sampled_edges_per_hop)
     nodes = list(accumulate(int(n) for n in num_sampled_nodes_per_hop))
     edges = [0] + list(accumulate(int(e) for e in num_sampled_edges_per_hop))
     L = model.num_layers

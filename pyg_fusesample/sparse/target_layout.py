@@ -128,6 +128,40 @@ def register_batch(edge_index: Tensor, num_sampled_nodes: Sequence[int],
     _remember(_batches, edge_index, (counts, {}))
 
 
+def register_checked_batch(edge_index: Tensor,
+                           num_sampled_nodes: Sequence[int],
+                           num_sampled_edges: Sequence[int]) -> bool:
+    r"""Registers an ``edge_index`` no fused loader made (PyG's loader's
+    batch, or a fused loader's batch moved with ``.to(device)``) after
+    checking that it has the layout :func:`register_batch` trusts: edges
+    grouped by hop as the counts say, hop ``h``'s sources among the nodes
+    of hops ``<= h`` and its targets among those of hop ``h - 1``, targets
+    sorted. One host read on a GPU (a batch's trimmed layers then need
+    none); returns whether it was registered."""
+    nodes = _cumulative(num_sampled_nodes)
+    edges = (0, ) + _cumulative(num_sampled_edges)
+    if edge_index.dim() != 2 or edge_index.size(0) != 2 or \
+            edge_index.size(1) != edges[-1] or len(nodes) < len(edges):
+        return False
+    if edge_index.size(1) == 0:
+        return True
+    src, dst = edge_index[0], edge_index[1]
+    device = edge_index.device
+    hop = torch.searchsorted(
+        torch.tensor(edges[1:], device=device),
+        torch.arange(edge_index.size(1), device=device), right=True)
+    bounds = torch.tensor((0, ) + nodes, device=device)
+    # hop index i (hop i + 1): sources < nodes[i + 1], targets in
+    # [nodes[i - 1], nodes[i]) (0 below the seeds)
+    bad = (src < 0) | (src >= bounds[hop + 2]) | (dst < bounds[hop]) | \
+        (dst >= bounds[hop + 1])
+    unsorted = dst[1:] < dst[:-1]
+    if bool(torch.stack([bad.any(), unsorted.any()]).any()):
+        return False
+    register_batch(edge_index, num_sampled_nodes, num_sampled_edges)
+    return True
+
+
 def register_hetero_batch(batch) -> None:
     r""":func:`register_batch` for every edge type of a fused loader's
     ``HeteroData`` batch (per type: its ``num_sampled_edges``, its source
