@@ -53,8 +53,8 @@ def trimmed_forward(model, x: Tensor, edge_index: Tensor,
         raise NotImplementedError("'trim_to_layer' functionality does not "
                                   "yet support trimming of both "
                                   "'edge_weight' and 'edge_attr'")
-    if batch_counts(edge_index) is None and not \
-            torch.compiler.is_compiling():
+    if not torch.compiler.is_compiling() and \
+            batch_counts(edge_index) is None:
         # Not a fused loader's batch (PyG's loader's, or one moved with
         # .to(device)): checked once here, so no layer sorts or checks it.
         register_checked_batch(edge_index, num_sampled_nodes_per_hop,
