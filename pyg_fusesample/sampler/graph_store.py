@@ -5,7 +5,6 @@ usually makes several loaders over one graph (train / val / test), so the
 result is memoised per ``edge_index`` tensor (weakly: it goes with the
 tensor) and invalidated when the tensor is modified in place.
 """
-import weakref
 from dataclasses import dataclass
 from typing import Optional
 
@@ -14,6 +13,7 @@ from torch import Tensor
 
 from ..ops import csc_from_coo
 from ..sparse.edge_index_checks import check_ids_in_range
+from ..sparse.tensor_memo import TensorMemo
 
 
 @dataclass(frozen=True)
@@ -44,23 +44,13 @@ class CSCGraph:
                         self.num_nodes)
 
 
-# id(edge_index) -> entry. Keyed by identity (tensors compare elementwise, so
-# a WeakKeyDictionary cannot hold them); a finaliser drops the entry with the
-# tensor, so a recycled id never sees a stale graph.
-_cache: dict = {}
+# edge_index -> {'graphs': {(num_nodes, is_sorted, device): CSCGraph}} (and
+# what the layers memoise beside it: nn/graph_input.py)
+_cache = TensorMemo()
 
 
 def _entry_for(edge_index: Tensor) -> dict:
-    key = id(edge_index)
-    entry = _cache.get(key)
-    if entry is not None and entry['ref']() is edge_index \
-            and entry['version'] == edge_index._version:
-        return entry
-    entry = {'ref': weakref.ref(edge_index), 'version': edge_index._version,
-             'graphs': {}}
-    _cache[key] = entry
-    weakref.finalize(edge_index, _cache.pop, key, None)
-    return entry
+    return _cache.setdefault(edge_index, lambda: {'graphs': {}})
 
 
 def _validate_edge_index(edge_index: Tensor, num_nodes: int):

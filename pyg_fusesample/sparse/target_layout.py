@@ -23,7 +23,6 @@ source and target rows:
   so a full-graph model pays once, but each new tensor pays again.
 """
 import warnings
-import weakref
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -33,11 +32,12 @@ import torch
 from torch import Tensor
 
 from .edge_index_checks import check_ids_in_range
+from .tensor_memo import TensorMemo
 
-# edge_index tensors the fused loaders made: id -> (weakref, version, counts)
-_batches: Dict[int, tuple] = {}
-# layouts built for edge_index tensors (memo): id -> (weakref, version, dict)
-_layouts: Dict[int, tuple] = {}
+# edge_index tensors the fused loaders made -> (counts, cache)
+_batches = TensorMemo()
+# other edge_index tensors -> {(num_src, num_dst): their sorted layout}
+_layouts = TensorMemo()
 _warned_sorts = [0]
 
 
@@ -76,20 +76,6 @@ class TargetLayout:
         return self._cache['degree']
 
 
-def _weak_entry(memo: Dict[int, tuple], t: Tensor):
-    item = memo.get(id(t))
-    if item is not None and item[0]() is t and item[1] == t._version:
-        return item[2]
-    return None
-
-
-def _remember(memo: Dict[int, tuple], t: Tensor, value):
-    key = id(t)
-    memo[key] = (weakref.ref(t), t._version, value)
-    weakref.finalize(t, memo.pop, key, None)
-    return value
-
-
 @dataclass(frozen=True)
 class BatchCounts:
     r"""What a fused loader knows of a batch it made: edges through hop ``h``
@@ -125,7 +111,7 @@ def register_batch(edge_index: Tensor, num_sampled_nodes: Sequence[int],
     counts = BatchCounts(src, dst, (0, ) + _cumulative(num_sampled_edges))
     # (the entry holds no reference to the tensor: the memo must not keep
     # a batch alive)
-    _remember(_batches, edge_index, (counts, {}))
+    _batches.put(edge_index, (counts, {}))
 
 
 def register_checked_batch(edge_index: Tensor,
@@ -143,8 +129,8 @@ def register_checked_batch(edge_index: Tensor,
     if edge_index.dim() != 2 or edge_index.size(0) != 2 or \
             edge_index.size(1) != edges[-1] or len(nodes) < len(edges):
         return False
-    if edge_index.size(1) == 0:
-        return True
+    if edge_index.size(1) == 0:  # (an empty one needs no layout)
+        return False
     src, dst = edge_index[0], edge_index[1]
     device = edge_index.device
     hop = torch.searchsorted(
@@ -180,13 +166,13 @@ def register_hetero_batch(batch) -> None:
 def _batch_entry(edge_index: Tensor):
     # (counts, the registered tensor, its cache) of a registered batch or of
     # a prefix of one, else None.
-    entry = _weak_entry(_batches, edge_index)
+    entry = _batches.get(edge_index)
     if entry is not None:
         return entry[0], edge_index, entry[1]
     base = edge_index._base
     if base is None or base.dim() != 2 or edge_index.dim() != 2:
         return None
-    entry = _weak_entry(_batches, base)
+    entry = _batches.get(base)
     if entry is None or edge_index.data_ptr() != base.data_ptr() \
             or edge_index.stride() != base.stride() \
             or edge_index.size(0) != 2 \
@@ -240,9 +226,7 @@ def target_layout(edge_index: Tensor, num_src: int, num_dst: int,
     if E == 0:  # (an edge type without edges)
         return TargetLayout(torch.zeros(num_dst + 1, dtype=torch.long,
                                         device=dst.device), src, dst, num_src)
-    memo = _weak_entry(_layouts, edge_index)
-    if memo is None:
-        memo = _remember(_layouts, edge_index, {})
+    memo = _layouts.setdefault(edge_index, dict)
     layout = memo.get((num_src, num_dst))
     if layout is None:
         layout = memo[num_src, num_dst] = _sorted(src, dst, num_src, num_dst,
