@@ -80,9 +80,9 @@ def trimmed_forward(model, x: Tensor, edge_index: Tensor,
         else:
             x = conv(x, ei, **kwargs).narrow(0, 0, T)
         if i < L - 1:
-            if model.act is not None and model.act_first:
-                x = model.act(x)
-            if model.act is not None and not model.act_first:
+            # (act before or after the norm is one place: norms are
+            # Identity here, see trimmable)
+            if model.act is not None:
                 x = model.act(x)
             x = model.dropout(x)
     return model.lin(x) if hasattr(model, 'lin') else x

@@ -51,6 +51,21 @@ def slot_value_grad(layout: TargetLayout, grad: Tensor, x: Tensor,
             xs.index_select(0, layout.src)).sum(-1)
 
 
+def _aggregate_grads(layout: TargetLayout, grad_out: Tensor, reduce: str,
+                     x: Tensor, value: Optional[Tensor], arg: Tensor,
+                     need_x: bool, need_value: bool):
+    r"""The gradients of :func:`segment_aggregate` in ``x`` and ``value``
+    (``None`` where not needed): the backward of both its forms."""
+    grad_x = grad_value = None
+    if need_x:
+        grad_x = aggregate_backward(layout, grad_out, reduce, value,
+                                    arg if reduce == 'max' else None)
+    if value is not None and need_value:
+        grad_value = slot_value_grad(layout, grad_out, x, _heads(value),
+                                     reduce).view_as(value)
+    return grad_x, grad_value
+
+
 class _SegmentAggregate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, value, layout, reduce):
@@ -63,14 +78,9 @@ class _SegmentAggregate(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         x, value, arg = ctx.saved_tensors
-        layout, reduce = ctx.layout, ctx.reduce
-        grad_x = grad_value = None
-        if ctx.needs_input_grad[0]:
-            grad_x = aggregate_backward(layout, grad_out, reduce, value,
-                                        arg if reduce == 'max' else None)
-        if value is not None and ctx.needs_input_grad[1]:
-            grad_value = slot_value_grad(layout, grad_out, x, _heads(value),
-                                         reduce).view_as(value)
+        grad_x, grad_value = _aggregate_grads(
+            ctx.layout, grad_out, ctx.reduce, x, value, arg,
+            ctx.needs_input_grad[0], ctx.needs_input_grad[1])
         return grad_x, grad_value, None, None
 
 
@@ -85,9 +95,7 @@ def layout_aggregate(ptr: Tensor, src: Tensor, dst: Tensor,
 
 @layout_aggregate.register_fake
 def _(ptr, src, dst, value, x, reduce):
-    rows, width = ptr.shape[0] - 1, x.shape[1]
-    return (x.new_empty((rows, width)),
-            ptr.new_empty((rows, width) if reduce == 'max' else (0, )))
+    return _segment_aggregate_fake(ptr, src, value, x, reduce)
 
 
 def _setup(ctx, inputs, output):
@@ -99,15 +107,9 @@ def _setup(ctx, inputs, output):
 
 def _backward(ctx, grad_out, _grad_arg):
     ptr, src, dst, value, x, arg = ctx.saved_tensors
-    layout = TargetLayout(ptr, src, dst, ctx.num_src)
-    grad_x = grad_value = None
-    if ctx.needs_input_grad[4]:
-        grad_x = aggregate_backward(layout, grad_out, ctx.reduce, value,
-                                    arg if ctx.reduce == 'max' else None)
-    if value is not None and ctx.needs_input_grad[3]:
-        heads = 1 if value.dim() == 1 else value.shape[1]
-        grad_value = slot_value_grad(layout, grad_out, x, heads,
-                                     ctx.reduce).view_as(value)
+    grad_x, grad_value = _aggregate_grads(
+        TargetLayout(ptr, src, dst, ctx.num_src), grad_out, ctx.reduce, x,
+        value, arg, ctx.needs_input_grad[4], ctx.needs_input_grad[3])
     return None, None, None, grad_value, grad_x, None
 
 
