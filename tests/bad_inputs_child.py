@@ -16,11 +16,13 @@ the small graphs of :func:`namespace`. Printed lines:
 
 On CUDA every case ends with a synchronisation, so an asynchronous error
 (a device-side assert, an illegal address) is charged to the case that
-caused it; after one the CUDA context is lost, so the process exits (code
-3) and the parent starts a new one for the remaining cases.
+caused it; after one the CUDA context is lost, so the result says
+``"lost": true``, the process exits (code 3) and the parent starts a new one
+for the remaining cases.
 """
 import faulthandler
 import json
+import os
 import sys
 import warnings
 
@@ -92,10 +94,12 @@ def main():
                                    'unspecified launch failure'))
             result = {'name': name, 'ok': False, 'type': type(e).__name__,
                       'mro': [c.__name__ for c in type(e).__mro__],
-                      'msg': msg[:4000]}
+                      'msg': msg[:4000], 'lost': lost}
         print(json.dumps(result), flush=True)
         if lost:
-            sys.exit(3)
+            # Not sys.exit: finalisation frees CUDA memory, which throws on
+            # a lost context and aborts the process.
+            os._exit(3)
 
 
 if __name__ == '__main__':

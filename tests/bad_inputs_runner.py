@@ -56,7 +56,7 @@ def run_cases(cases: Sequence[Tuple[str, str]], device: str,
             out[started] = {'name': started, 'crash': rc,
                             'stderr': stderr[-3000:]}
             done.add(started)
-        elif rc != 0 and len(done) < len(todo):
+        elif rc != 0 and not done:
             # Died before the first case (import error, ...): report all.
             for name, _ in todo:
                 if name not in out:

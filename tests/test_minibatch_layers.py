@@ -667,6 +667,8 @@ def test_bad_input_raises(name, device):
         f"{name} crashed the process ({outcome.get('crash')}): "
         f"{outcome.get('stderr', '')[-1500:]}")
     assert not outcome['ok'], f'{name} returned instead of raising'
+    assert not outcome.get('lost'), (
+        f"{name} lost the CUDA context instead of raising: {outcome['msg']}")
     assert set(ERRORS) & set(outcome['mro']), (
         f"{name} raised {outcome['type']}: {outcome['msg']}")
     assert outcome['msg'].strip(), f"{name} raised {outcome['type']} with " \

@@ -1,5 +1,5 @@
 # Sourced by the device build scripts (build_torch_cluster.sh,
-# build_torch_sparse.sh): the CUDA compiler and the host compilers they
+# build_scatter_sparse.sh): the CUDA compiler and the host compilers they
 # build with.
 
 # Puts nvcc on PATH (from $CUDA_HOME or /usr/local/cuda when it is not

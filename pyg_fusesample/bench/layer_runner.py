@@ -55,7 +55,7 @@ Variants (``--variants``; those a model has, in turn, round after round):
 * ``pyg-trim-sparse``: trimmed, on a torch_sparse ``SparseTensor`` ``adj_t``
   (``edge_type`` as its value for ``rgcn``), made once per batch; on CUDA
   only with a torch_sparse that has CUDA kernels
-  (benchmarks/device/build_torch_sparse.sh), else a row noted
+  (benchmarks/device/build_scatter_sparse.sh), else a row noted
   ``unsupported: ...``.
 * ``pyg-fast``, ``pyg-fast-trim`` (``rgcn`` only): PyG's ``FastRGCNConv``.
 * ``fused``: ``pyg_fusesample.nn.to_fused(copy.deepcopy(model))``, called as
@@ -427,7 +427,7 @@ def sparse_unsupported(device: torch.device) -> str:
     import torch_sparse
     if device.type == 'cuda' and torch.ops.torch_sparse.cuda_version() == -1:
         return (f'unsupported: torch_sparse {torch_sparse.__version__} has no '
-                f'CUDA kernels (benchmarks/device/build_torch_sparse.sh '
+                f'CUDA kernels (benchmarks/device/build_scatter_sparse.sh '
                 f'builds them)')
     return ''
 

@@ -67,7 +67,7 @@ class GCNConv(PyGGCNConv):
         else:
             num_nodes = x.size(self.node_dim)
             layout = layout_of(edge_index, num_nodes, num_nodes, 'GCNConv')
-            weight = layout.in_layout_order(edge_weight)
+            weight = layout.in_layout_order(edge_weight, 'edge_weight')
             slot_norm, self_norm = weight, None
             if self.normalize:
                 slot_norm, self_norm = gcn_norm_slots(

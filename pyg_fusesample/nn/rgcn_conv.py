@@ -131,7 +131,7 @@ def relation_layout(layout: TargetLayout, edge_type: Tensor,
     if cached is not None and cached[0]() is edge_type and \
             cached[1] == (edge_type._version, num_relations):
         return cached[2]
-    rel = layout.in_layout_order(edge_type).long()
+    rel = layout.in_layout_order(edge_type, 'edge_type').long()
     rel = torch.where((rel >= 0) & (rel < num_relations), rel,
                       torch.full_like(rel, num_relations))
     key, order = torch.sort(layout.dst.long() * R1 + rel, stable=True)

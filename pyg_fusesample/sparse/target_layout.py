@@ -62,10 +62,18 @@ class TargetLayout:
     def num_slots(self) -> int:
         return self.src.numel()
 
-    def in_layout_order(self, edge_attr: Optional[Tensor]) -> Optional[Tensor]:
+    def in_layout_order(self, edge_attr: Optional[Tensor],
+                        name: str = 'edge_attr') -> Optional[Tensor]:
         r"""An edge attribute (``[E, ...]`` in ``edge_index`` order) in slot
-        order."""
-        if edge_attr is None or self.perm is None:
+        order. One of another length is refused here (a shape check, no
+        sync): read by slot, it would be read out of bounds."""
+        if edge_attr is None:
+            return edge_attr
+        if edge_attr.dim() == 0 or edge_attr.size(0) != self.num_slots:
+            raise ValueError(
+                f"'{name}' has {edge_attr.size(0) if edge_attr.dim() else 0} "
+                f"rows but 'edge_index' has {self.num_slots} edges")
+        if self.perm is None:
             return edge_attr
         return edge_attr.index_select(0, self.perm)
 

@@ -268,64 +268,159 @@ source_ptr_kernel(const int32_t* __restrict__ key, int64_t E, int64_t N,
   }
 }
 
-// A group of lanes per source j (layout as the forward), its slots in slot
-// order; each adds its row's gradient, weighted (value, 1 / count for
-// 'mean'), or for 'max' the elements it won.
+// The sorted slots are cut into chunks of kChunk positions, a group of lanes
+// per chunk (lane layout as the forward), so that a source read by thousands
+// of slots (a hub: a venue, a field of study) is summed by many groups, not
+// walked by one. A group sums each run of equal sources in its chunk in slot
+// order (the gradient row of the slot's target, weighted: value, 1 / count
+// for 'mean'; for 'max' the elements the slot won). A run holding all of
+// its source's slots is written to grad_x; any other run is kept in acc_t,
+// in part[0][chunk] if it starts at the chunk's start, else (it is cut by
+// the chunk's end) in part[1][chunk]. segment_backward_fixup_kernel then
+// sums each cut source's runs in chunk order and writes zeros for sources
+// without slots: every element is one fixed-order sum (deterministic), with
+// no atomics.
+constexpr int64_t kChunk = 32;
+
 template <typename scalar_t, typename index_t, int V, SegmentReduce kReduce, bool kWeighted>
 __global__ void __launch_bounds__(kThreads)
-segment_backward_kernel(const int64_t* __restrict__ ptr_t, const int64_t* __restrict__ slot_t,
-                        const int64_t* __restrict__ ptr, const index_t* __restrict__ dst,
-                        const scalar_t* __restrict__ value, const scalar_t* __restrict__ grad,
-                        const int64_t* __restrict__ arg, scalar_t* __restrict__ grad_x,
-                        int64_t N, int64_t R, int64_t F, int64_t heads, int group,
-                        unsigned long long* __restrict__ error) {
+segment_backward_chunk_kernel(const int64_t* __restrict__ ptr_t, const int32_t* __restrict__ key_t,
+                              const int64_t* __restrict__ slot_t, const int64_t* __restrict__ ptr,
+                              const index_t* __restrict__ dst, const scalar_t* __restrict__ value,
+                              const scalar_t* __restrict__ grad, const int64_t* __restrict__ arg,
+                              scalar_t* __restrict__ grad_x,
+                              at::opmath_type<scalar_t>* __restrict__ part, int64_t N, int64_t R,
+                              int64_t F, int64_t heads, int64_t chunks, int group,
+                              unsigned long long* __restrict__ error) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr bool kMax = kReduce == SegmentReduce::kMax;
   const int64_t nvec = F / V, C = F / heads, tile = static_cast<int64_t>(group) * kVecs;
   const int sub = threadIdx.x % group;
   const int64_t groups = static_cast<int64_t>(gridDim.x) * (kThreads / group);
-  for (int64_t j = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / group; j < N;
-       j += groups) {
-    const int64_t i0 = ptr_t[j], i1 = ptr_t[j + 1];
+  const int64_t valid = ptr_t[N];  // positions from here on hold bad sources
+  for (int64_t c = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / group;
+       c < chunks; c += groups) {
+    const int64_t c0 = c * kChunk;
+    if (c0 >= valid) continue;
+    const int64_t c1 = c0 + kChunk < valid ? c0 + kChunk : valid;
     for (int64_t t0 = sub; t0 < nvec; t0 += tile) {
       acc_t acc[kVecs][V] = {};
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t s = slot_t[i];
-        const int64_t d = static_cast<int64_t>(dst[s]);
-        if (d < 0 || d >= R) {  // absent instead (error_word.cuh)
-          if (sub == 0) report(error, kBadTarget, d);
-          continue;
-        }
-        acc_t scale = acc_t(1);
-        if constexpr (kReduce == SegmentReduce::kMean) {
-          const int64_t count = ptr[d + 1] - ptr[d];
-          scale = count > 0 ? acc_t(1) / static_cast<acc_t>(count) : acc_t(0);
-        }
+      int64_t j = key_t[c0], run0 = c0;
+      // Writes the run of source j that starts at run0, and clears acc.
+      auto flush = [&]() {
+        const bool whole = ptr_t[j] >= c0 && ptr_t[j + 1] <= c1;
+        acc_t* to = part + ((run0 == c0 ? 0 : chunks) + c) * F;
 #pragma unroll
         for (int k = 0; k < kVecs; ++k) {
           const int64_t vi = t0 + static_cast<int64_t>(k) * group;
-          if (vi >= nvec) continue;
-          acc_t g[V];
-          load<scalar_t, V>(grad + d * F + vi * V, g);
-          if constexpr (kMax) {
+          if (vi < nvec && whole) {
+            Vec<scalar_t, V> o;
 #pragma unroll
-            for (int e = 0; e < V; ++e)
-              if (arg[d * F + vi * V + e] == s) acc[k][e] += g[e];
-          } else {
-            const acc_t w =
-                kWeighted ? scale * static_cast<acc_t>(value[s * heads + (vi * V) / C]) : scale;
+            for (int e = 0; e < V; ++e) o.v[e] = static_cast<scalar_t>(acc[k][e]);
+            *reinterpret_cast<Vec<scalar_t, V>*>(grad_x + j * F + vi * V) = o;
+          } else if (vi < nvec) {
+            Vec<acc_t, V> o;
 #pragma unroll
-            for (int e = 0; e < V; ++e) acc[k][e] += w * g[e];
+            for (int e = 0; e < V; ++e) o.v[e] = acc[k][e];
+            *reinterpret_cast<Vec<acc_t, V>*>(to + vi * V) = o;
+          }
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[k][e] = acc_t(0);
+        }
+      };
+      for (int64_t i = c0; i < c1; i += kPass) {
+        // kPass slots' indices and gradient rows loaded before any sum (as
+        // the forward), then added in order, a run flushed where j changes.
+        int64_t s[kPass], d[kPass], key[kPass];
+        acc_t g[kPass][kVecs][V];
+#pragma unroll
+        for (int p = 0; p < kPass; ++p) {
+          const bool in = i + p < c1;
+          s[p] = in ? slot_t[i + p] : -1;
+          key[p] = in ? static_cast<int64_t>(key_t[i + p]) : -1;
+          d[p] = in ? static_cast<int64_t>(dst[s[p]]) : -1;
+          if (in && (d[p] < 0 || d[p] >= R)) {  // absent instead (error_word.cuh)
+            if (sub == 0) report(error, kBadTarget, d[p]);
+            d[p] = -1;
+          }
+          acc_t w = acc_t(1);
+          if constexpr (kReduce == SegmentReduce::kMean) {
+            if (d[p] >= 0) {
+              const int64_t count = ptr[d[p] + 1] - ptr[d[p]];
+              w = count > 0 ? acc_t(1) / static_cast<acc_t>(count) : acc_t(0);
+            }
+          }
+#pragma unroll
+          for (int k = 0; k < kVecs; ++k) {
+            const int64_t vi = t0 + static_cast<int64_t>(k) * group;
+#pragma unroll
+            for (int e = 0; e < V; ++e) g[p][k][e] = acc_t(0);
+            if (vi >= nvec || d[p] < 0) continue;
+            load<scalar_t, V>(grad + d[p] * F + vi * V, g[p][k]);
+            if constexpr (kMax) {
+#pragma unroll
+              for (int e = 0; e < V; ++e)
+                if (arg[d[p] * F + vi * V + e] != s[p]) g[p][k][e] = acc_t(0);
+            } else {
+              const acc_t wv =
+                  kWeighted ? w * static_cast<acc_t>(value[s[p] * heads + (vi * V) / C]) : w;
+#pragma unroll
+              for (int e = 0; e < V; ++e) g[p][k][e] *= wv;
+            }
           }
         }
+#pragma unroll
+        for (int p = 0; p < kPass; ++p) {
+          if (key[p] < 0) break;
+          if (key[p] != j) {
+            flush();
+            j = key[p];
+            run0 = i + p;
+          }
+#pragma unroll
+          for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+            for (int e = 0; e < V; ++e) acc[k][e] += g[p][k][e];
+        }
       }
+      flush();
+    }
+  }
+}
+
+// Per source j: the sum, in chunk order, of its runs kept in part (a source
+// whose slots span chunks), or zeros (a source without slots); nothing for
+// a source whose run was whole.
+template <typename scalar_t, int V>
+__global__ void __launch_bounds__(kThreads)
+segment_backward_fixup_kernel(const int64_t* __restrict__ ptr_t,
+                              const at::opmath_type<scalar_t>* __restrict__ part,
+                              scalar_t* __restrict__ grad_x, int64_t N, int64_t F,
+                              int64_t chunks, int group) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int64_t nvec = F / V, tile = static_cast<int64_t>(group) * kVecs;
+  const int sub = threadIdx.x % group;
+  const int64_t groups = static_cast<int64_t>(gridDim.x) * (kThreads / group);
+  for (int64_t j = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / group; j < N;
+       j += groups) {
+    const int64_t a = ptr_t[j], b = ptr_t[j + 1];
+    const int64_t ca = a / kChunk, cb = b > a ? (b - 1) / kChunk : ca;
+    if (b > a && ca == cb) continue;  // written whole by its chunk
+    for (int64_t t0 = sub; t0 < nvec; t0 += tile) {
 #pragma unroll
       for (int k = 0; k < kVecs; ++k) {
         const int64_t vi = t0 + static_cast<int64_t>(k) * group;
         if (vi >= nvec) continue;
+        acc_t acc[V] = {};
+        for (int64_t c = ca; b > a && c <= cb; ++c) {
+          const acc_t* from = part + ((c * kChunk >= a ? 0 : chunks) + c) * F + vi * V;
+          const Vec<acc_t, V> v = *reinterpret_cast<const Vec<acc_t, V>*>(from);
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[e] += v.v[e];
+        }
         Vec<scalar_t, V> o;
 #pragma unroll
-        for (int e = 0; e < V; ++e) o.v[e] = static_cast<scalar_t>(acc[k][e]);
+        for (int e = 0; e < V; ++e) o.v[e] = static_cast<scalar_t>(acc[e]);
         *reinterpret_cast<Vec<scalar_t, V>*>(grad_x + j * F + vi * V) = o;
       }
     }
@@ -378,6 +473,11 @@ at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tens
   source_ptr_kernel<<<grid_blocks(N + 1, kThreads, 8), kThreads, 0, stream>>>(
       key_sorted, E, N, ptr_t.data_ptr<int64_t>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // Two acc_t rows per chunk for the runs cut by chunk boundaries (the
+  // chunk kernel's comment); 64-bit: chunks * F can pass 2^31.
+  const int64_t chunks = (E + kChunk - 1) / kChunk;
+  const auto acc_type = at::toOpMathType(grad.scalar_type());
+  auto part = at::empty({2 * chunks, F}, grad.options().dtype(acc_type));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(),
                                   "segment_aggregate_backward", [&] {
     using scalar_t_ = scalar_t;
@@ -389,14 +489,23 @@ at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tens
         constexpr int V = decltype(v_tag)::value;
         constexpr SegmentReduce kR = decltype(reduce_tag)::value;
         constexpr bool kW = decltype(weighted_tag)::value;
+        using acc_t = at::opmath_type<scalar_t_>;
         const int group = lanes_for(F / V);
-        segment_backward_kernel<scalar_t_, index_t, V, kR, kW>
+        if (chunks > 0) {
+          segment_backward_chunk_kernel<scalar_t_, index_t, V, kR, kW>
+              <<<grid_blocks(chunks, kThreads / group, 8), kThreads, 0, stream>>>(
+                  ptr_t.data_ptr<int64_t>(), key_sorted, slot_sorted, ptr_c.data_ptr<int64_t>(),
+                  dst_c.data_ptr<index_t>(), kW ? value_c.data_ptr<scalar_t_>() : nullptr,
+                  grad_c.data_ptr<scalar_t_>(),
+                  kR == SegmentReduce::kMax ? arg_c.data_ptr<int64_t>() : nullptr,
+                  grad_x.data_ptr<scalar_t_>(), part.data_ptr<acc_t>(), N, R, F, heads, chunks,
+                  group, error);
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        }
+        segment_backward_fixup_kernel<scalar_t_, V>
             <<<grid_blocks(N, kThreads / group, 8), kThreads, 0, stream>>>(
-                ptr_t.data_ptr<int64_t>(), slot_sorted, ptr_c.data_ptr<int64_t>(),
-                dst_c.data_ptr<index_t>(), kW ? value_c.data_ptr<scalar_t_>() : nullptr,
-                grad_c.data_ptr<scalar_t_>(),
-                kR == SegmentReduce::kMax ? arg_c.data_ptr<int64_t>() : nullptr,
-                grad_x.data_ptr<scalar_t_>(), N, R, F, heads, group, error);
+                ptr_t.data_ptr<int64_t>(), chunks > 0 ? part.data_ptr<acc_t>() : nullptr,
+                grad_x.data_ptr<scalar_t_>(), N, F, chunks, group);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       };
       dispatch_variant_for<V16>(vec, reduce, value_c.defined(), go);
