@@ -326,3 +326,37 @@ def test_checked_registration_of_foreign_batches():
                   (wrong_counts, edges[:-1] + [edges[-1] - 1])):
         assert not layouts.register_checked_batch(ei, nodes, e)
         assert layouts.batch_counts(ei) is None
+
+
+def test_trimmed_hetero_batches_need_no_sort(monkeypatch):
+    # A hetero batch's edge_index tensors are views of one buffer; the
+    # prefixes trim_to_layer narrows them to are found by address and
+    # stride (not through _base, which names the buffer): no layer sorts.
+    import gc
+
+    from torch_geometric.utils import trim_to_layer
+
+    from pyg_fusesample import FusedNeighborLoader
+    from pyg_fusesample.datasets import get_dataset
+    from pyg_fusesample.sparse import target_layout as layouts
+    sorts = []
+    monkeypatch.setattr(layouts, '_note_sort', sorts.append)
+    data = get_dataset('mag', seed=0, scale=0.0005, features='all')
+    loader = FusedNeighborLoader(data, num_neighbors=[4, 3, 2],
+                                 input_nodes=('paper', None), batch_size=32)
+    batch = next(iter(loader))
+    x_dict, ei_dict = batch.x_dict, batch.edge_index_dict
+    assert len({ei.untyped_storage().data_ptr()
+                for ei in ei_dict.values() if ei.numel()}) == 1
+    for layer in range(3):
+        x_dict, ei_dict, _ = trim_to_layer(
+            layer, batch.num_sampled_nodes_dict,
+            batch.num_sampled_edges_dict, x_dict, ei_dict)
+        for (s, _, d), ei in ei_dict.items():
+            layouts.target_layout(ei, x_dict[s].size(0), x_dict[d].size(0),
+                                  'test')
+    assert not sorts
+    before = len(layouts._by_address)
+    del batch, x_dict, ei_dict, ei
+    gc.collect()
+    assert len(layouts._by_address) < before

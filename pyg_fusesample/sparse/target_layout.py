@@ -23,6 +23,7 @@ source and target rows:
   so a full-graph model pays once, but each new tensor pays again.
 """
 import warnings
+import weakref
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -36,6 +37,11 @@ from .tensor_memo import TensorMemo
 
 # edge_index tensors the fused loaders made -> (counts, cache)
 _batches = TensorMemo()
+# (device, dtype, data address, strides) of those tensors -> the tensor,
+# weakly: a prefix of one (trim_to_layer's narrow) has its address and
+# strides, whatever its _base (a hetero batch's edge_index tensors are views
+# of one buffer, which _base names).
+_by_address: Dict[tuple, weakref.ref] = {}
 # other edge_index tensors -> {(num_src, num_dst): their sorted layout}
 _layouts = TensorMemo()
 _warned_sorts = [0]
@@ -120,6 +126,19 @@ def register_batch(edge_index: Tensor, num_sampled_nodes: Sequence[int],
     # (the entry holds no reference to the tensor: the memo must not keep
     # a batch alive)
     _batches.put(edge_index, (counts, {}))
+    key, ref = _address(edge_index), weakref.ref(edge_index)
+    _by_address[key] = ref
+    weakref.finalize(edge_index, _forget_address, key, ref)
+
+
+def _address(t: Tensor) -> tuple:
+    return (t.device, t.dtype, t.data_ptr(), t.stride())
+
+
+def _forget_address(key: tuple, ref: weakref.ref) -> None:
+    # (a tensor registered later at the same address keeps its entry)
+    if _by_address.get(key) is ref:
+        del _by_address[key]
 
 
 def register_checked_batch(edge_index: Tensor,
@@ -177,14 +196,12 @@ def _batch_entry(edge_index: Tensor):
     entry = _batches.get(edge_index)
     if entry is not None:
         return entry[0], edge_index, entry[1]
-    base = edge_index._base
-    if base is None or base.dim() != 2 or edge_index.dim() != 2:
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
         return None
-    entry = _batches.get(base)
-    if entry is None or edge_index.data_ptr() != base.data_ptr() \
-            or edge_index.stride() != base.stride() \
-            or edge_index.size(0) != 2 \
-            or edge_index.size(1) not in entry[0].edges:
+    ref = _by_address.get(_address(edge_index))
+    base = ref() if ref is not None else None
+    entry = None if base is None else _batches.get(base)
+    if entry is None or edge_index.size(1) not in entry[0].edges:
         return None
     return entry[0], base, entry[1]
 
