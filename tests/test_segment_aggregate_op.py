@@ -148,8 +148,9 @@ def test_cuda_backward_equals_cpu(reduce, dtype, width, heads):
     grads = []
     for dev in ('cpu', 'cuda'):
         layout = target_layout(ei.to(dev), num_src, num_dst, 't')
-        xd = x.to(dev).requires_grad_()
-        vd = None if value is None else value.to(dev).requires_grad_()
+        xd = x.to(dev, copy=True).requires_grad_()
+        vd = None if value is None else \
+            value.to(dev, copy=True).requires_grad_()
         out = segment_aggregate(layout, xd, reduce, vd)
         out.backward(grad.to(dev))
         grads.append(xd.grad.cpu())
