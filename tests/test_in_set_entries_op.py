@@ -58,6 +58,27 @@ def test_matches_the_loop(device, dtype, seed):
 
 
 @pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('seed', [0, 1])
+def test_keys_other_than_the_positions(device, seed):
+    # The hetero induced subgraph's use: lists scanned at some positions,
+    # looked up in a key set of another size (here 2 sets of members).
+    ptr, nbr, node, group, _, _, skip, N = sets(seed=seed)
+    g = torch.Generator().manual_seed(seed)
+    members = [torch.randperm(N, generator=g)[:k].sort().values
+               for k in (17, 5)]
+    key = torch.cat([m + i * N for i, m in enumerate(members)])
+    set_ptr = torch.tensor([0, 17, 22])
+    group = group % 2
+    args = (ptr, nbr, node, group, key, set_ptr, skip, N)
+    want = reference(*args)
+    assert want.size(1) > 10 and key.numel() != node.numel()
+    got = in_set_entries(*[a.to(device) if torch.is_tensor(a) else a
+                           for a in args])
+    for a, b in zip(got, want):
+        assert torch.equal(a.cpu(), b)
+
+
+@pytest.mark.parametrize('device', devices())
 def test_long_lists_and_one_member_sets(device):
     # A hub list longer than a warp's 32 entries, read in several rounds, in
     # a set of one (every entry misses) and of everything (every one hits).

@@ -6,8 +6,13 @@
 //   ptr [N + 1] int64, nbr [E] int32|int64   adjacency lists (CSC)
 //   node [n] int64, group [n] int64          position i: node node[i] of
 //                                            set group[i]
-//   key [n] int64                            group * num_nodes + node, sorted
-//                                            ascending and unique
+//   key [K] int64                            the sets' members, as
+//                                            group * num_nodes + node, sorted
+//                                            ascending and unique (ShaDow:
+//                                            the positions' own keys, K = n;
+//                                            a hetero induced subgraph: the
+//                                            sampled nodes, scanned per
+//                                            (node, edge type) position)
 //   set_ptr [G + 1] int64                    set g's members: key positions
 //                                            [set_ptr[g], set_ptr[g + 1])
 //   skip [n] bool                            positions whose list is not

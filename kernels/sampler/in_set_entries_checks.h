@@ -38,9 +38,9 @@ inline void check_in_set_entries(const at::Tensor& ptr, const at::Tensor& nbr,
   TORCH_CHECK(ptr.numel() >= 1 && set_ptr.numel() >= 1, op,
               ": 'ptr' and 'set_ptr' must hold at least one offset");
   const int64_t n = node.numel();
-  TORCH_CHECK(group.numel() == n && key.numel() == n && skip.numel() == n, op,
-              ": 'node', 'group', 'key' and 'skip' must have one entry per position, got ",
-              n, ", ", group.numel(), ", ", key.numel(), " and ", skip.numel());
+  TORCH_CHECK(group.numel() == n && skip.numel() == n, op,
+              ": 'node', 'group' and 'skip' must have one entry per position, got ", n, ", ",
+              group.numel(), " and ", skip.numel());
   TORCH_CHECK(num_nodes >= 0, op, ": 'num_nodes' must be >= 0, got ", num_nodes);
   // (CPU only, once per graph: kernels/common/value_checks.h)
   check_compressed_values_cpu(op, "ptr", ptr, "nbr", nbr, ptr.numel() - 1);

@@ -52,8 +52,9 @@ def in_set_entries(ptr: Tensor, nbr: Tensor, node: Tensor, group: Tensor,
         ptr (Tensor): ``[N + 1]`` int64 list offsets.
         nbr (Tensor): ``[E]`` int32 or int64 list entries.
         node, group (Tensor): ``[n]`` int64, each position's node and set.
-        key (Tensor): ``[n]`` int64 ``group * num_nodes + node``, sorted and
-            unique.
+        key (Tensor): ``[K]`` int64, the sets' members as ``group *
+            num_nodes + node``, sorted and unique (any ``K``: the members
+            need not be the positions).
         set_ptr (Tensor): ``[G + 1]`` int64, set :math:`g`'s keys at
             ``[set_ptr[g], set_ptr[g + 1])``.
         skip (Tensor): ``[n]`` bool, positions not scanned.

@@ -17,7 +17,8 @@ from ..ops import (NeighborSampleOutput, PendingNeighborSample,
                    induced_subgraph, neighbor_sample, neighbor_sample_async)
 from ..ops.rng_keys import draw_rng_seeds  # noqa: F401  (re-exported)
 from .graph_store import CSCGraph, build_csc
-from .hetero_output import check_seed_range, to_hetero_output, typed_seeds
+from .hetero_output import (check_seed_range, to_hetero_induced_output,
+                            to_hetero_output, typed_seeds)
 from .rule_graph import RuleCSC
 from .sampling_rule import SamplingRule, sampling_rule
 from .negative_sampling import KeyedNegativeSampling
@@ -123,9 +124,8 @@ class FusedNeighborSampler(BaseSampler):
     ``data`` may also be a ``(FeatureStore, GraphStore)`` pair, as for PyG's
     loaders (its structure, and the times of ``time_attr``, read once).
 
-    Backward sampling, weights together with time, weighted sampling of
-    store data, and ``subgraph_type='induced'`` on heterogeneous graphs
-    raise :class:`NotImplementedError`.
+    Backward sampling, weights together with time and weighted sampling of
+    store data raise :class:`NotImplementedError`.
     """
     def __init__(
         self,
@@ -201,12 +201,6 @@ class FusedNeighborSampler(BaseSampler):
             self._sample_device = concrete_device(device)
             device = 'cpu'
         if self.is_hetero:
-            if self.subgraph_type == SubgraphType.induced:
-                raise NotImplementedError(
-                    "subgraph_type='induced' is not supported for "
-                    "heterogeneous graphs yet (PyG samples it with its "
-                    "torch-sparse backend; pyg-lib's sampler lacks it); use "
-                    "'directional' or 'bidirectional'")
             self.typed = build_typed_csc(data, is_sorted=is_sorted,
                                          device=device)
             self.node_types = self.typed.node_types
@@ -431,6 +425,8 @@ class FusedNeighborSampler(BaseSampler):
     def _sampler_output(self, out: NeighborSampleOutput
                         ) -> Union[SamplerOutput, HeteroSamplerOutput]:
         if self.is_hetero:
+            if self.subgraph_type == SubgraphType.induced:
+                return to_hetero_induced_output(self.typed, out)
             return to_hetero_output(self.typed, out)
         g = self.graph
         row, col, edge = out.row, out.col, out.edge

@@ -9,6 +9,10 @@ type, grouped by hop. Every node and edge type is present, empty where
 nothing was sampled. All of it runs on the sample's device, with the sizes
 the op counted per type (``type_counts``): no further host read. The
 split itself is one op (``fusesample::split_by_type``).
+
+With ``subgraph_type='induced'`` the edges are instead every edge, of every
+type, among the sampled nodes (:func:`to_hetero_induced_output`), as PyG's
+torch-sparse sampler returns them.
 """
 from typing import Dict, List
 
@@ -17,7 +21,7 @@ from torch import Tensor
 from torch_geometric.sampler import HeteroSamplerOutput
 from torch_geometric.typing import EdgeType
 
-from ..ops import NeighborSampleOutput, split_by_type
+from ..ops import NeighborSampleOutput, in_set_entries, split_by_type
 from .typed_graph import TypedCSC
 
 
@@ -65,6 +69,59 @@ def to_hetero_output(graph: TypedCSC, out: NeighborSampleOutput
         num_sampled_edges=dict(zip(edge_types, edge_counts)),
         edge_index=dict(zip(edge_types, edge_index)),
     )
+
+
+def to_hetero_induced_output(graph: TypedCSC, out: NeighborSampleOutput
+                             ) -> HeteroSamplerOutput:
+    r"""The typed sample's nodes, as :func:`to_hetero_output` splits them,
+    with every edge among them: per edge type ``(s, r, d)``, each sampled
+    ``d`` node's in-edges of that type whose source is a sampled ``s`` node,
+    grouped by target in the type's node order, sources in CSC order; local
+    ids, edge ids within the type; no per-hop edge counts
+    (``num_sampled_edges`` is ``None``, as for homogeneous induced
+    subgraphs). One ``fusesample::in_set_entries`` call scans the typed
+    CSC's segment ``v * T + t`` of every (sampled node ``v``, edge type
+    ``t`` ending at ``v``'s type) and looks each source up among the
+    sampled nodes (global ids are disjoint across types, so that is the
+    source type's sampled nodes). Host reads on a GPU: the op's one (the
+    number of edges) and the per-type edge counts."""
+    split = to_hetero_output(graph, out)
+    node_types, edge_types = graph.node_types, graph.edge_types
+    T, device = len(edge_types), out.node.device
+    start = dict(zip(node_types, graph.node_offset))
+    nodes = split.node
+    # Global ids of the sampled nodes, sorted, and each one's local id.
+    global_ids = torch.cat([nodes[nt] + start[nt] for nt in node_types])
+    local_ids = torch.cat([torch.arange(nodes[nt].numel(), device=device)
+                           for nt in node_types])
+    key, order = torch.sort(global_ids)
+    local_of_key = local_ids[order]
+    # Positions: per edge type, its target type's sampled nodes in order.
+    targets = [nodes[et[-1]] for et in edge_types]
+    position = torch.cat([(ids + start[et[-1]]) * T + t for t, (et, ids) in
+                          enumerate(zip(edge_types, targets))]) if T else \
+        torch.empty(0, dtype=torch.long, device=device)
+    n = position.numel()
+    g = graph.graph
+    nbr_pos, pos, slot = in_set_entries(
+        g.colptr, g.row, position, torch.zeros_like(position), key,
+        torch.tensor([0, key.numel()], device=device),
+        torch.zeros(n, dtype=torch.bool, device=device), graph.node_offset[-1])
+    # Entries come by position, so by edge type: split at the types'
+    # first positions.
+    first = torch.tensor([0] + [ids.numel() for ids in targets],
+                         device=device).cumsum(0)
+    sizes = torch.searchsorted(pos, first).diff().tolist() if T else []
+    edge = g.edge_id[slot] if g.edge_id is not None else slot
+    row, col, eid = {}, {}, {}
+    for t, (et, a, b, c, e) in enumerate(zip(
+            edge_types, local_of_key[nbr_pos].split(sizes),
+            pos.split(sizes), first[:-1], edge.split(sizes))):
+        row[et], col[et] = a, b - c
+        eid[et] = e - graph.edge_offset[t]
+    return HeteroSamplerOutput(
+        node=nodes, row=row, col=col, edge=eid, batch=split.batch,
+        num_sampled_nodes=split.num_sampled_nodes, num_sampled_edges=None)
 
 
 def typed_seeds(graph: TypedCSC, seeds: Dict[str, Tensor]) -> Tensor:

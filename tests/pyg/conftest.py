@@ -14,11 +14,6 @@ import pytest
 
 from ._out_of_scope import always, param_is, skip_out_of_scope
 
-HETERO_INDUCED = ("not implemented yet: subgraph_type='induced' on "
-                  "HeteroData (FusedNeighborSampler raises "
-                  "NotImplementedError; PyG runs it with its torch-sparse "
-                  "sampler) - pending item of issue 46, 'Hetero induced "
-                  "subgraphs'")
 PYG_LIB_OPS = ("needs pyg-lib: calls torch.ops.pyg.*neighbor_sample itself "
                "(PyG's own backends compared, no loader)")
 VACUOUS_INT32_INDUCED = ("PyG's test body returns at once for int32 "
@@ -37,10 +32,7 @@ OUT_OF_SCOPE = {
     'test_homo_neighbor_loader_basic': [
         (int32_induced, VACUOUS_INT32_INDUCED)],
     'test_hetero_neighbor_loader_basic': [
-        (int32_induced, VACUOUS_INT32_INDUCED),
-        (param_is('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
-    'test_hetero_neighbor_loader_on_karate': [
-        (param_is('subgraph_type', 'SubgraphType.induced'), HETERO_INDUCED)],
+        (int32_induced, VACUOUS_INT32_INDUCED)],
 }
 
 if importlib.util.find_spec('pyg_lib') is None:

@@ -22,8 +22,8 @@
 #      backends, pyg-lib/torch-sparse, which the loader under test does not
 #      use).
 #   3. `# noqa` comments on those two import lines (for flake8).
-# Cases out of scope (induced HeteroData, not implemented yet; direct pyg-lib
-# op calls; int32 induced cases PyG's body returns from) are skipped by
+# Cases out of scope (direct pyg-lib op calls; int32 induced cases PyG's
+# body returns from) are skipped by
 # tests/pyg/conftest.py with their reasons.
 import os.path as osp
 

@@ -60,10 +60,11 @@ Entries in_set_entries_cpu(const at::Tensor& ptr, const at::Tensor& nbr,
                 ": position ", i, " holds node ", v[i], " of set ", g[i],
                 ", outside [0, ", N, ") x [0, ", G, ")");
   const int64_t* set_begin = set_c.data_ptr<int64_t>();
+  const int64_t K = key.numel();
   for (int64_t k = 0; k < G; ++k)
-    TORCH_CHECK(set_begin[k] >= 0 && set_begin[k] <= set_begin[k + 1] && set_begin[k + 1] <= n,
-                kInSetEntriesOp, ": 'set_ptr' must rise from 0 to at most ", n, ", got [",
-                set_begin[k], ", ", set_begin[k + 1], ") for set ", k);
+    TORCH_CHECK(set_begin[k] >= 0 && set_begin[k] <= set_begin[k + 1] && set_begin[k + 1] <= K,
+                kInSetEntriesOp, ": 'set_ptr' must rise from 0 to at most ", K,
+                " (the keys), got [", set_begin[k], ", ", set_begin[k + 1], ") for set ", k);
   const int64_t lists_end = ptr_c.data_ptr<int64_t>()[N];
   TORCH_CHECK(lists_end <= nbr.numel(), kInSetEntriesOp, ": 'ptr' ends at ", lists_end,
               " past 'nbr' (", nbr.numel(), " entries)");
