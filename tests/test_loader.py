@@ -504,8 +504,9 @@ def small_data():
      "'weight_attr' 'nope' is not an attribute"),
     (dict(num_neighbors=[5], input_time=torch.zeros(50)),
      ValueError, "'input_time' is set while 'time_attr' is not set"),
-    (dict(num_neighbors=[5], time_attr='t', weight_attr='w'),
-     NotImplementedError, 'weighted temporal'),
+    (dict(num_neighbors=[5], time_attr='time', weight_attr='w',
+          temporal_strategy='last', replace=True),
+     NotImplementedError, "with replacement under temporal_strategy='last'"),
     (dict(num_neighbors=[5], prefetch='threads'), ValueError, 'prefetch'),
     (dict(num_neighbors=[5], prefetch=1), ValueError, 'prefetch'),
     # lookahead overlaps GPU work: CPU data is refused; both modes prepare
@@ -549,17 +550,18 @@ def test_edge_index_out_of_range(pos, value):
         next(iter(FusedNeighborLoader(data, [5], batch_size=4)))
 
 
-def test_hetero_induced_not_implemented():
+def test_hetero_induced_on_a_tiny_graph():
+    # (tests/test_hetero_induced.py has the full cases)
     data = HeteroData()
     data['paper'].x = torch.randn(4, 2)
     data['paper', 'cites', 'paper'].edge_index = torch.tensor([[0, 1],
                                                                [1, 2]])
-    with pytest.raises(NotImplementedError, match='induced'):
-        FusedNeighborLoader(data, [5], input_nodes=('paper', None),
-                            subgraph_type='induced')
     batch = next(iter(FusedNeighborLoader(data, [5], batch_size=4,
-                                          input_nodes=('paper', None))))
+                                          input_nodes=('paper', None),
+                                          subgraph_type='induced')))
     assert batch['paper'].n_id.tolist()[:4] == [0, 1, 2, 3]
+    assert batch['paper', 'cites', 'paper'].edge_index.tolist() == [[0, 1],
+                                                                    [1, 2]]
 
 
 @pytest.mark.parametrize('input_nodes', [

@@ -1,7 +1,8 @@
-"""Temporal and weighted sampling through FusedNeighborLoader and
-FusedLinkNeighborLoader: the contract on Data and HeteroData (no edge later
-than its seed, zero weights never drawn, 'last' takes the latest), CPU ==
-CUDA batches, and the errors that name the argument."""
+"""Temporal, weighted and weighted temporal sampling through
+FusedNeighborLoader and FusedLinkNeighborLoader: the contract on Data and
+HeteroData (no edge later than its seed, zero weights never drawn, 'last'
+takes the latest), CPU == CUDA batches, and the errors that name the
+argument."""
 import pytest
 import torch
 from torch_geometric.data import Data, HeteroData
@@ -101,10 +102,44 @@ def test_hetero_temporal_and_weighted(device):
             assert (batch[et].edge_weight > 0).all()
 
 
+@pytest.mark.parametrize('device', loader_devices())
+@pytest.mark.parametrize('time_attr', ['time', 'edge_time'])
+@pytest.mark.parametrize('strategy', ['uniform', 'last'])
+def test_weighted_temporal_batches(device, time_attr, strategy):
+    # Both rules at once, homogeneous and heterogeneous: no edge later than
+    # its seed, none weightless; 'last' without replacement.
+    data = graph().to(device)
+    seeds = torch.arange(0, 300, 5)
+    loader = FusedNeighborLoader(
+        data, [4, 3], time_attr=time_attr, weight_attr='edge_weight',
+        temporal_strategy=strategy, input_nodes=seeds,
+        input_time=torch.full((seeds.numel(), ), 60), batch_size=16, seed=6)
+    for batch in loader:
+        assert (batch.edge_weight > 0).all()
+        if time_attr == 'edge_time':
+            assert (batch.edge_time <= 60).all()
+        else:
+            assert (batch.time[batch.edge_index[0]] <= 60).all()
+    h = hetero().to(device)
+    loader = FusedNeighborLoader(h, [3, 3], time_attr='time',
+                                 weight_attr='edge_weight', input_nodes='a',
+                                 temporal_strategy=strategy, batch_size=16,
+                                 seed=4)
+    for batch in loader:
+        seed_time = batch['a'].time[:batch['a'].batch_size]
+        for nt in ('a', 'b'):
+            assert (batch[nt].time <= seed_time[batch[nt].batch]).all()
+        for et in batch.edge_types:
+            assert (batch[et].edge_weight > 0).all()
+
+
 @pytest.mark.cuda
 def test_cuda_batches_equal_cpu_batches():
     for kwargs in (dict(weight_attr='edge_weight'),
-                   dict(time_attr='time', temporal_strategy='last')):
+                   dict(time_attr='time', temporal_strategy='last'),
+                   dict(time_attr='time', weight_attr='edge_weight'),
+                   dict(time_attr='time', weight_attr='edge_weight',
+                        replace=True)):
         out = []
         for device in ('cpu', 'cuda'):
             loader = FusedNeighborLoader(graph().to(device), [4, 3],

@@ -1,7 +1,8 @@
-"""Temporal and weighted sampling in fusesample::neighbor_sample: bitwise
-against the Python reference (tests/reference.py, same arithmetic), CUDA ==
-CPU, the statistics (weights, successive sampling without replacement, time
-bounds, 'last'), edge cases and bad inputs."""
+"""Temporal, weighted and weighted temporal sampling in
+fusesample::neighbor_sample: bitwise against the Python reference
+(tests/reference.py, same arithmetic), CUDA == CPU, the statistics (weights,
+successive sampling without replacement, time bounds, 'last', weights among
+the in-edges the time rule admits), edge cases and bad inputs."""
 import itertools
 
 import pytest
@@ -13,7 +14,8 @@ from conftest import devices
 from pyg_fusesample.ops import neighbor_sample, neighbor_sample_async
 from pyg_fusesample.sampler.graph_store import build_csc
 from pyg_fusesample.sampler.rule_graph import (slot_values, temporal_csc,
-                                               weighted_csc)
+                                               weighted_csc,
+                                               weighted_temporal_csc)
 
 
 def weighted_graph(num_nodes=60, num_edges=500, seed=0, zero_frac=0.2):
@@ -33,6 +35,20 @@ def temporal_graph(num_nodes=60, num_edges=500, seed=0):
     edge_time = torch.randint(0, 50, (edge_index.size(1),), generator=g)
     graph = build_csc(edge_index, num_nodes)
     return temporal_csc(graph, slot_values(graph, edge_time)), edge_time, edge_index
+
+
+def weighted_temporal_graph(num_nodes=60, num_edges=500, seed=0,
+                            zero_frac=0.2):
+    edge_index = ref.random_graph(num_nodes, num_edges, seed=seed, hubs=1,
+                                  isolated=3)
+    g = torch.Generator().manual_seed(seed)
+    weight = torch.rand(edge_index.size(1), generator=g, dtype=torch.float64)
+    weight[torch.rand(weight.numel(), generator=g) < zero_frac] = 0.0
+    edge_time = torch.randint(0, 50, (edge_index.size(1),), generator=g)
+    graph = build_csc(edge_index, num_nodes)
+    return (weighted_temporal_csc(graph, slot_values(graph, weight),
+                                  slot_values(graph, edge_time)),
+            weight, edge_time, edge_index)
 
 
 def seeds_and_times(num_nodes, count=12, seed=0):
@@ -96,21 +112,46 @@ def test_temporal_matches_reference(device, fanout, replace, strategy):
     assert_matches_reference(out, expected)
 
 
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('fanout', FANOUTS)
+@pytest.mark.parametrize('replace', [False, True])
+@pytest.mark.parametrize('strategy', ['uniform', 'last'])
+def test_weighted_temporal_matches_reference(device, fanout, replace,
+                                             strategy):
+    if replace and strategy == 'last':
+        pytest.skip("refused (test_bad_op_inputs_name_the_argument)")
+    csc, _, _, _ = weighted_temporal_graph()
+    seed, seed_time = seeds_and_times(60)
+    out = run(csc, seed, fanout, replace, device, disjoint=True,
+              edge_time=csc.edge_time, seed_time=seed_time,
+              temporal_strategy=strategy, weight_cumsum=csc.weight_cumsum)
+    g = csc.graph
+    expected = ref.neighbor_sample(g.colptr, g.row, g.edge_id, seed, fanout,
+                                   replace, True, 7, edge_time=csc.edge_time,
+                                   seed_time=seed_time,
+                                   temporal_strategy=strategy,
+                                   weight_cumsum=csc.weight_cumsum)
+    assert_matches_reference(out, expected)
+
+
 @pytest.mark.cuda
-@pytest.mark.parametrize('kind', ['weighted', 'temporal'])
+@pytest.mark.parametrize('kind', ['weighted', 'temporal', 'weighted_temporal'])
 @pytest.mark.parametrize('replace', [False, True])
 def test_cuda_equals_cpu_on_a_larger_graph(kind, replace):
     # Both launch modes and the async op, against the CPU kernel.
     if kind == 'weighted':
         csc, _, _ = weighted_graph(3000, 60000, seed=5)
         rule = dict(weight_cumsum=csc.weight_cumsum)
-    else:
+    elif kind == 'temporal':
         csc, _, _ = temporal_graph(3000, 60000, seed=5)
         rule = dict(edge_time=csc.edge_time, temporal_strategy='last')
+    else:
+        csc, _, _, _ = weighted_temporal_graph(3000, 60000, seed=5)
+        rule = dict(edge_time=csc.edge_time, weight_cumsum=csc.weight_cumsum)
     seed, seed_time = seeds_and_times(3000, count=256, seed=5)
-    if kind == 'temporal':
+    if kind != 'weighted':
         rule['seed_time'] = seed_time
-    disjoint = kind == 'temporal'
+    disjoint = kind != 'weighted'
     cpu = run(csc, seed, [10, 5, 3], replace, 'cpu', disjoint=disjoint, **rule)
     for fused in (True, False):
         cuda = run(csc, seed, [10, 5, 3], replace, 'cuda', fused=fused,
@@ -222,6 +263,96 @@ def test_no_future_edges_and_last_takes_the_latest(device, strategy):
                 assert got == want
 
 
+def timed_star(weights, times):
+    # Node 0's in-edges from nodes 1..n, weights and times per edge.
+    n = len(weights)
+    edge_index = torch.stack([torch.arange(1, n + 1),
+                              torch.zeros(n, dtype=torch.long)])
+    graph = build_csc(edge_index, n + 1)
+    return weighted_temporal_csc(
+        graph, slot_values(graph, torch.tensor(weights, dtype=torch.float64)),
+        slot_values(graph, torch.tensor(times)))
+
+
+def timed_draws(csc, k, replace, trials, device, seed_time, strategy='uniform'):
+    g = csc.graph.to(device)
+    out = []
+    for key in range(trials):
+        o = neighbor_sample(
+            g.colptr, g.row, g.edge_id, torch.zeros(1, dtype=torch.long,
+                                                    device=device),
+            [k], replace, True, key, edge_time=csc.edge_time.to(device),
+            seed_time=torch.tensor([seed_time], device=device),
+            temporal_strategy=strategy,
+            weight_cumsum=csc.weight_cumsum.to(device))
+        out.append(o.edge.tolist())
+    return out
+
+
+# Edge i: weight WEIGHTS[i], time TIMES[i]; the seed's time 5 admits edges
+# 0, 1, 3, 4 (edge 4 has weight 0: never drawn), not 2 and 5 (later).
+WEIGHTS = [1.0, 3.0, 50.0, 2.0, 0.0, 40.0, 4.0]
+TIMES = [1, 5, 6, 0, 2, 9, 3]
+ADMITTED = [0, 1, 3, 6]
+
+
+@pytest.mark.parametrize('device', devices())
+def test_weighted_temporal_with_replacement_chi_square(device):
+    picks = list(itertools.chain(*timed_draws(
+        timed_star(WEIGHTS, TIMES), 3, True, 4000, device, seed_time=5)))
+    counts = torch.bincount(torch.tensor(picks), minlength=len(WEIGHTS))
+    assert counts[[2, 4, 5]].sum() == 0  # future or weightless: never
+    total = sum(WEIGHTS[i] for i in ADMITTED)
+    expected = [len(picks) * WEIGHTS[i] / total for i in ADMITTED]
+    assert chisquare(counts[ADMITTED].tolist(), expected).pvalue > 1e-3
+
+
+@pytest.mark.parametrize('device', devices())
+def test_weighted_temporal_without_replacement_is_successive_sampling(device):
+    trials = 6000
+    samples = timed_draws(timed_star(WEIGHTS, TIMES), 2, False, trials, device,
+                          seed_time=5)
+    assert all(len(set(s)) == 2 and set(s) <= set(ADMITTED) for s in samples)
+    W = sum(WEIGHTS[i] for i in ADMITTED)
+    pairs = list(itertools.combinations(ADMITTED, 2))
+    w = WEIGHTS
+    prob = {(i, j): w[i] / W * w[j] / (W - w[i]) + w[j] / W * w[i] / (W - w[j])
+            for i, j in pairs}
+    observed = {p: 0 for p in pairs}
+    for s in samples:
+        observed[tuple(sorted(s))] += 1
+    assert abs(sum(prob.values()) - 1) < 1e-12
+    assert chisquare([observed[p] for p in pairs],
+                     [trials * prob[p] for p in pairs]).pvalue > 1e-3
+
+
+@pytest.mark.parametrize('device', devices())
+def test_weighted_temporal_last_and_no_future(device):
+    csc = timed_star(WEIGHTS, TIMES)
+    # 'last': the latest 2 admitted positive-weight in-edges (times 5, 3).
+    for s in timed_draws(csc, 2, False, 5, device, seed_time=5,
+                         strategy='last'):
+        assert sorted(s) == [1, 6]
+    # k = -1 takes every admitted positive-weight in-edge, nothing else.
+    for s in timed_draws(csc, -1, False, 3, device, seed_time=5):
+        assert sorted(s) == ADMITTED
+    # A time before every edge: nothing.
+    assert all(s == [] for s in timed_draws(csc, 3, True, 5, device,
+                                            seed_time=-1))
+    # On a random graph: no sampled edge is later than its root's time or
+    # weightless.
+    big, weight, edge_time, _ = weighted_temporal_graph(200, 4000, seed=3)
+    for key in range(10):
+        seed, seed_time = seeds_and_times(200, count=16, seed=key)
+        out = run(big, seed, [4, 3], key % 2 == 1, device, rng_seed=key,
+                  disjoint=True, edge_time=big.edge_time, seed_time=seed_time,
+                  weight_cumsum=big.weight_cumsum)
+        root = out.batch.cpu()[out.col.cpu()]
+        e = out.edge.cpu()
+        assert (edge_time[e] <= seed_time[root]).all()
+        assert (weight[e] > 0).all()
+
+
 @pytest.mark.parametrize('device', devices())
 def test_edge_cases(device):
     csc, _, _ = weighted_graph()
@@ -255,8 +386,9 @@ def _op_args(csc, **change):
      "'edge_time' must be Long"),
     (lambda t, w: dict(weight_cumsum=w.float()), "'weight_cumsum' must be Double"),
     (lambda t, w: dict(weight_cumsum=w[:-1]), "'weight_cumsum' must have"),
-    (lambda t, w: dict(weight_cumsum=w, edge_time=t,
-                       seed_time=torch.tensor([5, 5])), 'weighted temporal'),
+    (lambda t, w: dict(weight_cumsum=w, edge_time=t, replace=True,
+                       seed_time=torch.tensor([5, 5]), temporal_last=True),
+     "with replacement under temporal_strategy='last'"),
 ])
 def test_bad_op_inputs_name_the_argument(change, match):
     tcsc, _, _ = temporal_graph()

@@ -217,8 +217,8 @@ inline void check_floating(const char* op, const char* name, const at::Tensor& t
 // int64 times with per-seed int64 seed times (temporal sampling is disjoint),
 // or per-CSC-slot float64 prefix sums of the weights; not both.
 inline void check_rule(const char* op, const at::Tensor& row, const at::Tensor& seed,
-                       bool disjoint, const c10::optional<at::Tensor>& edge_time,
-                       const c10::optional<at::Tensor>& seed_time,
+                       bool disjoint, bool replace, const c10::optional<at::Tensor>& edge_time,
+                       const c10::optional<at::Tensor>& seed_time, bool temporal_last,
                        const c10::optional<at::Tensor>& weight_cumsum) {
   TORCH_CHECK(edge_time.has_value() == seed_time.has_value(), op,
               ": 'edge_time' and 'seed_time' come together (temporal sampling)");
@@ -235,8 +235,12 @@ inline void check_rule(const char* op, const at::Tensor& row, const at::Tensor& 
     }
   }
   if (weight_cumsum.has_value()) {
-    TORCH_CHECK(!edge_time.has_value(), op, ": weighted temporal sampling is "
-                "not supported (pass either 'weight_cumsum' or 'edge_time')");
+    // (with temporal_last the latest k admitted in-edges are taken as they
+    // are; draws with replacement among them would start mid-segment, where
+    // the prefix sums do not)
+    TORCH_CHECK(!(edge_time.has_value() && temporal_last && replace), op,
+                ": weighted sampling with replacement under temporal_strategy='last' "
+                "is not supported (the latest k in-edges are taken without replacement)");
     check_1d(op, "weight_cumsum", *weight_cumsum);
     check_dtype(op, "weight_cumsum", *weight_cumsum, at::kDouble);
     check_same_device(op, "weight_cumsum", *weight_cumsum, "row", row);

@@ -39,8 +39,11 @@
 //   weighted (weight_cumsum [E] float64, per-segment inclusive prefix sums of
 //            positive weights; a CSC without zero-weight in-edges): draws
 //            proportional to weight, with replacement by inverse CDF,
-//            without by successive sampling (segment_rule.h). Not with
-//            edge_time.
+//            without by successive sampling (segment_rule.h). With
+//            edge_time too (both from one CSC: its segments sorted by time,
+//            weight_cumsum the prefix sums in that order), the in-edges the
+//            time rule admits are drawn from by weight; with temporal_last the
+//            latest k of them are taken (no draws), and replace is refused.
 //   devices  every tensor on one device; or, on CUDA, the graph (colptr,
 //            row, edge_id, edge_time, weight_cumsum) contiguous in pinned
 //            host memory and seed (and seed_time) on the GPU: the kernels

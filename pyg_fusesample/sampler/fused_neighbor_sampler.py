@@ -124,8 +124,12 @@ class FusedNeighborSampler(BaseSampler):
     ``data`` may also be a ``(FeatureStore, GraphStore)`` pair, as for PyG's
     loaders (its structure, and the times of ``time_attr``, read once).
 
-    Backward sampling, weights together with time and weighted sampling of
-    store data raise :class:`NotImplementedError`.
+    With both ``weight_attr`` and ``time_attr``, the in-edges the time rule
+    admits are drawn from by weight (``temporal_strategy='last'`` takes the
+    latest ``k`` positive-weight in-edges as they are). Backward sampling,
+    weighted sampling of store data, and weights with time under
+    ``temporal_strategy='last'`` with ``replace=True`` raise
+    :class:`NotImplementedError`.
     """
     def __init__(
         self,
@@ -188,6 +192,12 @@ class FusedNeighborSampler(BaseSampler):
         self.keep_orig_edges = False
         self.generator = generator
         self.fused = fused
+        if weight_attr is not None and time_attr is not None and replace \
+                and temporal_strategy == 'last':
+            raise NotImplementedError(
+                "weighted sampling with replacement under "
+                "temporal_strategy='last' is not supported (the latest k "
+                "in-edges are taken without replacement)")
         if self.disjoint and self.subgraph_type == SubgraphType.induced:
             raise NotImplementedError("'disjoint=True' together with "
                                       "subgraph_type='induced' is not "

@@ -7,9 +7,12 @@ one edge type in a typed CSC) by a rule (``kernels/sampler/segment_rule.h``):
   than a seed's time are a prefix, found by binary search;
 * weighted: the zero-weight in-edges left out (they are never drawn), and
   the per-segment inclusive prefix sums of the weights (float64), so draws
-  are binary searches.
+  are binary searches;
+* both (weights and time): the zero-weight in-edges left out, the others
+  sorted by time, and the prefix sums of their weights in that order: the
+  prefix a seed's time admits is drawn from by weight.
 
-Both keep the slots' order within each segment, up to the temporal sort,
+All keep the slots' order within each segment, up to the temporal sort,
 and ``row`` and ``edge_id`` together, so the op's output edge ids still name
 the original edges. The reordering is done on the CPU: the prefix sums
 must be the same bits for the CPU and CUDA kernels to draw alike.
@@ -27,7 +30,7 @@ from .graph_store import CSCGraph
 class RuleCSC:
     r"""A :class:`CSCGraph` reordered within segments, with what the op's
     rule reads: ``edge_time`` ([E] int64 per slot, sorted within each
-    segment) or ``weight_cumsum`` ([E] float64 per slot)."""
+    segment) and / or ``weight_cumsum`` ([E] float64 per slot)."""
     graph: CSCGraph
     edge_time: Optional[Tensor] = None
     weight_cumsum: Optional[Tensor] = None
@@ -80,6 +83,29 @@ def weighted_csc(graph: CSCGraph, slot_weight: Tensor) -> RuleCSC:
     r"""Drops the zero-weight in-edges (never drawn, so never read) and adds
     the per-segment prefix sums of :obj:`slot_weight` (one weight per CSC
     slot, finite and non-negative), in float64."""
+    kept, w, _ = _positive_weights(graph, slot_weight)
+    return RuleCSC(kept, weight_cumsum=_segment_prefix_sums(kept.colptr, w)
+                   ).to(graph.device)
+
+
+def weighted_temporal_csc(graph: CSCGraph, slot_weight: Tensor,
+                          slot_time: Tensor) -> RuleCSC:
+    r"""Both rules: the zero-weight in-edges dropped, every segment's other
+    in-edges sorted by :obj:`slot_time` (ties keep their order), and the
+    per-segment prefix sums of their weights in that order, so that the
+    prefix a seed's time admits is drawn from by weight."""
+    kept, w, ids = _positive_weights(graph, slot_weight)
+    slot_time = slot_time.cpu().to(torch.long)[ids]
+    reordered, perm = _reorder(kept, slot_time)
+    return RuleCSC(reordered, edge_time=slot_time[perm].contiguous(),
+                   weight_cumsum=_segment_prefix_sums(reordered.colptr,
+                                                      w[perm])
+                   ).to(graph.device)
+
+
+def _positive_weights(graph: CSCGraph, slot_weight: Tensor) -> tuple:
+    # The graph without its zero-weight slots, their weights (float64) and
+    # the kept slots' positions in the given graph.
     w = slot_weight.cpu().to(torch.float64)
     colptr = graph.colptr.cpu()
     keep = w > 0
@@ -89,10 +115,14 @@ def weighted_csc(graph: CSCGraph, slot_weight: Tensor) -> RuleCSC:
     colptr = kept_before[colptr]
     ids = keep.nonzero().view(-1)
     edge_id = graph.edge_id.cpu()[ids] if graph.edge_id is not None else ids
-    reordered = CSCGraph(colptr, graph.row.cpu()[ids], edge_id, graph.num_nodes)
-    w = w[ids]
-    # Per-segment sums: the running total minus the total before the segment.
+    kept = CSCGraph(colptr, graph.row.cpu()[ids], edge_id, graph.num_nodes)
+    return kept, w[ids], ids
+
+
+def _segment_prefix_sums(colptr: Tensor, w: Tensor) -> Tensor:
+    # Per-segment inclusive prefix sums: the running total minus the total
+    # before the segment.
     total = torch.cumsum(w, 0)
     before = torch.cat([total.new_zeros(1), total])[colptr[:-1]]
-    cumsum = total - torch.repeat_interleave(before, colptr[1:] - colptr[:-1])
-    return RuleCSC(reordered, weight_cumsum=cumsum.contiguous()).to(graph.device)
+    return (total - torch.repeat_interleave(before, colptr[1:] - colptr[:-1])
+            ).contiguous()

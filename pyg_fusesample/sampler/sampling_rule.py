@@ -15,16 +15,20 @@ builds the :class:`~pyg_fusesample.sampler.rule_graph.RuleCSC` the op reads
   its own time is no later than the seed's; every edge type needs the
   attribute, and seeds need ``input_time``.
 * Weights: one finite non-negative weight per edge (every edge type).
+* Both: the in-edges the time rule admits, drawn from by weight
+  (``temporal_strategy='last'`` takes the latest ``k`` positive-weight
+  in-edges as they are; with ``replace=True`` it is refused).
 """
 from dataclasses import dataclass
-from typing import Dict, Optional, Union
+from typing import Callable, Dict, Optional, Union
 
 import torch
 from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 
 from .graph_store import CSCGraph
-from .rule_graph import RuleCSC, slot_values, temporal_csc, weighted_csc
+from .rule_graph import (RuleCSC, slot_values, temporal_csc, weighted_csc,
+                         weighted_temporal_csc)
 from .typed_graph import TypedCSC
 
 # The time of nodes whose type has no time attribute: never later than a seed.
@@ -53,7 +57,8 @@ class SamplingRule:
         if not self.is_temporal:
             return dict(weight_cumsum=self.csc.weight_cumsum)
         return dict(edge_time=self.csc.edge_time, seed_time=seed_time,
-                    temporal_strategy=self.temporal_strategy)
+                    temporal_strategy=self.temporal_strategy,
+                    weight_cumsum=self.csc.weight_cumsum)
 
 
 def _check_one_per(arg: str, name: str, t: Tensor, size: int, value: str,
@@ -109,17 +114,45 @@ def _memo(graph: CSCGraph, key: tuple, sources: tuple, build) -> RuleCSC:
     return csc
 
 
+@dataclass
+class _Part:
+    # One attribute's share of a rule: its memo key and source tensors, and
+    # how to compute its value per CSC slot of `graph` (lazily: only when
+    # the rule graph is built).
+    key: tuple
+    sources: tuple
+    per_slot: Callable[[CSCGraph], Tensor]
+
+
+def _build(graph: CSCGraph, weight: Optional[_Part],
+           time: Optional[_Part]) -> RuleCSC:
+    # The rule graph of a weight part, a time part or both, memoised.
+    parts = [p for p in (weight, time) if p is not None]
+    key = tuple(p.key for p in parts)
+    sources = tuple(t for p in parts for t in p.sources)
+    if weight is not None and time is not None:
+        build = lambda: weighted_temporal_csc(  # noqa: E731
+            graph, weight.per_slot(graph), time.per_slot(graph))
+    elif weight is not None:
+        build = lambda: weighted_csc(graph, weight.per_slot(graph))  # noqa
+    else:
+        build = lambda: temporal_csc(graph, time.per_slot(graph))  # noqa
+    return _memo(graph, key, sources, build)
+
+
 def _homogeneous(data: Data, graph: CSCGraph, time_attr, weight_attr,
                  temporal_strategy) -> SamplingRule:
+    weight = time = None
     if weight_attr is not None:
         if weight_attr not in data:
             raise ValueError(f"'weight_attr' {weight_attr!r} is not an "
                              f"attribute of the graph")
-        weight = _check_weight(weight_attr, data[weight_attr],
-                               graph.num_edges, 'the graph')
-        csc = _memo(graph, ('weight', weight_attr), (weight,),
-                    lambda: weighted_csc(graph, slot_values(graph, weight)))
-        return SamplingRule(csc)
+        w = _check_weight(weight_attr, data[weight_attr], graph.num_edges,
+                          'the graph')
+        weight = _Part(('weight', weight_attr), (w, ),
+                       lambda g: slot_values(g, w))
+    if time_attr is None:
+        return SamplingRule(_build(graph, weight, None))
     if time_attr not in data:
         raise ValueError(f"'time_attr' {time_attr!r} is not an attribute of "
                          f"the graph")
@@ -127,16 +160,15 @@ def _homogeneous(data: Data, graph: CSCGraph, time_attr, weight_attr,
     if data.is_node_attr(time_attr):
         node_time = _check_time(time_attr, value, data.num_nodes, 'the nodes',
                                 'node')
-        csc = _memo(graph, ('node_time', time_attr), (value,),
-                    lambda: temporal_csc(graph, node_time.cpu()[
-                        graph.row.cpu().to(torch.long)]))
-        return SamplingRule(csc, temporal_strategy,
+        time = _Part(('node_time', time_attr), (value, ),
+                     lambda g: node_time.cpu()[g.row.cpu().to(torch.long)])
+        return SamplingRule(_build(graph, weight, time), temporal_strategy,
                             node_time.to(graph.device), node_time)
     if data.is_edge_attr(time_attr):
         edge_time = _check_time(time_attr, value, graph.num_edges, 'the edges')
-        csc = _memo(graph, ('edge_time', time_attr), (value,),
-                    lambda: temporal_csc(graph, slot_values(graph, edge_time)))
-        return SamplingRule(csc, temporal_strategy)
+        time = _Part(('edge_time', time_attr), (value, ),
+                     lambda g: slot_values(g, edge_time))
+        return SamplingRule(_build(graph, weight, time), temporal_strategy)
     raise ValueError(f"the time attribute {time_attr!r} is neither a node-level "
                      f"nor an edge-level attribute")
 
@@ -159,13 +191,15 @@ def _per_edge_type(data: HeteroData, typed: TypedCSC, attr: str, kind: str,
 def _heterogeneous(data: HeteroData, typed: TypedCSC, time_attr, weight_attr,
                    temporal_strategy) -> SamplingRule:
     graph = typed.graph
+    weight = time = None
     if weight_attr is not None:
-        weight = _per_edge_type(data, typed, weight_attr, "'weight_attr'",
-                                _check_weight)
-        sources = tuple(data[et][weight_attr] for et in typed.edge_types)
-        csc = _memo(graph, ('weight', weight_attr), sources,
-                    lambda: weighted_csc(graph, slot_values(graph, weight)))
-        return SamplingRule(csc)
+        w = _per_edge_type(data, typed, weight_attr, "'weight_attr'",
+                           _check_weight)
+        weight = _Part(('weight', weight_attr),
+                       tuple(data[et][weight_attr] for et in typed.edge_types),
+                       lambda g: slot_values(g, w))
+    if time_attr is None:
+        return SamplingRule(_build(graph, weight, None))
     node_level = [nt for nt in typed.node_types if time_attr in data[nt]]
     edge_level = [et for et in typed.edge_types if time_attr in data[et]]
     if node_level and edge_level:
@@ -174,10 +208,10 @@ def _heterogeneous(data: HeteroData, typed: TypedCSC, time_attr, weight_attr,
     if edge_level:
         edge_time = _per_edge_type(data, typed, time_attr, "'time_attr'",
                                    _check_time)
-        sources = tuple(data[et][time_attr] for et in typed.edge_types)
-        csc = _memo(graph, ('edge_time', time_attr), sources,
-                    lambda: temporal_csc(graph, slot_values(graph, edge_time)))
-        return SamplingRule(csc, temporal_strategy)
+        time = _Part(('edge_time', time_attr),
+                     tuple(data[et][time_attr] for et in typed.edge_types),
+                     lambda g: slot_values(g, edge_time))
+        return SamplingRule(_build(graph, weight, time), temporal_strategy)
     if not node_level:
         raise ValueError(f"the time attribute {time_attr!r} is neither a "
                          f"node-level nor an edge-level attribute")
@@ -187,10 +221,11 @@ def _heterogeneous(data: HeteroData, typed: TypedCSC, time_attr, weight_attr,
     for i, nt in enumerate(typed.node_types):
         if nt in times:
             node_time[typed.node_offset[i]:typed.node_offset[i + 1]] = times[nt].cpu()
-    sources = tuple(data[nt][time_attr] for nt in node_level)
-    csc = _memo(graph, ('node_time', time_attr), sources,
-                lambda: temporal_csc(graph, node_time[graph.row.cpu().to(torch.long)]))
-    return SamplingRule(csc, temporal_strategy, node_time.to(graph.device), times)
+    time = _Part(('node_time', time_attr),
+                 tuple(data[nt][time_attr] for nt in node_level),
+                 lambda g: node_time[g.row.cpu().to(torch.long)])
+    return SamplingRule(_build(graph, weight, time), temporal_strategy,
+                        node_time.to(graph.device), times)
 
 
 def sampling_rule(data: Union[Data, HeteroData], graph: CSCGraph,
@@ -199,16 +234,13 @@ def sampling_rule(data: Union[Data, HeteroData], graph: CSCGraph,
                   temporal_strategy: str = 'uniform') -> Optional[SamplingRule]:
     r"""The :class:`SamplingRule` of PyG's sampler arguments (``None`` for
     uniform sampling). Raises :class:`ValueError` naming the argument for an
-    unknown, missing or malformed attribute, and
-    :class:`NotImplementedError` for weights and time together."""
+    unknown, missing or malformed attribute. With both, the in-edges a
+    seed's time admits are drawn from by weight."""
     if time_attr is None and weight_attr is None:
         return None
     if temporal_strategy not in ('uniform', 'last'):
         raise ValueError(f"'temporal_strategy' must be 'uniform' or 'last', "
                          f"got {temporal_strategy!r}")
-    if time_attr is not None and weight_attr is not None:
-        raise NotImplementedError("weighted temporal sampling ('weight_attr' "
-                                  "together with 'time_attr') is not supported")
     if typed is not None:
         return _heterogeneous(data, typed, time_attr, weight_attr,
                               temporal_strategy)

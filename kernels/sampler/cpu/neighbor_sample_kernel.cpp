@@ -195,7 +195,8 @@ neighbor_sample_cpu(const at::Tensor& colptr, const at::Tensor& row,
                     const c10::optional<at::Tensor>& seed_time, bool temporal_last,
                     const c10::optional<at::Tensor>& weight_cumsum) {
   check_csc(kOp, colptr, row, edge_id);
-  check_rule(kOp, row, seed, disjoint, edge_time, seed_time, weight_cumsum);
+  check_rule(kOp, row, seed, disjoint, replace, edge_time, seed_time, temporal_last,
+             weight_cumsum);
   check_node_ids(kOp, "seed", seed, colptr);
   check_fanouts(kOp, num_neighbors);
   check_edge_types(kOp, colptr, num_neighbors, num_edge_types);

@@ -412,12 +412,13 @@ Inputs checked_inputs(const at::Tensor& colptr, const at::Tensor& row,
                       const at::Tensor& seed, at::IntArrayRef num_neighbors,
                       int64_t num_types, at::IntArrayRef node_type_offsets,
                       at::IntArrayRef edge_type_offsets,
-                      at::IntArrayRef edge_type_nodes, bool disjoint,
+                      at::IntArrayRef edge_type_nodes, bool disjoint, bool replace,
                       const c10::optional<at::Tensor>& edge_time,
                       const c10::optional<at::Tensor>& seed_time, bool temporal_last,
                       const c10::optional<at::Tensor>& weight_cumsum) {
   check_csc(kOp, colptr, row, edge_id);
-  check_rule(kOp, row, seed, disjoint, edge_time, seed_time, weight_cumsum);
+  check_rule(kOp, row, seed, disjoint, replace, edge_time, seed_time, temporal_last,
+             weight_cumsum);
   if (colptr.is_cpu())  // sampled in place through unified addressing
     check_host_graph(kOp, seed, {{"colptr", &colptr}, {"row", &row},
                                  {"edge_id", edge_id ? &*edge_id : nullptr},
@@ -492,7 +493,7 @@ SampleTuple neighbor_sample_cuda(const at::Tensor& colptr, const at::Tensor& row
   c10::cuda::CUDAGuard guard(sampling_device(colptr, seed));
   const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors,
                                    num_edge_types, node_type_offsets,
-                                   edge_type_offsets, edge_type_nodes, disjoint,
+                                   edge_type_offsets, edge_type_nodes, disjoint, replace,
                                    edge_time, seed_time, temporal_last, weight_cumsum);
   const int64_t num_hops = in.num_hops();
   Launched b = launch(in, replace, disjoint, rng_seed, fused);
@@ -529,7 +530,7 @@ AsyncTuple neighbor_sample_async_cuda(const at::Tensor& colptr, const at::Tensor
   c10::cuda::CUDAGuard guard(sampling_device(colptr, seed));
   const Inputs in = checked_inputs(colptr, row, edge_id, seed, num_neighbors,
                                    num_edge_types, node_type_offsets,
-                                   edge_type_offsets, edge_type_nodes, disjoint,
+                                   edge_type_offsets, edge_type_nodes, disjoint, replace,
                                    edge_time, seed_time, temporal_last, weight_cumsum);
   Launched b = launch(in, replace, disjoint, rng_seed, /*fused=*/true);
   const State& s = b.s;
