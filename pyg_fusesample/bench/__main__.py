@@ -45,6 +45,7 @@ import torch
 
 from .layer_runner import add_parser as add_layers_parser
 from .link import LINK_VARIANTS
+from .runner import SAMPLING_KWARGS
 from .walk_runner import N2V_VARIANTS, WALK_VARIANTS
 
 
@@ -201,11 +202,13 @@ def main(argv=None):
                  'interleaved rounds (column round); each row is compared '
                  'with the floor of its own round')
         sub.choices[cmd].add_argument(
-            '--sampling', choices=['uniform', 'weighted', 'temporal', 'disjoint'],
+            '--sampling', choices=list(SAMPLING_KWARGS),
             nargs='+', default=['uniform'],
             help="weighted: random edge weights (weight_attr); temporal: "
                  "random node times (time_attr), seeds bounded by their own "
-                 "time; disjoint: uniform, disjoint=True (runner.SAMPLING_KWARGS)")
+                 "time; disjoint: uniform, disjoint=True; weighted-temporal: "
+                 "both attributes; induced: subgraph_type='induced' "
+                 "(runner.SAMPLING_KWARGS)")
         sub.choices[cmd].add_argument(
             '--task', choices=['node', 'link'], default='node',
             help="node: node classification (a HeteroData's labelled type); "

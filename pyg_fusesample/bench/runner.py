@@ -90,10 +90,15 @@ _PREFETCH = {'fused-prefetch': True, 'fused-sync': False,
 # weighted: a random weight in (0, 1] per edge; temporal: a random time in
 # [0, 10^4) per node, each seed bounded by its own time; disjoint: uniform
 # with disjoint=True, the subgraph shape temporal sampling forces (its
-# like-for-like uniform baseline).
+# like-for-like uniform baseline); weighted-temporal: both attributes, the
+# in-edges a seed's time admits drawn by weight (its baseline: disjoint);
+# induced: uniform nodes, every edge among them (subgraph_type='induced').
 SAMPLING_KWARGS = {'uniform': {}, 'weighted': {'weight_attr': 'edge_weight'},
                    'temporal': {'time_attr': 'time'},
-                   'disjoint': {'disjoint': True}}
+                   'disjoint': {'disjoint': True},
+                   'weighted-temporal': {'weight_attr': 'edge_weight',
+                                         'time_attr': 'time'},
+                   'induced': {'subgraph_type': 'induced'}}
 
 
 def with_sampling_attrs(data, sampling: str, seed: int = 0):
@@ -102,15 +107,15 @@ def with_sampling_attrs(data, sampling: str, seed: int = 0):
     if sampling not in SAMPLING_KWARGS:
         raise ValueError(f"unknown sampling {sampling!r}, expected one of "
                          f"{list(SAMPLING_KWARGS)}")
-    if sampling in ('uniform', 'disjoint'):
+    if sampling in ('uniform', 'disjoint', 'induced'):
         return data
     data = copy.copy(data)
     g = torch.Generator().manual_seed(seed + 17)
-    if sampling == 'weighted':
+    if sampling in ('weighted', 'weighted-temporal'):
         for store in data.edge_stores:
             store.edge_weight = 1.0 - torch.rand(store.edge_index.size(1),
                                                  generator=g)
-    else:
+    if sampling in ('temporal', 'weighted-temporal'):
         for store in data.node_stores:
             store.time = torch.randint(0, 10_000, (store.num_nodes,),
                                        generator=g)
@@ -125,6 +130,10 @@ def _pyg_cannot(sampling: str, hetero: bool) -> str:
         return "PyG's weighted sampling needs pyg-lib, not installed here"
     if sampling == 'disjoint' and not pyg_typing.WITH_PYG_LIB:
         return "PyG's disjoint sampling needs pyg-lib, not installed here"
+    if sampling == 'weighted-temporal':
+        return ("PyG's weighted temporal sampling needs pyg-lib (it is "
+                "disjoint), not installed here") if not \
+            pyg_typing.WITH_PYG_LIB else ''
     if sampling == 'temporal' and not pyg_typing.WITH_PYG_LIB:
         # (PyG's torch_sparse path has a heterogeneous temporal sampler, but
         # temporal sampling is disjoint, which it refuses)
