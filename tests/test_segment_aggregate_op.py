@@ -154,7 +154,10 @@ def test_cuda_backward_equals_cpu(reduce, dtype, width, heads):
         out = segment_aggregate(layout, xd, reduce, vd)
         out.backward(grad.to(dev))
         grads.append(xd.grad.cpu())
-    tol = 5e-3 if dtype == torch.float16 else 1e-5
+    # (the hub's 1000 terms summed in another order: fp32 rounding of
+    # ~1e-4, seen on an H200; float64 agrees to 1e-9)
+    tol = {torch.float16: 5e-3, torch.float32: 1e-3,
+           torch.float64: 1e-9}[dtype]
     torch.testing.assert_close(grads[1], grads[0], atol=tol, rtol=tol)
     assert not grads[1][[1, 2, 3, 4, 5, 6, 8, 9, 250]].any()
 
