@@ -14,6 +14,7 @@ from torch_geometric.nn.models.basic_gnn import BasicGNN
 
 from .gat_conv import GATConv
 from .gcn_conv import GCNConv
+from .hetero_sage_groups import group_all
 from .rgcn_conv import RGCNConv
 from .sage_conv import SAGEConv
 from .trimmed_gnn import trimmable, trimmed_forward
@@ -33,7 +34,8 @@ def register_swap(pyg_class: Type, fused_class: Type):
     SWAPS[pyg_class] = fused_class
 
 
-def to_fused(model: torch.nn.Module, trim: bool = True) -> torch.nn.Module:
+def to_fused(model: torch.nn.Module, trim: bool = True,
+             group: bool = True) -> torch.nn.Module:
     r"""Swaps every PyG layer of :obj:`model` that has a mini-batch
     counterpart (``SAGEConv``, ``GCNConv``, ``GATConv``, ``RGCNConv`` and
     those added by :func:`register_swap`) for it, in place:
@@ -51,6 +53,11 @@ def to_fused(model: torch.nn.Module, trim: bool = True) -> torch.nn.Module:
     output then holds the seeds' rows. Models with ``jk`` or normalisation
     layers keep PyG's own trimming (a warning says so).
 
+    With :obj:`group` (default), in a ``to_hetero`` model the SAGE convs
+    whose outputs are summed per target type are computed as one sum with
+    one root GEMM (:mod:`~pyg_fusesample.nn.hetero_sage_groups`; the same
+    up to rounding, the same parameters and state dict).
+
     Returns:
         :obj:`model`.
     """
@@ -66,6 +73,8 @@ def to_fused(model: torch.nn.Module, trim: bool = True) -> torch.nn.Module:
         warnings.warn(f"to_fused: no mini-batch layer for "
                       f"{', '.join(sorted(left))}; left as PyG's",
                       stacklevel=2)
+    if group:
+        group_all(model)
     if trim and isinstance(model, BasicGNN):
         reason = trimmable(model)
         if reason is None:
