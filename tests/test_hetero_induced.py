@@ -80,9 +80,8 @@ def test_every_edge_among_the_sampled_nodes(device, dtype, num_neighbors):
     assert seen > 30
 
 
+@pytest.mark.cuda
 def test_cuda_equals_cpu():
-    if 'cuda' not in devices():
-        pytest.skip('no GPU')
     data = hetero_graph()
     batches = []
     for device in ('cpu', 'cuda'):
@@ -111,3 +110,26 @@ def test_link_loader(device):
         assert batch_edges(batch, t)[0] == expected_edges(data, batch, t)
     # the supervision edges' endpoints are in the batch
     assert batch[et].edge_label_index.numel() > 0
+
+
+def test_pyg_torch_sparse_gives_the_same_edges():
+    # PyG's own sampler with its torch-sparse backend (no pyg-lib): its
+    # induced batches hold exactly the edges the reference above gives for
+    # their nodes, as ours do for theirs (the node sets differ: each draws
+    # with its own generator).
+    import torch_geometric.typing as pyg_typing
+    if not pyg_typing.WITH_TORCH_SPARSE or pyg_typing.WITH_PYG_LIB:
+        pytest.skip("needs PyG's torch-sparse sampler (torch_sparse, no "
+                    "pyg-lib)")
+    from torch_geometric.loader import NeighborLoader
+    data = hetero_graph()
+    loader = NeighborLoader(data, num_neighbors=[3, 2],
+                            input_nodes=('paper', None), batch_size=8,
+                            subgraph_type='induced')
+    for i, batch in enumerate(loader):
+        for et in data.edge_types:
+            ei, e_id = batch[et].edge_index, batch[et].e_id
+            got = sorted(zip(ei[0].tolist(), ei[1].tolist(), e_id.tolist()))
+            assert got == sorted(expected_edges(data, batch, et)), et
+        if i == 3:
+            break
