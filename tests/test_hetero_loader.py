@@ -516,13 +516,18 @@ def test_bidirectional(rand_graph, num_neighbors):
             assert bool((dst < a[dd].num_nodes).all())
 
 
-def test_induced_not_implemented(rand_graph):
-    with pytest.raises(NotImplementedError, match='induced'):
-        FusedNeighborLoader(rand_graph, [2], input_nodes='paper',
-                            subgraph_type='induced')
-    with pytest.raises(NotImplementedError, match='induced'):
-        FusedNeighborLoader(rand_graph, [2], input_nodes='paper',
-                            directed=False)
+def test_induced_and_undirected_are_the_same(rand_graph):
+    # directed=False is subgraph_type='induced' (as in PyG); the edges are
+    # checked against a reference in tests/test_hetero_induced.py.
+    a, b = (next(iter(FusedNeighborLoader(rand_graph, [2], batch_size=8,
+                                          input_nodes='paper', seed=3,
+                                          **kwargs)))
+            for kwargs in (dict(subgraph_type='induced'),
+                           dict(directed=False)))
+    for et in rand_graph.edge_types:
+        assert torch.equal(a[et].edge_index, b[et].edge_index)
+        assert torch.equal(a[et].e_id, b[et].e_id)
+    assert sum(a[et].edge_index.size(1) for et in a.edge_types) > 0
 
 
 # 4. transform, repeatability, workers #######################################

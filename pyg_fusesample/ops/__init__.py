@@ -1,5 +1,6 @@
 """Thin Python wrappers over ``torch.ops.fusesample.*`` with fake kernels."""
 from .aggregate import SampleAggregateOutput, sample_aggregate
+from .keyed_draws import KeyedDraws, keyed_draws
 from .layer import (LayerBatchOutput, LayerSampleOutput, layer_batch,
                     layer_sample)
 from .sampling import (NeighborSampleOutput, PendingNeighborSample,
@@ -21,4 +22,5 @@ __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
            'TypeSplit', 'split_by_type',
            'sample_aggregate', 'sage_tree', 'random_walk', 'skipgram_loss', 'sparse_adam_',
            'LayerSampleOutput', 'layer_sample', 'LayerBatchOutput',
-           'layer_batch', 'segment_search', 'in_set_entries']
+           'layer_batch', 'segment_search', 'in_set_entries', 'KeyedDraws',
+           'keyed_draws']

@@ -1,0 +1,33 @@
+// fusesample::keyed_draws -- one hop's draws for given targets under given
+// RNG keys, without deduplication: what a rank samples for the frontier
+// nodes it owns on behalf of another (distributed sampling, issue 45).
+//
+// Contract:
+//   colptr [n_local + 1] int64, row [E] int32/int64, edge_id [E] int64 or
+//     None: a CSC over the targets this process holds (row: global source
+//     ids, edge_id: global edge ids; None: the slot index);
+//   target [m] int64 in [0, n_local): the local CSC row of each target;
+//   key [m] int64: each target's draw key, its position in the requesting
+//     batch's node list (fusesample::neighbor_sample's "target position");
+//   num_neighbors k >= -1, replace, rng_seed, hop: the hop's fan-out and
+//     the batch's RNG seed and hop index (homogeneous graphs: the key's
+//     first field is the hop).
+//   Returns count [m] int64 (draws per target: min(deg, k), k with
+//     replacement when deg > 0, deg for -1), row [sum count] int64 (global
+//     source ids) and edge [sum count] int64 (global edge ids), targets in
+//     order, each target's draws in draw order.
+// Equivalence: target i's draws are neighbor_sample's draws of the node at
+// position key[i] of hop `hop` in a batch sampled with the same rng_seed on
+// a CSC whose in-edge list of that node is this one (same order): the same
+// keys (common/rng.h) and the same sampling of a segment (floyd.h). So a
+// batch assembled from several processes' draws, in the requester's order,
+// is the single-process batch, whatever the partitioning.
+// Devices: the CPU (a CUDA kernel is not written yet: CUDA tensors raise).
+#include <torch/library.h>
+
+TORCH_LIBRARY_FRAGMENT(fusesample, m) {
+  m.def(
+      "keyed_draws(Tensor colptr, Tensor row, Tensor? edge_id, Tensor target, "
+      "Tensor key, int num_neighbors, bool replace, int rng_seed, int hop) "
+      "-> (Tensor count, Tensor row, Tensor edge)");
+}

@@ -1,0 +1,216 @@
+r"""Neighbour sampling over a partitioned graph: each rank holds one part
+(:func:`~pyg_fusesample.distributed.read_partition`), and a batch's frontier
+nodes are sampled by the ranks that own them, one all-to-all exchange per
+hop over ``torch.distributed``.
+
+A batch comes out as :func:`~pyg_fusesample.ops.neighbor_sample` would give
+it on the whole graph with the same seeds and RNG seed, whatever the
+partitioning: the requesting rank keeps the batch's node list (seeds, then
+each hop's new nodes in order of first appearance) and sends every frontier
+node with its position in that list; the owner draws its in-edges under the
+key (RNG seed, hop, position) with :func:`~pyg_fusesample.ops.keyed_draws`
+(the single-process op's key and draws, on the same in-edge order: the
+partition's in-edges of a node are in edge id order, as the whole graph's
+CSC holds them); the requester puts the draws back in frontier order and
+deduplicates them as the op does. Per hop: one exchange of request sizes,
+one of (node, position) pairs, one of draw counts and one of draws (their
+sizes known from the counts); features: one exchange of ids and one of
+rows.
+
+Every call is collective: all ranks of the group call :meth:`sample` (and
+:meth:`gather`) the same number of times, in the same order, with batches
+of any size (an empty one included). This first version samples
+homogeneous graphs uniformly on the CPU (``gloo``), non-disjoint; CUDA
+tensors, heterogeneous partitions, ``disjoint``, weights and time raise
+:class:`NotImplementedError`.
+"""
+from typing import List, NamedTuple, Optional, Sequence, Tuple
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from ..ops import keyed_draws
+from .partition_files import Partition
+
+
+class DistSample(NamedTuple):
+    r"""A batch in global ids, as :class:`~pyg_fusesample.ops.
+    NeighborSampleOutput` gives it: ``node`` (seeds first, then each hop's
+    new nodes), ``row`` / ``col`` (local ids of source / target, grouped by
+    hop, targets in node order, draws in draw order), ``edge`` (global edge
+    ids), per-hop counts."""
+    node: Tensor
+    row: Tensor
+    col: Tensor
+    edge: Tensor
+    num_sampled_nodes: List[int]
+    num_sampled_edges: List[int]
+
+
+class DistNeighborSampler:
+    r"""Samples batches from the partition :obj:`part` held by this rank
+    (see the module: the result is the whole graph's, for any partition).
+
+    Args:
+        part (Partition): this rank's part (``part.part_id`` must be the
+            rank in :obj:`group`, ``part.num_parts`` its size).
+        num_neighbors (List[int]): fan-out per hop (``-1``: all in-edges).
+        replace (bool): draw with replacement.
+        group: the process group (default: the world).
+    """
+    def __init__(self, part: Partition, num_neighbors: Sequence[int],
+                 replace: bool = False, group=None):
+        if part.is_hetero:
+            raise NotImplementedError(
+                "distributed sampling of heterogeneous partitions is not "
+                "supported yet")
+        if not dist.is_initialized():
+            raise RuntimeError("DistNeighborSampler needs an initialised "
+                               "torch.distributed process group")
+        self.group = group
+        self.rank = dist.get_rank(group)
+        self.world_size = dist.get_world_size(group)
+        if part.num_parts != self.world_size or part.part_id != self.rank:
+            raise ValueError(
+                f"rank {self.rank} of {self.world_size} holds part "
+                f"{part.part_id} of {part.num_parts}: each rank must hold "
+                f"the part of its own rank")
+        self.num_neighbors = [int(k) for k in num_neighbors]
+        if any(k < -1 for k in self.num_neighbors):
+            raise ValueError(f"'num_neighbors' must be >= -1, got "
+                             f"{self.num_neighbors}")
+        self.replace = bool(replace)
+        self.part = part
+        self.nodes = part.nodes[None]  # owned global ids, ascending
+        self.owner = part.node_map[None]  # global id -> part
+        self.csc = part.csc[None]
+        for t in (self.nodes, self.csc.colptr):
+            if t.device.type != 'cpu':
+                raise NotImplementedError(
+                    "distributed sampling runs on the CPU (gloo) in this "
+                    "version")
+
+    # ------------------------------------------------------------ exchange
+    def _exchange(self, send: Tensor, counts: Tensor) -> Tuple[Tensor, Tensor]:
+        # Rows of `send` (grouped by destination rank, counts[r] for rank r)
+        # to their ranks; returns the rows received (grouped by source rank)
+        # and how many came from each.
+        recv_counts = torch.empty_like(counts)
+        dist.all_to_all_single(recv_counts, counts, group=self.group)
+        recv = send.new_empty((int(recv_counts.sum()), ) + send.shape[1:])
+        dist.all_to_all_single(recv, send.contiguous(), recv_counts.tolist(),
+                               counts.tolist(), group=self.group)
+        return recv, recv_counts
+
+    def _by_owner(self, ids: Tensor) -> Tuple[Tensor, Tensor]:
+        # (a stable order of ids grouped by owner, rows per owner)
+        owner = self.owner[ids]
+        perm = torch.sort(owner, stable=True).indices
+        return perm, torch.bincount(owner, minlength=self.world_size)
+
+    def _local(self, ids: Tensor) -> Tensor:
+        # Rows of owned global ids in this part (a request for a node the
+        # part does not own is a bug of the caller: refused).
+        local = torch.searchsorted(self.nodes, ids)
+        if ids.numel() and (local.max() >= self.nodes.numel() or not
+                            torch.equal(self.nodes[local.clamp_max(
+                                self.nodes.numel() - 1)], ids)):
+            raise RuntimeError(f"rank {self.rank} was asked for nodes it "
+                               f"does not own")
+        return local
+
+    # ------------------------------------------------------------ sampling
+    def sample(self, seed: Tensor, rng_seed: int) -> DistSample:
+        r"""The batch of :obj:`seed` (global ids, on the CPU) under
+        :obj:`rng_seed` (collective)."""
+        seed = seed.to(torch.long)
+        node = seed
+        rows, cols, edges = [], [], []
+        nsn, nse = [seed.numel()], []
+        begin, end = 0, seed.numel()
+        for hop, k in enumerate(self.num_neighbors):
+            frontier = node[begin:end]
+            position = torch.arange(begin, end)
+            perm, counts = self._by_owner(frontier)
+            request = torch.stack([frontier[perm], position[perm]], 1)
+            asked, asked_counts = self._exchange(request, counts)
+            # Serve the requests received: draws per request, in order.
+            draws = keyed_draws(self.csc.colptr, self.csc.row,
+                                self.csc.edge_id,
+                                self._local(asked[:, 0].contiguous()),
+                                asked[:, 1].contiguous(), k, self.replace,
+                                rng_seed, hop)
+            reply_sizes = torch.zeros_like(asked_counts).index_add_(
+                0, torch.repeat_interleave(
+                    torch.arange(self.world_size), asked_counts), draws.count)
+            got_count, _ = self._exchange(draws.count, asked_counts)
+            got, _ = self._exchange(torch.stack([draws.row, draws.edge], 1),
+                                    reply_sizes)
+            src, edge, col = _in_frontier_order(got, got_count, perm, begin)
+            node, row, new = _relabel(node, src)
+            rows.append(row)
+            cols.append(col)
+            edges.append(edge)
+            nsn.append(new)
+            nse.append(src.numel())
+            begin, end = end, node.numel()
+        cat = lambda ts: torch.cat(ts) if ts else \
+            torch.empty(0, dtype=torch.long)  # noqa: E731
+        return DistSample(node, cat(rows), cat(cols), cat(edges), nsn, nse)
+
+    # ------------------------------------------------------------ features
+    def gather(self, ids: Tensor, name: str = 'x') -> Tensor:
+        r"""Rows of node feature :obj:`name` (``'x'``, ``'y'``, ...) of the
+        global ids :obj:`ids`, each from its owner (collective)."""
+        feats = self.part.node_feats[None]
+        if name not in feats:
+            raise KeyError(f"the partition has no node feature {name!r} "
+                           f"(it has {sorted(feats)})")
+        table = feats[name]
+        perm, counts = self._by_owner(ids)
+        asked, asked_counts = self._exchange(ids[perm], counts)
+        rows, _ = self._exchange(table[self._local(asked)], asked_counts)
+        out = torch.empty_like(rows)
+        out[perm] = rows
+        return out
+
+
+def _in_frontier_order(got: Tensor, got_count: Tensor, perm: Tensor,
+                       begin: int) -> Tuple[Tensor, Tensor, Tensor]:
+    # The draws came back grouped by owner, each owner's in our request
+    # order (`perm`: frontier index of every request): reorder them target
+    # by target in frontier order. Returns (sources, edge ids, the local id
+    # of each draw's target).
+    n = perm.numel()
+    count = torch.empty_like(got_count)
+    count[perm] = got_count
+    start = torch.empty_like(got_count)
+    start[perm] = torch.cumsum(got_count, 0) - got_count
+    total = int(count.sum())
+    first = torch.repeat_interleave(start, count)
+    within = torch.arange(total) - torch.repeat_interleave(
+        torch.cumsum(count, 0) - count, count)
+    index = first + within
+    col = torch.repeat_interleave(torch.arange(begin, begin + n), count)
+    return got[index, 0], got[index, 1], col
+
+
+def _relabel(node: Tensor, src: Tensor) -> Tuple[Tensor, Tensor, int]:
+    # As the op: sources not yet in the batch are appended in order of first
+    # appearance; returns (the node list, every source's local id, how many
+    # were new).
+    known = torch.isin(src, node)
+    fresh = src[~known]
+    if fresh.numel():
+        uniq, inverse = torch.unique(fresh, return_inverse=True)
+        first = torch.full((uniq.numel(), ), fresh.numel(), dtype=torch.long)
+        first.scatter_reduce_(0, inverse, torch.arange(fresh.numel()), 'amin')
+        new = uniq[torch.argsort(first)]
+        node = torch.cat([node, new])
+    else:
+        new = fresh
+    # (stable: a seed given twice is its first position, as in the op)
+    ordered, where = torch.sort(node, stable=True)
+    row = where[torch.searchsorted(ordered, src)]
+    return node, row, new.numel()

@@ -1,0 +1,55 @@
+"""``fusesample::keyed_draws``: one hop's draws for given targets under given
+RNG keys (contract: ``kernels/sampler/keyed_draws.cpp``), what a rank samples
+for the frontier nodes it owns on behalf of another."""
+from typing import NamedTuple, Optional
+
+import torch
+from torch import Tensor
+
+from .. import _extension  # noqa: F401  (registers the ops)
+
+_ops = torch.ops.fusesample
+
+
+class KeyedDraws(NamedTuple):
+    count: Tensor  # [m] draws per target
+    row: Tensor    # [sum(count)] global source ids, target after target
+    edge: Tensor   # [sum(count)] global edge ids
+
+
+def keyed_draws(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
+                target: Tensor, key: Tensor, num_neighbors: int,
+                replace: bool, rng_seed: int, hop: int) -> KeyedDraws:
+    r"""The draws :func:`~pyg_fusesample.ops.neighbor_sample` makes at hop
+    :obj:`hop` for the node at position ``key[i]`` of a batch sampled with
+    :obj:`rng_seed`, for every target ``i`` (its in-edges: local CSC row
+    ``target[i]``), without deduplication: the counts, sources and edge ids
+    in draw order. Uniform sampling, homogeneous graphs, CPU tensors.
+
+    Args:
+        colptr (Tensor): ``[n + 1]`` int64 over the targets held here.
+        row (Tensor): ``[E]`` int32 or int64 global source ids.
+        edge_id (Tensor, optional): ``[E]`` int64 global edge ids (``None``:
+            the slot).
+        target (Tensor): ``[m]`` int64 local CSC rows.
+        key (Tensor): ``[m]`` int64 positions in the requesting batch.
+        num_neighbors (int): the hop's fan-out (``-1``: every in-edge).
+        replace (bool): draw with replacement.
+        rng_seed (int): the batch's RNG seed.
+        hop (int): the hop's index.
+    """
+    if colptr.device.type != 'cpu':
+        raise NotImplementedError(
+            "keyed_draws runs on the CPU only (no CUDA kernel yet): pass CPU "
+            "tensors")
+    return KeyedDraws(*_ops.keyed_draws(colptr, row, edge_id, target, key,
+                                        int(num_neighbors), bool(replace),
+                                        int(rng_seed), int(hop)))
+
+
+@torch.library.register_fake('fusesample::keyed_draws')
+def _keyed_draws_fake(colptr, row, edge_id, target, key, num_neighbors,
+                      replace, rng_seed, hop):
+    m = torch.library.get_ctx().new_dynamic_size()
+    return (target.new_empty(target.shape), target.new_empty(m),
+            target.new_empty(m))

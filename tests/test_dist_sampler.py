@@ -1,0 +1,106 @@
+"""DistNeighborSampler (issue 45): batches sampled across 1, 2 and 4 gloo
+processes, each holding one part of a partition written by
+write_partitions, equal the single-process op's batches on the whole graph
+(nodes, edges, edge ids, per-hop counts) for every partitioning (range,
+hash), fan-outs with -1, 0 and replacement, a hub whose in-edges come from
+every part, isolated nodes and an empty batch; features gathered from their
+owners equal the whole graph's rows; bad setups are refused."""
+import datetime
+import os
+import tempfile
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from pyg_fusesample.distributed import (DistNeighborSampler, read_partition,
+                                        write_partitions)
+from pyg_fusesample.ops import neighbor_sample
+from pyg_fusesample.sampler.graph_store import build_csc
+
+N, E = 300, 3000
+FANOUTS = [[4, 3], [-1, 2], [0, 5], [3, 3, 3]]
+
+
+def graph(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, N, (E, ), generator=g)
+    dst = torch.randint(0, N - 10, (E, ), generator=g)  # 10 isolated
+    hub = torch.stack([torch.arange(N), torch.full((N, ), 7)])  # node 7
+    edge_index = torch.cat([torch.stack([src, dst]), hub], 1)
+    x = torch.randn(N, 5, generator=g)
+    y = torch.randint(0, 4, (N, ), generator=g)
+    return edge_index, x, y
+
+
+def seed_batches():
+    g = torch.Generator().manual_seed(1)
+    return [torch.randperm(N, generator=g)[:16], torch.tensor([7, 7, 3]),
+            torch.empty(0, dtype=torch.long), torch.tensor([295, 296])]
+
+
+def _worker(rank, world, root, init, fanout, replace, out_dir):
+    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
+                            world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    try:
+        part = read_partition(root, rank)
+        sampler = DistNeighborSampler(part, fanout, replace=replace)
+        results = []
+        for i, seed in enumerate(seed_batches()):
+            # every rank asks for its own batches (here: a rotation)
+            mine = seed_batches()[(i + rank) % len(seed_batches())]
+            out = sampler.sample(mine, rng_seed=100 + i)
+            results.append((i, mine, out._asdict(),
+                            sampler.gather(out.node, 'x'),
+                            sampler.gather(out.node, 'y')))
+        torch.save(results, os.path.join(out_dir, f'{rank}.pt'))
+    finally:
+        dist.destroy_process_group()
+
+
+def run(world, fanout, replace, assignment):
+    edge_index, x, y = graph()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, 'part')
+        write_partitions(root, N, [(edge_index[0], edge_index[1])], world,
+                         assignment=assignment, node_feats=x, labels=y)
+        mp.spawn(_worker, args=(world, root, os.path.join(tmp, 'init'),
+                                fanout, replace, tmp), nprocs=world)
+        return [torch.load(os.path.join(tmp, f'{r}.pt')) for r in
+                range(world)], edge_index, x, y
+
+
+# (each case starts `world` processes: ~2-3 s)
+CASES = [(1, 'range', [4, 3], False), (2, 'range', [4, 3], False),
+         (2, 'hash', [4, 3], True), (4, 'hash', [4, 3], False)] + [
+    (2, 'hash', fanout, replace) for fanout in FANOUTS[1:]
+    for replace in (False, True)]
+
+
+@pytest.mark.parametrize('world,assignment,fanout,replace', CASES)
+def test_batches_equal_the_whole_graph(world, assignment, fanout, replace):
+    results, edge_index, x, y = run(world, fanout, replace, assignment)
+    g = build_csc(edge_index, N)
+    for rank_results in results:
+        for i, seed, out, feats, labels in rank_results:
+            want = neighbor_sample(g.colptr, g.row, g.edge_id, seed, fanout,
+                                   replace, False, 100 + i)
+            assert torch.equal(out['node'], want.node)
+            assert torch.equal(out['row'], want.row)
+            assert torch.equal(out['col'], want.col)
+            assert torch.equal(out['edge'], want.edge)
+            assert out['num_sampled_nodes'] == want.num_sampled_nodes.tolist()
+            assert out['num_sampled_edges'] == want.num_sampled_edges.tolist()
+            assert torch.equal(feats, x[want.node])
+            assert torch.equal(labels, y[want.node])
+
+
+def test_refusals(tmp_path):
+    edge_index, x, y = graph()
+    write_partitions(str(tmp_path / 'p'), N, [(edge_index[0], edge_index[1])],
+                     2, node_feats=x)
+    part = read_partition(str(tmp_path / 'p'), 1)
+    with pytest.raises(RuntimeError, match='process group'):
+        DistNeighborSampler(part, [2])
