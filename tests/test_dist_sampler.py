@@ -104,3 +104,61 @@ def test_refusals(tmp_path):
     part = read_partition(str(tmp_path / 'p'), 1)
     with pytest.raises(RuntimeError, match='process group'):
         DistNeighborSampler(part, [2])
+
+
+def _loader_worker(rank, world, root, init, out_dir):
+    from pyg_fusesample.distributed import FusedDistNeighborLoader
+    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
+                            world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    try:
+        part = read_partition(root, rank)
+        train = torch.arange(N) % 3 == 0
+        loader = FusedDistNeighborLoader(part, [4, 3], input_nodes=train,
+                                         batch_size=16, shuffle=True, seed=5)
+        batches = [dict(b.to_dict()) for b in loader]
+        torch.save((len(loader), batches),
+                   os.path.join(out_dir, f'loader{rank}.pt'))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize('world', [2, 3])
+def test_loader_batches_equal_fused_neighbor_loader(world):
+    # Rank r's batches are FusedNeighborLoader's on the whole graph for
+    # rank r's share of the seeds (same batch size, shuffle and seed).
+    from torch_geometric.data import Data
+
+    from pyg_fusesample import FusedNeighborLoader
+    from pyg_fusesample.distributed import shard
+    edge_index, x, y = graph()
+    data = Data(x=x, y=y, edge_index=edge_index, num_nodes=N)
+    train = (torch.arange(N) % 3 == 0).nonzero().view(-1)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, 'part')
+        write_partitions(root, N, [(edge_index[0], edge_index[1])], world,
+                         assignment='hash', node_feats=x, labels=y)
+        mp.spawn(_loader_worker, args=(world, root, os.path.join(tmp, 'init'),
+                                       tmp), nprocs=world)
+        got = [torch.load(os.path.join(tmp, f'loader{r}.pt'))
+               for r in range(world)]
+    assert len({n for n, _ in got}) == 1  # as many batches on every rank
+    for rank, (num_batches, batches) in enumerate(got):
+        want = list(FusedNeighborLoader(
+            data, [4, 3], input_nodes=shard(train, rank, world),
+            batch_size=16, shuffle=True, seed=5))
+        assert num_batches == len(want) == len(batches)
+        for a, b in zip(batches, want):
+            for key in ('x', 'y', 'edge_index', 'n_id', 'e_id', 'input_id'):
+                assert torch.equal(a[key], b[key]), key
+            assert a['batch_size'] == b.batch_size
+            assert list(a['num_sampled_nodes']) == list(b.num_sampled_nodes)
+            assert list(a['num_sampled_edges']) == list(b.num_sampled_edges)
+
+
+def test_shard_pads_to_equal_shares():
+    from pyg_fusesample.distributed import shard
+    ids = torch.arange(10)
+    shares = [shard(ids, r, 4) for r in range(4)]
+    assert all(s.numel() == 3 for s in shares)
+    assert sorted(torch.cat(shares).tolist()) == sorted(list(range(10)) + [0, 1])

@@ -1,7 +1,8 @@
 """The package's import arrows point down, read from the imports themselves.
 
 Layers (low to high): version/environment/extension/files -> sparse -> ops ->
-sampler/autotune/datasets -> nn/optim/distributed -> loader -> bench/demo -> the package root.
+sampler/autotune/datasets -> nn/optim -> loader -> distributed -> bench/demo -> the package
+root.
 A module may import its own layer or a lower one, never a higher one; no
 intra-package import hides inside a function (a lazy import is how a cycle
 is papered over), and the module graph has no cycle.
@@ -17,10 +18,11 @@ RANK = {
     'sparse': 1,
     'ops': 2,
     'sampler': 3, 'autotune': 3, 'datasets': 3,
-    'nn': 4, 'optim': 4, 'distributed': 4,
+    'nn': 4, 'optim': 4,
     'loader': 5,
-    'bench': 6, 'demo': 6,
-    '__init__': 7,
+    'distributed': 6,
+    'bench': 7, 'demo': 7,
+    '__init__': 8,
 }
 
 

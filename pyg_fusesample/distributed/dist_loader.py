@@ -1,0 +1,142 @@
+r"""``FusedDistNeighborLoader``: mini-batches of a partitioned graph, one
+process per part, as :class:`~pyg_fusesample.FusedNeighborLoader` gives them
+on the whole graph."""
+from typing import Iterator, Optional, Sequence, Union
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+from torch_geometric.data import Data
+
+from ..loader.seeded_batches import SeededBatchSampler, resolve_generator
+from ..sparse.target_layout import register_batch
+from .dist_sampler import DistNeighborSampler
+from .partition_files import Partition
+
+
+def shard(input_nodes: Tensor, rank: int, world_size: int) -> Tensor:
+    r"""Rank :obj:`rank`'s share of :obj:`input_nodes`: every
+    ``world_size``-th one from position ``rank``, after padding the list by
+    repeating its start to a multiple of ``world_size`` (as
+    :class:`torch.utils.data.DistributedSampler` does), so that every rank
+    gets as many seeds, and as many batches."""
+    n = input_nodes.numel()
+    if n == 0:
+        return input_nodes
+    total = -(-n // world_size) * world_size
+    padded = input_nodes.repeat(-(-total // n))[:total]
+    return padded[rank::world_size]
+
+
+class FusedDistNeighborLoader:
+    r"""Mini-batches of the graph partitioned over a ``torch.distributed``
+    group, sampled across the ranks' parts
+    (:class:`~pyg_fusesample.distributed.DistNeighborSampler`), with node
+    features and labels gathered from their owners.
+
+    Rank ``r``'s batches are those :class:`~pyg_fusesample.
+    FusedNeighborLoader` gives on the whole graph for the seeds
+    :func:`shard` gives it, with the same ``batch_size``, ``shuffle``,
+    ``drop_last`` and ``seed``: the same nodes, edges, edge ids, features,
+    labels and per-hop counts, whatever the partitioning. Every rank has as
+    many batches (the seeds are padded as ``DistributedSampler`` pads
+    them), and iterating is collective: all ranks iterate together.
+
+    .. code-block:: python
+
+        dist.init_process_group('gloo')
+        part = read_partition(root, dist.get_rank())
+        loader = FusedDistNeighborLoader(part, [15, 10], input_nodes=train,
+                                         batch_size=1024, shuffle=True,
+                                         seed=epoch_seed)
+        for batch in loader:  # Data: x, y, edge_index, n_id, e_id, ...
+            ...
+
+    Args:
+        part (Partition): this rank's part
+            (:func:`~pyg_fusesample.distributed.read_partition`).
+        num_neighbors (List[int]): fan-out per hop (``-1``: all in-edges).
+        input_nodes (Tensor, optional): the seeds of all ranks, global ids
+            or a boolean mask over the graph's nodes (default: every node),
+            sharded here (:obj:`shard_inputs`).
+        batch_size (int): seeds per batch.
+        shuffle (bool): shuffle this rank's seeds every epoch.
+        drop_last (bool): drop this rank's last, smaller batch.
+        replace (bool): draw with replacement.
+        seed (int, optional): seeds the shuffling and the batches' RNG keys
+            (else :obj:`generator`, else PyTorch's global RNG; every rank
+            draws its own keys from its own generator).
+        generator (torch.Generator, optional): as for ``FusedNeighborLoader``.
+        shard_inputs (bool): take this rank's share of :obj:`input_nodes`
+            (default); ``False``: they are this rank's seeds already (their
+            batches must then be as many on every rank).
+        group: the process group (default: the world).
+
+    Batches hold ``x``, ``y`` (where the partition stores them),
+    ``edge_index``, ``n_id``, ``e_id``, ``input_id`` (positions in this
+    rank's seeds), ``batch_size``, ``num_sampled_nodes`` and
+    ``num_sampled_edges``; ``edge_index`` is registered for the mini-batch
+    layers (:mod:`pyg_fusesample.nn`), as the fused loaders register theirs.
+    This version runs on the CPU (gloo); see
+    :class:`~pyg_fusesample.distributed.DistNeighborSampler` for what it
+    does not do yet.
+    """
+    def __init__(self, part: Partition, num_neighbors: Sequence[int],
+                 input_nodes: Optional[Tensor] = None, batch_size: int = 1,
+                 shuffle: bool = False, drop_last: bool = False,
+                 replace: bool = False, seed: Optional[int] = None,
+                 generator: Optional[torch.Generator] = None,
+                 shard_inputs: bool = True, group=None):
+        self.sampler = DistNeighborSampler(part, num_neighbors, replace,
+                                           group)
+        num_nodes = part.node_map[None].numel()
+        if input_nodes is None:
+            input_nodes = torch.arange(num_nodes)
+        elif input_nodes.dtype == torch.bool:
+            if input_nodes.numel() != num_nodes:
+                raise ValueError(f"a boolean 'input_nodes' must have one "
+                                 f"entry per node ({num_nodes}), got "
+                                 f"{input_nodes.numel()}")
+            input_nodes = input_nodes.nonzero().view(-1)
+        input_nodes = input_nodes.to(torch.long).cpu()
+        if input_nodes.numel() and (int(input_nodes.min()) < 0 or
+                                    int(input_nodes.max()) >= num_nodes):
+            raise ValueError(f"'input_nodes' holds ids outside [0, "
+                             f"{num_nodes})")
+        if shard_inputs:
+            input_nodes = shard(input_nodes, self.sampler.rank,
+                                self.sampler.world_size)
+        self.input_nodes = input_nodes
+        self.batches = SeededBatchSampler(
+            input_nodes.numel(), batch_size, shuffle, drop_last,
+            resolve_generator(seed, generator))
+        feats = part.node_feats[None]
+        self._feature_names = [n for n in ('x', 'y') if n in feats]
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self) -> Iterator[Data]:
+        for positions, key, _ in self.batches.slices(*self.batches.plan()):
+            yield self._batch(positions, key)
+
+    def _batch(self, positions: Tensor, key: int) -> Data:
+        seeds = self.input_nodes[positions]
+        out = self.sampler.sample(seeds, key)
+        data = Data(edge_index=torch.stack([out.row, out.col]),
+                    num_nodes=out.node.numel())
+        for name in self._feature_names:
+            data[name] = self.sampler.gather(out.node, name)
+        data.n_id, data.e_id = out.node, out.edge
+        data.input_id, data.batch_size = positions, seeds.numel()
+        data.num_sampled_nodes = out.num_sampled_nodes
+        data.num_sampled_edges = out.num_sampled_edges
+        register_batch(data.edge_index, out.num_sampled_nodes,
+                       out.num_sampled_edges)
+        return data
+
+    def __repr__(self) -> str:
+        return (f'{type(self).__name__}(rank={self.sampler.rank}, '
+                f'world_size={self.sampler.world_size}, '
+                f'num_neighbors={self.sampler.num_neighbors}, '
+                f'batch_size={self.batches.batch_size})')
