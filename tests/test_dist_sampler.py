@@ -130,7 +130,7 @@ def test_loader_batches_equal_fused_neighbor_loader(world):
     from torch_geometric.data import Data
 
     from pyg_fusesample import FusedNeighborLoader
-    from pyg_fusesample.distributed import shard
+    from pyg_fusesample.loader import rank_seeds
     edge_index, x, y = graph()
     data = Data(x=x, y=y, edge_index=edge_index, num_nodes=N)
     train = (torch.arange(N) % 3 == 0).nonzero().view(-1)
@@ -145,7 +145,8 @@ def test_loader_batches_equal_fused_neighbor_loader(world):
     assert len({n for n, _ in got}) == 1  # as many batches on every rank
     for rank, (num_batches, batches) in enumerate(got):
         want = list(FusedNeighborLoader(
-            data, [4, 3], input_nodes=shard(train, rank, world),
+            data, [4, 3], input_nodes=rank_seeds(train, rank, world,
+                                                 shuffle=False),
             batch_size=16, shuffle=True, seed=5))
         assert num_batches == len(want) == len(batches)
         for a, b in zip(batches, want):
@@ -156,9 +157,44 @@ def test_loader_batches_equal_fused_neighbor_loader(world):
             assert list(a['num_sampled_edges']) == list(b.num_sampled_edges)
 
 
-def test_shard_pads_to_equal_shares():
-    from pyg_fusesample.distributed import shard
-    ids = torch.arange(10)
-    shares = [shard(ids, r, 4) for r in range(4)]
-    assert all(s.numel() == 3 for s in shares)
-    assert sorted(torch.cat(shares).tolist()) == sorted(list(range(10)) + [0, 1])
+def _dying_worker(rank, world, root, init, out_dir, how):
+    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
+                            world_size=world,
+                            timeout=datetime.timedelta(seconds=10))
+    sampler = DistNeighborSampler(read_partition(root, rank), [3, 2])
+    import time
+    if rank == 1:
+        if how == 'hang':  # alive, but never answers
+            time.sleep(14)
+        os._exit(0)  # dies before the batch
+    start = time.monotonic()
+    try:
+        sampler.sample(torch.arange(8), rng_seed=1)
+        outcome = ('returned', '')
+    except RuntimeError as e:
+        outcome = ('raised', str(e))
+    torch.save((outcome, time.monotonic() - start),
+               os.path.join(out_dir, 'dying.pt'))
+    os._exit(0)
+
+
+@pytest.mark.parametrize('how', ['die', 'hang'])
+def test_a_dead_or_silent_peer_ends_the_batch_with_an_error(how):
+    edge_index, x, y = graph()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, 'part')
+        write_partitions(root, N, [(edge_index[0], edge_index[1])], 2,
+                         node_feats=x)
+        ctx = mp.get_context('spawn')
+        procs = [ctx.Process(target=_dying_worker,
+                             args=(r, 2, root, os.path.join(tmp, 'init'),
+                                   tmp, how)) for r in range(2)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+            assert p.exitcode is not None, 'a rank hung'
+        (kind, message), seconds = torch.load(os.path.join(tmp, 'dying.pt'))
+    assert kind == 'raised' and 'rank 0 of 2' in message
+    assert 'died' in message
+    assert seconds < 10 + 5  # within the process group's timeout

@@ -8,24 +8,11 @@ import torch.distributed as dist
 from torch import Tensor
 from torch_geometric.data import Data
 
+from ..loader.distributed import rank_seeds
 from ..loader.seeded_batches import SeededBatchSampler, resolve_generator
 from ..sparse.target_layout import register_batch
 from .dist_sampler import DistNeighborSampler
 from .partition_files import Partition
-
-
-def shard(input_nodes: Tensor, rank: int, world_size: int) -> Tensor:
-    r"""Rank :obj:`rank`'s share of :obj:`input_nodes`: every
-    ``world_size``-th one from position ``rank``, after padding the list by
-    repeating its start to a multiple of ``world_size`` (as
-    :class:`torch.utils.data.DistributedSampler` does), so that every rank
-    gets as many seeds, and as many batches."""
-    n = input_nodes.numel()
-    if n == 0:
-        return input_nodes
-    total = -(-n // world_size) * world_size
-    padded = input_nodes.repeat(-(-total // n))[:total]
-    return padded[rank::world_size]
 
 
 class FusedDistNeighborLoader:
@@ -35,12 +22,14 @@ class FusedDistNeighborLoader:
     features and labels gathered from their owners.
 
     Rank ``r``'s batches are those :class:`~pyg_fusesample.
-    FusedNeighborLoader` gives on the whole graph for the seeds
-    :func:`shard` gives it, with the same ``batch_size``, ``shuffle``,
-    ``drop_last`` and ``seed``: the same nodes, edges, edge ids, features,
-    labels and per-hop counts, whatever the partitioning. Every rank has as
-    many batches (the seeds are padded as ``DistributedSampler`` pads
-    them), and iterating is collective: all ranks iterate together.
+    FusedNeighborLoader` gives on the whole graph for rank ``r``'s share of
+    the seeds (:func:`~pyg_fusesample.loader.rank_seeds`:
+    ``DistributedSampler``'s split, not shuffled there), with the same
+    ``batch_size``, ``shuffle``, ``drop_last`` and ``seed``: the same
+    nodes, edges, edge ids, features, labels and per-hop counts, whatever
+    the partitioning. Every rank has as many batches (the shares are padded
+    as ``DistributedSampler`` pads them), and iterating is collective: all
+    ranks iterate together.
 
     .. code-block:: python
 
@@ -104,8 +93,9 @@ class FusedDistNeighborLoader:
             raise ValueError(f"'input_nodes' holds ids outside [0, "
                              f"{num_nodes})")
         if shard_inputs:
-            input_nodes = shard(input_nodes, self.sampler.rank,
-                                self.sampler.world_size)
+            input_nodes = rank_seeds(input_nodes, self.sampler.rank,
+                                     self.sampler.world_size, shuffle=False,
+                                     drop_last=drop_last)
         self.input_nodes = input_nodes
         self.batches = SeededBatchSampler(
             input_nodes.numel(), batch_size, shuffle, drop_last,

@@ -19,7 +19,9 @@ rows.
 
 Every call is collective: all ranks of the group call :meth:`sample` (and
 :meth:`gather`) the same number of times, in the same order, with batches
-of any size (an empty one included). This first version samples
+of any size (an empty one included). A rank that dies, or does not answer
+within the process group's timeout (``init_process_group(timeout=...)``),
+ends the others' calls with a ``RuntimeError`` saying so, never a hang. This first version samples
 homogeneous graphs uniformly on the CPU (``gloo``), non-disjoint; CUDA
 tensors, heterogeneous partitions, ``disjoint``, weights and time raise
 :class:`NotImplementedError`.
@@ -96,11 +98,20 @@ class DistNeighborSampler:
         # Rows of `send` (grouped by destination rank, counts[r] for rank r)
         # to their ranks; returns the rows received (grouped by source rank)
         # and how many came from each.
-        recv_counts = torch.empty_like(counts)
-        dist.all_to_all_single(recv_counts, counts, group=self.group)
-        recv = send.new_empty((int(recv_counts.sum()), ) + send.shape[1:])
-        dist.all_to_all_single(recv, send.contiguous(), recv_counts.tolist(),
-                               counts.tolist(), group=self.group)
+        try:
+            recv_counts = torch.empty_like(counts)
+            dist.all_to_all_single(recv_counts, counts, group=self.group)
+            recv = send.new_empty((int(recv_counts.sum()), ) +
+                                  send.shape[1:])
+            dist.all_to_all_single(recv, send.contiguous(),
+                                   recv_counts.tolist(), counts.tolist(),
+                                   group=self.group)
+        except RuntimeError as e:  # (gloo's DistError and the like)
+            raise RuntimeError(
+                f"DistNeighborSampler, rank {self.rank} of "
+                f"{self.world_size}: an exchange with the other ranks "
+                f"failed: a rank died, or did not answer within the process "
+                f"group's timeout ({type(e).__name__}: {e})") from e
         return recv, recv_counts
 
     def _by_owner(self, ids: Tensor) -> Tuple[Tensor, Tensor]:

@@ -1,0 +1,230 @@
+"""GraphSAGE on a graph partitioned over processes: each rank holds one part
+(its nodes' in-edges, features and labels) and samples its batches across
+all parts with FusedDistNeighborLoader, in PyG's distributed style
+(torchrun, DDP, seeds sharded per rank, evaluation, checkpoints).
+
+On the CPU, two processes (gloo):
+
+    torchrun --standalone --nproc_per_node 2 examples/distributed_sage.py \
+        --device cpu --synthetic --scale 0.01 --epochs 1
+
+Two torchrun "nodes" on one host, sharing nothing but the process group
+(each node writes its own partition files from the same generated graph):
+
+    torchrun --nnodes 2 --node_rank 0 --nproc_per_node 1 \
+        --rdzv_backend c10d --rdzv_endpoint localhost:29511 \
+        examples/distributed_sage.py --device cpu --synthetic --scale 0.01
+    (and the same with --node_rank 1, in another shell)
+
+A partition of a real data set, written by PyG's ``Partitioner`` (or
+``pyg_fusesample.distributed.write_partitions``) with labels, is read with
+``--partition-root DIR`` (one part per rank; its ``META.json`` must say as
+many parts as there are ranks). Without it, ``--synthetic`` generates the
+SYNTHETIC products-like graph (every printed line says so) and partitions it
+by node hash into a folder of each node's own.
+
+``--checkpoint PATH`` saves the model, the optimizer and every rank's RNG
+state after each epoch; ``--resume`` continues from it. Each epoch's batches
+come from ``--seed`` and the epoch number, so a run killed between epochs
+and resumed gives the same later batches and losses as an uninterrupted
+run. ``--timeout`` bounds every collective: a rank that dies or never
+answers ends the others with an error within it, never a hang.
+
+This version samples on the CPU only (``--device cuda`` stops with a
+message): see docs/multi_gpu.md for what the distributed loader does and
+does not do yet.
+"""
+import argparse
+import datetime
+import os
+import os.path as osp
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+from torch_geometric.nn.models import GraphSAGE
+
+from pyg_fusesample.distributed import (FusedDistNeighborLoader,
+                                        read_partition, write_partitions)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__.split('\n\n')[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument('--device', choices=['cpu', 'cuda'], default='cpu')
+    p.add_argument('--partition-root', default=None,
+                   help="a partition folder (META.json) with labels")
+    p.add_argument('--synthetic', action='store_true',
+                   help='generate the SYNTHETIC products-like graph')
+    p.add_argument('--scale', type=float, default=0.01)
+    p.add_argument('--partition-dir', default=None,
+                   help='where --synthetic writes its parts, a folder per '
+                        'node below it (default: the temporary folder)')
+    p.add_argument('--num-neighbors', type=int, nargs='+', default=[10, 5])
+    p.add_argument('--batch-size', type=int, default=512)
+    p.add_argument('--hidden', type=int, default=128)
+    p.add_argument('--lr', type=float, default=0.003)
+    p.add_argument('--epochs', type=int, default=3)
+    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--checkpoint', default=None)
+    p.add_argument('--resume', action='store_true')
+    p.add_argument('--timeout', type=float, default=120.0,
+                   help='seconds any collective may wait for a peer')
+    return p.parse_args(argv)
+
+
+def synthetic_partition(args, rank: int) -> str:
+    # Every node generates the same graph (seeded) and its first process
+    # writes the parts into the node's own folder; nothing is shared but
+    # the process group.
+    from pyg_fusesample.datasets import products_like
+    node = int(os.environ.get('GROUP_RANK', os.environ.get('NODE_RANK', 0)))
+    base = args.partition_dir or osp.join(
+        tempfile.gettempdir(), f'pyg_fusesample_dist_sage_{os.getuid()}')
+    root = osp.join(base, f'scale{args.scale:g}_seed{args.seed}_parts'
+                          f'{dist.get_world_size()}_node{node}')
+    if int(os.environ.get('LOCAL_RANK', 0)) == 0 and \
+            not osp.exists(osp.join(root, 'META.json')):
+        data = products_like(scale=args.scale, seed=args.seed)
+        if osp.exists(root):  # (a run cut short: no META.json)
+            import shutil
+            shutil.rmtree(root)
+        write_partitions(root, data.num_nodes,
+                         [(data.edge_index[0], data.edge_index[1])],
+                         dist.get_world_size(), assignment='hash',
+                         node_feats=data.x, labels=data.y)
+        masks = {k: data[k] for k in ('train_mask', 'val_mask', 'test_mask')}
+        torch.save(masks, osp.join(root, 'masks.pt'))
+    dist.barrier()
+    return root
+
+
+def splits(root: str, num_nodes: int, seed: int):
+    path = osp.join(root, 'masks.pt')
+    if osp.exists(path):
+        masks = torch.load(path)
+        return masks['train_mask'], masks['test_mask']
+    # A partition without masks: a seeded 80/20 split of the nodes.
+    g = torch.Generator().manual_seed(seed)
+    train = torch.rand(num_nodes, generator=g) < 0.8
+    return train, ~train
+
+
+def save_checkpoint(path: str, epoch: int, model, optimizer, rank: int):
+    # The model and optimizer (the same on every rank under DDP) from rank 0,
+    # every rank's RNG state (dropout) from that rank.
+    torch.save(torch.get_rng_state(), f'{path}.rng{rank}')
+    if rank == 0:
+        torch.save({'epoch': epoch, 'model': model.state_dict(),
+                    'optimizer': optimizer.state_dict()}, f'{path}.tmp')
+        os.replace(f'{path}.tmp', path)
+    dist.barrier()
+
+
+def load_checkpoint(path: str, model, optimizer, rank: int) -> int:
+    state = torch.load(path, weights_only=True)
+    model.load_state_dict(state['model'])
+    optimizer.load_state_dict(state['optimizer'])
+    torch.set_rng_state(torch.load(f'{path}.rng{rank}', weights_only=True))
+    return state['epoch']
+
+
+@torch.no_grad()
+def accuracy(model, loader) -> float:
+    model.eval()
+    counts = torch.zeros(2)
+    for batch in loader:
+        out = model(batch.x, batch.edge_index)[:batch.batch_size]
+        y = batch.y[:batch.batch_size]
+        counts += torch.tensor([(out.argmax(-1) == y).sum().item(),
+                                y.numel()], dtype=torch.float)
+    dist.all_reduce(counts)
+    return float(counts[0] / counts[1].clamp_min(1))
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.device == 'cuda':
+        raise SystemExit('distributed_sage.py: this version samples on the '
+                         'CPU only (gloo); run it with --device cpu')
+    if args.partition_root is None and not args.synthetic:
+        raise SystemExit('distributed_sage.py: give --partition-root DIR (a '
+                         'partition with labels) or --synthetic')
+    dist.init_process_group(
+        'gloo', timeout=datetime.timedelta(seconds=args.timeout))
+    try:
+        run(args)
+    finally:
+        # (after run() returned: DDP's reducer freed while the group
+        # lives; freed after it, it could hang the process at exit)
+        dist.destroy_process_group()
+
+
+def run(args):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    root = args.partition_root or synthetic_partition(args, rank)
+    label = '' if args.partition_root else 'SYNTHETIC products-like: '
+    say = (lambda msg: print(f'{label}{msg}', flush=True)) if rank == 0 \
+        else (lambda msg: None)
+    part = read_partition(root, rank, with_edge_map=False)
+    num_nodes = part.node_map[None].numel()
+    if 'y' not in part.node_feats[None]:
+        raise SystemExit(f'{root}: the partition holds no labels')
+    train_nodes, test_nodes = splits(root, num_nodes, args.seed)
+    # (the labels a rank holds may miss a class: the largest of all)
+    classes = part.node_feats[None]['y'].max().view(1) + 1
+    dist.all_reduce(classes, op=dist.ReduceOp.MAX)
+    say(f'{world} ranks, {num_nodes:,} nodes; rank 0 holds '
+        f'{part.nodes[None].numel():,} nodes and '
+        f'{part.csc[None].num_edges:,} in-edges '
+        f'({sum(part.nbytes().values()) / 2**20:.1f} MiB)')
+
+    torch.manual_seed(args.seed)  # the same initial weights everywhere
+    model = GraphSAGE(part.node_feats[None]['x'].size(1), args.hidden,
+                      len(args.num_neighbors), int(classes),
+                      dropout=0.5)
+    torch.manual_seed(args.seed + 1 + rank)  # each rank's dropout
+    model = DistributedDataParallel(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    start = 0
+    if args.resume:
+        if not args.checkpoint or not osp.exists(args.checkpoint):
+            raise SystemExit(f'--resume: no checkpoint at '
+                             f'{args.checkpoint!r}')
+        start = load_checkpoint(args.checkpoint, model, optimizer, rank)
+        say(f'resumed after epoch {start}')
+    for epoch in range(start + 1, args.epochs + 1):
+        loader = FusedDistNeighborLoader(
+            part, args.num_neighbors, input_nodes=train_nodes,
+            batch_size=args.batch_size, shuffle=True,
+            seed=args.seed * 1000 + epoch)
+        model.train()
+        t0, total, steps = time.perf_counter(), torch.zeros(1), 0
+        for batch in loader:
+            optimizer.zero_grad()
+            out = model(batch.x, batch.edge_index)[:batch.batch_size]
+            loss = F.cross_entropy(out, batch.y[:batch.batch_size])
+            loss.backward()
+            optimizer.step()
+            total += loss.detach()
+            steps += 1
+        dist.all_reduce(total)
+        seconds = time.perf_counter() - t0
+        # (the same evaluation batches every epoch, resumed or not)
+        acc = accuracy(model, FusedDistNeighborLoader(
+            part, args.num_neighbors, input_nodes=test_nodes,
+            batch_size=args.batch_size, seed=args.seed))
+        say(f'epoch {epoch:02d}: loss {float(total) / (steps * world):.4f}'
+            f', {steps} steps a rank, {seconds:.1f} s, test accuracy '
+            f'{acc:.4f}')
+        if args.checkpoint:
+            save_checkpoint(args.checkpoint, epoch, model, optimizer,
+                            rank)
+
+
+if __name__ == '__main__':
+    main()
