@@ -198,3 +198,28 @@ def test_a_dead_or_silent_peer_ends_the_batch_with_an_error(how):
     assert kind == 'raised' and 'rank 0 of 2' in message
     assert 'died' in message
     assert seconds < 10 + 5  # within the process group's timeout
+
+
+@pytest.mark.parametrize('parts', [2, 4])
+def test_resident_bytes_are_a_share_plus_the_node_map(tmp_path, parts):
+    # What a rank holds to sample and gather (read without the edge map),
+    # counted: its n nodes' ids, their e in-edges as CSC, their features and
+    # labels (8 n + 8 (n + 1) + 16 e + n (F 4 + 8) bytes), which over the
+    # ranks add up to the whole graph's (plus one CSC end per extra part),
+    # and the node -> part map, 8 bytes a node of the whole graph (the halo
+    # of this design: no remote rows are cached).
+    edge_index, x, y = graph()
+    write_partitions(str(tmp_path), N, [(edge_index[0], edge_index[1])],
+                     parts, assignment='hash', node_feats=x, labels=y)
+    E, F = edge_index.size(1), x.size(1)
+    whole = 8 * N + 8 * (N + 1) + 16 * E + N * (4 * F + 8)
+    total = 0
+    for rank in range(parts):
+        part = read_partition(str(tmp_path), rank, with_edge_map=False)
+        held = part.nbytes()
+        n, e = part.nodes[None].numel(), part.csc[None].num_edges
+        assert held['node_map'] == 8 * N and held['edge_map'] == 0
+        share = held['nodes'] + held['csc'] + held['node_feats']
+        assert share == 8 * n + 8 * (n + 1) + 16 * e + n * (4 * F + 8)
+        total += share
+    assert total == whole + 8 * (parts - 1)
