@@ -26,7 +26,7 @@ homogeneous graphs uniformly on the CPU (``gloo``), non-disjoint; CUDA
 tensors, heterogeneous partitions, ``disjoint``, weights and time raise
 :class:`NotImplementedError`.
 """
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
