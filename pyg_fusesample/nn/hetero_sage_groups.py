@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
+from torch.nn.parameter import UninitializedParameter
 
 from ..ops.aggregate_linear import aggregate_linear
 from .minibatch_common import fast_graph, layout_of, linear_first, uninitialized
@@ -180,11 +181,26 @@ def _target_node(x) -> Optional[torch.fx.Node]:
 
 def group_all(model: torch.nn.Module) -> Dict[str, int]:
     r""":func:`group_hetero_sage` on every ``torch.fx.GraphModule`` in
-    :obj:`model`: ``{module name: sums rewritten}`` (those with any)."""
+    :obj:`model`: ``{module name: sums rewritten}`` (those with any). A
+    module with lazy parameters not yet initialised is rewritten after its
+    first call instead (a one-shot forward hook): the rewrite changes the
+    order of the convs' calls, and lazy parameters are drawn from the RNG
+    in call order, so rewriting first would initialise the model otherwise
+    than PyG's."""
     out = {}
     for name, m in model.named_modules():
-        if isinstance(m, torch.fx.GraphModule):
-            n = group_hetero_sage(m)
-            if n:
-                out[name] = n
+        if not isinstance(m, torch.fx.GraphModule):
+            continue
+        if any(isinstance(p, UninitializedParameter)
+               for p in m.parameters()):
+            handle = []
+
+            def after_first_call(module, args, output, handle=handle):
+                handle[0].remove()
+                group_hetero_sage(module)
+            handle.append(m.register_forward_hook(after_first_call))
+            continue
+        n = group_hetero_sage(m)
+        if n:
+            out[name] = n
     return out
