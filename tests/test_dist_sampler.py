@@ -1,8 +1,9 @@
-"""DistNeighborSampler (issue 45): batches sampled across 1, 2 and 4 gloo
-processes, each holding one part of a partition written by
+"""DistNeighborSampler (issue 45): batches sampled across 1, 2, 3 and 4
+gloo processes, each holding one part of a partition written by
 write_partitions, equal the single-process op's batches on the whole graph
 (nodes, edges, edge ids, per-hop counts) for every partitioning (range,
-hash), fan-outs with -1, 0 and replacement, a hub whose in-edges come from
+hash), uniform and weighted (edge_attr; zero weights), fan-outs with -1, 0
+and replacement, a hub whose in-edges come from
 every part, isolated nodes and an empty batch; features gathered from their
 owners equal the whole graph's rows; bad setups are refused."""
 import datetime
@@ -18,6 +19,7 @@ from pyg_fusesample.distributed import (DistNeighborSampler, read_partition,
                                         write_partitions)
 from pyg_fusesample.ops import neighbor_sample
 from pyg_fusesample.sampler.graph_store import build_csc
+from pyg_fusesample.sampler.rule_graph import slot_values, weighted_csc
 
 N, E = 300, 3000
 FANOUTS = [[4, 3], [-1, 2], [0, 5], [3, 3, 3]]
@@ -40,13 +42,15 @@ def seed_batches():
             torch.empty(0, dtype=torch.long), torch.tensor([295, 296])]
 
 
-def _worker(rank, world, root, init, fanout, replace, out_dir):
+def _worker(rank, world, root, init, fanout, replace, out_dir,
+            weighted=False):
     dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
                             world_size=world,
                             timeout=datetime.timedelta(seconds=60))
     try:
         part = read_partition(root, rank)
-        sampler = DistNeighborSampler(part, fanout, replace=replace)
+        sampler = DistNeighborSampler(part, fanout, replace=replace,
+                                      edge_weight=weighted)
         results = []
         for i, seed in enumerate(seed_batches()):
             # every rank asks for its own batches (here: a rotation)
@@ -60,33 +64,56 @@ def _worker(rank, world, root, init, fanout, replace, out_dir):
         dist.destroy_process_group()
 
 
-def run(world, fanout, replace, assignment):
+def weights(edge_index):
+    g = torch.Generator().manual_seed(9)
+    w = torch.rand(edge_index.size(1), generator=g, dtype=torch.float64)
+    w[torch.rand(w.numel(), generator=g) < 0.2] = 0  # never drawn
+    return w
+
+
+def run(world, fanout, replace, assignment, weighted=False):
     edge_index, x, y = graph()
+    chunk = (edge_index[0], edge_index[1]) + (
+        (weights(edge_index), ) if weighted else ())
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, 'part')
-        write_partitions(root, N, [(edge_index[0], edge_index[1])], world,
-                         assignment=assignment, node_feats=x, labels=y)
+        write_partitions(root, N, [chunk], world, assignment=assignment,
+                         node_feats=x, labels=y)
         mp.spawn(_worker, args=(world, root, os.path.join(tmp, 'init'),
-                                fanout, replace, tmp), nprocs=world)
+                                fanout, replace, tmp, weighted),
+                 nprocs=world)
         return [torch.load(os.path.join(tmp, f'{r}.pt')) for r in
                 range(world)], edge_index, x, y
 
 
 # (each case starts `world` processes: ~2-3 s)
-CASES = [(1, 'range', [4, 3], False), (2, 'range', [4, 3], False),
-         (2, 'hash', [4, 3], True), (4, 'hash', [4, 3], False)] + [
-    (2, 'hash', fanout, replace) for fanout in FANOUTS[1:]
+# (world, assignment, fan-out, replace, weighted)
+CASES = [(1, 'range', [4, 3], False, False),
+         (2, 'range', [4, 3], False, False),
+         (2, 'hash', [4, 3], True, False),
+         (4, 'hash', [4, 3], False, False),
+         (2, 'hash', [4, 3], False, True),
+         (3, 'hash', [-1, 3], True, True),
+         (2, 'range', [3, 3, 3], False, True)] + [
+    (2, 'hash', fanout, replace, False) for fanout in FANOUTS[1:]
     for replace in (False, True)]
 
 
-@pytest.mark.parametrize('world,assignment,fanout,replace', CASES)
-def test_batches_equal_the_whole_graph(world, assignment, fanout, replace):
-    results, edge_index, x, y = run(world, fanout, replace, assignment)
+@pytest.mark.parametrize('world,assignment,fanout,replace,weighted', CASES)
+def test_batches_equal_the_whole_graph(world, assignment, fanout, replace,
+                                       weighted):
+    results, edge_index, x, y = run(world, fanout, replace, assignment,
+                                    weighted)
     g = build_csc(edge_index, N)
+    cum = None
+    if weighted:  # FusedNeighborLoader(weight_attr=...)'s rule graph
+        rule = weighted_csc(g, slot_values(g, weights(edge_index)))
+        g, cum = rule.graph, rule.weight_cumsum
     for rank_results in results:
         for i, seed, out, feats, labels in rank_results:
             want = neighbor_sample(g.colptr, g.row, g.edge_id, seed, fanout,
-                                   replace, False, 100 + i)
+                                   replace, False, 100 + i,
+                                   weight_cumsum=cum)
             assert torch.equal(out['node'], want.node)
             assert torch.equal(out['row'], want.row)
             assert torch.equal(out['col'], want.col)

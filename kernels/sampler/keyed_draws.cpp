@@ -11,7 +11,10 @@
 //     batch's node list (fusesample::neighbor_sample's "target position");
 //   num_neighbors k >= -1, replace, rng_seed, hop: the hop's fan-out and
 //     the batch's RNG seed and hop index (homogeneous graphs: the key's
-//     first field is the hop).
+//     first field is the hop);
+//   weight_cumsum [E] float64 or None: weighted draws (neighbor_sample's
+//     rule: per-segment prefix sums of positive weights, zero-weight
+//     in-edges left out of the CSC), else uniform.
 //   Returns count [m] int64 (draws per target: min(deg, k), k with
 //     replacement when deg > 0, deg for -1), row [sum count] int64 (global
 //     source ids) and edge [sum count] int64 (global edge ids), targets in
@@ -19,7 +22,8 @@
 // Equivalence: target i's draws are neighbor_sample's draws of the node at
 // position key[i] of hop `hop` in a batch sampled with the same rng_seed on
 // a CSC whose in-edge list of that node is this one (same order): the same
-// keys (common/rng.h) and the same sampling of a segment (floyd.h). So a
+// keys (common/rng.h) and the same sampling of a segment (floyd.h; with
+// weights, sampler/cpu/rule_positions.h over the same prefix sums). So a
 // batch assembled from several processes' draws, in the requester's order,
 // is the single-process batch, whatever the partitioning.
 // Devices: the CPU (a CUDA kernel is not written yet: CUDA tensors raise).
@@ -28,6 +32,6 @@
 TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "keyed_draws(Tensor colptr, Tensor row, Tensor? edge_id, Tensor target, "
-      "Tensor key, int num_neighbors, bool replace, int rng_seed, int hop) "
-      "-> (Tensor count, Tensor row, Tensor edge)");
+      "Tensor key, int num_neighbors, bool replace, int rng_seed, int hop, "
+      "Tensor? weight_cumsum=None) -> (Tensor count, Tensor row, Tensor edge)");
 }

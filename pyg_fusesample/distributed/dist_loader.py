@@ -58,6 +58,9 @@ class FusedDistNeighborLoader:
         shard_inputs (bool): take this rank's share of :obj:`input_nodes`
             (default); ``False``: they are this rank's seeds already (their
             batches must then be as many on every rank).
+        edge_weight (bool): draw in-edges by the partition's ``edge_attr``
+            (one weight per edge), as ``FusedNeighborLoader``'s
+            ``weight_attr`` does on the whole graph.
         group: the process group (default: the world).
 
     Batches hold ``x``, ``y`` (where the partition stores them),
@@ -74,9 +77,10 @@ class FusedDistNeighborLoader:
                  shuffle: bool = False, drop_last: bool = False,
                  replace: bool = False, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None,
-                 shard_inputs: bool = True, group=None):
+                 shard_inputs: bool = True, edge_weight: bool = False,
+                 group=None):
         self.sampler = DistNeighborSampler(part, num_neighbors, replace,
-                                           group)
+                                           edge_weight, group)
         num_nodes = part.node_map[None].numel()
         if input_nodes is None:
             input_nodes = torch.arange(num_nodes)

@@ -21,10 +21,12 @@ Every call is collective: all ranks of the group call :meth:`sample` (and
 :meth:`gather`) the same number of times, in the same order, with batches
 of any size (an empty one included). A rank that dies, or does not answer
 within the process group's timeout (``init_process_group(timeout=...)``),
-ends the others' calls with a ``RuntimeError`` saying so, never a hang. This first version samples
-homogeneous graphs uniformly on the CPU (``gloo``), non-disjoint; CUDA
-tensors, heterogeneous partitions, ``disjoint``, weights and time raise
-:class:`NotImplementedError`.
+ends the others' calls with a ``RuntimeError`` saying so, never a hang.
+
+This version samples homogeneous graphs, uniformly or by edge weight, on
+the CPU (``gloo``), non-disjoint; CUDA tensors and heterogeneous partitions
+raise :class:`NotImplementedError`; there is no ``disjoint`` or time rule
+yet.
 """
 from typing import List, NamedTuple, Sequence, Tuple
 
@@ -33,7 +35,9 @@ import torch.distributed as dist
 from torch import Tensor
 
 from ..ops import keyed_draws
-from .partition_files import Partition
+from ..sampler.graph_store import CSCGraph
+from ..sampler.rule_graph import weighted_csc
+from .partition_files import PartCSC, Partition
 
 
 class DistSample(NamedTuple):
@@ -59,10 +63,15 @@ class DistNeighborSampler:
             rank in :obj:`group`, ``part.num_parts`` its size).
         num_neighbors (List[int]): fan-out per hop (``-1``: all in-edges).
         replace (bool): draw with replacement.
+        edge_weight (bool): draw in-edges by weight, the partition's
+            ``edge_attr`` (one finite non-negative weight per edge; zero:
+            never drawn), as ``FusedNeighborLoader(weight_attr=...)`` draws
+            by the whole graph's.
         group: the process group (default: the world).
     """
     def __init__(self, part: Partition, num_neighbors: Sequence[int],
-                 replace: bool = False, group=None):
+                 replace: bool = False, edge_weight: bool = False,
+                 group=None):
         if part.is_hetero:
             raise NotImplementedError(
                 "distributed sampling of heterogeneous partitions is not "
@@ -86,8 +95,11 @@ class DistNeighborSampler:
         self.part = part
         self.nodes = part.nodes[None]  # owned global ids, ascending
         self.owner = part.node_map[None]  # global id -> part
-        self.csc = part.csc[None]
-        for t in (self.nodes, self.csc.colptr):
+        csc = part.csc[None]
+        self.csc, self.weight_cumsum = csc, None
+        if edge_weight:
+            self.csc, self.weight_cumsum = _weighted(csc, self.nodes.numel())
+        for t in (self.nodes, csc.colptr):
             if t.device.type != 'cpu':
                 raise NotImplementedError(
                     "distributed sampling runs on the CPU (gloo) in this "
@@ -151,7 +163,7 @@ class DistNeighborSampler:
                                 self.csc.edge_id,
                                 self._local(asked[:, 0].contiguous()),
                                 asked[:, 1].contiguous(), k, self.replace,
-                                rng_seed, hop)
+                                rng_seed, hop, self.weight_cumsum)
             reply_sizes = torch.zeros_like(asked_counts).index_add_(
                 0, torch.repeat_interleave(
                     torch.arange(self.world_size), asked_counts), draws.count)
@@ -185,6 +197,30 @@ class DistNeighborSampler:
         out = torch.empty_like(rows)
         out[perm] = rows
         return out
+
+
+def _weighted(csc: PartCSC, num_targets: int):
+    # The part's in-edges as the whole graph's weighted rule lays them out
+    # (zero weights dropped, per-segment prefix sums from zero: the same
+    # bits as the whole graph's for the same in-edges), as a PartCSC-like
+    # (colptr, row, edge_id) and the prefix sums.
+    if csc.edge_attr is None:
+        raise ValueError("edge_weight=True: the partition has no 'edge_attr' "
+                         "(write the weights as the edges' attribute)")
+    weight = csc.edge_attr.reshape(-1) if csc.edge_attr.dim() == 2 and \
+        csc.edge_attr.size(1) == 1 else csc.edge_attr
+    if weight.dim() != 1 or weight.numel() != csc.num_edges:
+        raise ValueError(f"edge_weight=True: the partition's 'edge_attr' must "
+                         f"hold one weight per edge, got shape "
+                         f"{list(csc.edge_attr.shape)}")
+    if not bool(torch.isfinite(weight).all()) or bool((weight < 0).any()):
+        raise ValueError("edge_weight=True: weights must be finite and "
+                         "non-negative")
+    rule = weighted_csc(CSCGraph(csc.colptr, csc.row, csc.edge_id,
+                                 num_targets), weight)
+    g = rule.graph
+    return (PartCSC(g.colptr, g.row, g.edge_id, csc.size),
+            rule.weight_cumsum)
 
 
 def _in_frontier_order(got: Tensor, got_count: Tensor, perm: Tensor,

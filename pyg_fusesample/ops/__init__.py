@@ -1,6 +1,7 @@
 """Thin Python wrappers over ``torch.ops.fusesample.*`` with fake kernels."""
 from .aggregate import SampleAggregateOutput, sample_aggregate
 from .keyed_draws import KeyedDraws, keyed_draws
+from .prefix_sums import segment_cumsum
 from .layer import (LayerBatchOutput, LayerSampleOutput, layer_batch,
                     layer_sample)
 from .sampling import (NeighborSampleOutput, PendingNeighborSample,
@@ -23,4 +24,4 @@ __all__ = ['NeighborSampleOutput', 'neighbor_sample', 'PendingNeighborSample',
            'sample_aggregate', 'sage_tree', 'random_walk', 'skipgram_loss', 'sparse_adam_',
            'LayerSampleOutput', 'layer_sample', 'LayerBatchOutput',
            'layer_batch', 'segment_search', 'in_set_entries', 'KeyedDraws',
-           'keyed_draws']
+           'keyed_draws', 'segment_cumsum']

@@ -19,12 +19,14 @@ class KeyedDraws(NamedTuple):
 
 def keyed_draws(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
                 target: Tensor, key: Tensor, num_neighbors: int,
-                replace: bool, rng_seed: int, hop: int) -> KeyedDraws:
+                replace: bool, rng_seed: int, hop: int,
+                weight_cumsum: Optional[Tensor] = None) -> KeyedDraws:
     r"""The draws :func:`~pyg_fusesample.ops.neighbor_sample` makes at hop
     :obj:`hop` for the node at position ``key[i]`` of a batch sampled with
     :obj:`rng_seed`, for every target ``i`` (its in-edges: local CSC row
     ``target[i]``), without deduplication: the counts, sources and edge ids
-    in draw order. Uniform sampling, homogeneous graphs, CPU tensors.
+    in draw order. Uniform or weighted sampling, homogeneous graphs, CPU
+    tensors.
 
     Args:
         colptr (Tensor): ``[n + 1]`` int64 over the targets held here.
@@ -37,6 +39,10 @@ def keyed_draws(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
         replace (bool): draw with replacement.
         rng_seed (int): the batch's RNG seed.
         hop (int): the hop's index.
+        weight_cumsum (Tensor, optional): ``[E]`` float64 per-segment prefix
+            sums of positive weights (a CSC without zero-weight in-edges, as
+            :func:`~pyg_fusesample.sampler.rule_graph.weighted_csc` makes):
+            draws by weight.
     """
     if colptr.device.type != 'cpu':
         raise NotImplementedError(
@@ -44,12 +50,13 @@ def keyed_draws(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
             "tensors")
     return KeyedDraws(*_ops.keyed_draws(colptr, row, edge_id, target, key,
                                         int(num_neighbors), bool(replace),
-                                        int(rng_seed), int(hop)))
+                                        int(rng_seed), int(hop),
+                                        weight_cumsum))
 
 
 @torch.library.register_fake('fusesample::keyed_draws')
 def _keyed_draws_fake(colptr, row, edge_id, target, key, num_neighbors,
-                      replace, rng_seed, hop):
+                      replace, rng_seed, hop, weight_cumsum=None):
     m = torch.library.get_ctx().new_dynamic_size()
     return (target.new_empty(target.shape), target.new_empty(m),
             target.new_empty(m))

@@ -6,8 +6,10 @@ one edge type in a typed CSC) by a rule (``kernels/sampler/segment_rule.h``):
 * temporal: the segment's in-edges sorted by time, so the in-edges no later
   than a seed's time are a prefix, found by binary search;
 * weighted: the zero-weight in-edges left out (they are never drawn), and
-  the per-segment inclusive prefix sums of the weights (float64), so draws
-  are binary searches;
+  the per-segment inclusive prefix sums of the weights (float64, each
+  segment summed from zero: ``fusesample::segment_cumsum``, so a segment's
+  bits are the same in any graph holding it, a partition's part included),
+  so draws are binary searches;
 * both (weights and time): the zero-weight in-edges left out, the others
   sorted by time, and the prefix sums of their weights in that order: the
   prefix a seed's time admits is drawn from by weight.
@@ -23,6 +25,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from ..ops import segment_cumsum
 from .graph_store import CSCGraph
 
 
@@ -120,9 +123,7 @@ def _positive_weights(graph: CSCGraph, slot_weight: Tensor) -> tuple:
 
 
 def _segment_prefix_sums(colptr: Tensor, w: Tensor) -> Tensor:
-    # Per-segment inclusive prefix sums: the running total minus the total
-    # before the segment.
-    total = torch.cumsum(w, 0)
-    before = torch.cat([total.new_zeros(1), total])[colptr[:-1]]
-    return (total - torch.repeat_interleave(before, colptr[1:] - colptr[:-1])
-            ).contiguous()
+    # Per-segment inclusive prefix sums, each segment from zero: the same
+    # bits for a segment wherever it lies (a partition's part gives the
+    # whole graph's sums for the same in-edges).
+    return segment_cumsum(colptr.contiguous(), w.contiguous())

@@ -1,6 +1,7 @@
 // CPU kernel of fusesample::keyed_draws (contract: ../keyed_draws.cpp): the
-// uniform sampler's segment draws (common/floyd.h) per target under its
-// given key; counts first, then the draws at prefix-summed offsets.
+// sampler's segment draws (rule_positions.h: uniform, or by weight) per
+// target under its given key; counts first, then the draws at prefix-summed
+// offsets.
 #include <ATen/core/Tensor.h>
 #include <ATen/Dispatch.h>
 #include <ATen/ops/empty.h>
@@ -15,6 +16,7 @@
 #include "../../common/floyd.h"
 #include "../../common/value_checks.h"
 #include "../sample_count.h"
+#include "rule_positions.h"
 
 namespace fusesample {
 namespace {
@@ -24,7 +26,7 @@ constexpr const char* kOp = "fusesample::keyed_draws";
 std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cpu(
     const at::Tensor& colptr, const at::Tensor& row, const c10::optional<at::Tensor>& edge_id,
     const at::Tensor& target, const at::Tensor& key, int64_t k, bool replace, int64_t rng_seed,
-    int64_t hop) {
+    int64_t hop, const c10::optional<at::Tensor>& weight_cumsum) {
   check_csc(kOp, colptr, row, edge_id);
   // (row holds global ids, only copied out: its bound is the caller's)
   check_compressed_values_cpu(kOp, "colptr", colptr, "row", row,
@@ -38,6 +40,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cpu(
               target.numel(), "), got ", key.numel());
   TORCH_CHECK(k >= -1, kOp, ": 'num_neighbors' must be >= -1, got ", k);
   TORCH_CHECK(hop >= 0, kOp, ": 'hop' must be >= 0, got ", hop);
+  c10::optional<at::Tensor> cum_c;
+  if (weight_cumsum.has_value()) {
+    check_1d(kOp, "weight_cumsum", *weight_cumsum);
+    check_dtype(kOp, "weight_cumsum", *weight_cumsum, at::kDouble);
+    check_same_device(kOp, "weight_cumsum", *weight_cumsum, "row", row);
+    TORCH_CHECK(weight_cumsum->numel() == row.numel(), kOp, ": 'weight_cumsum' must have ",
+                row.numel(), " entries, got ", weight_cumsum->numel());
+    cum_c = weight_cumsum->contiguous();
+  }
+  const double* cum = cum_c ? cum_c->data_ptr<double>() : nullptr;
   const auto colptr_c = colptr.contiguous(), row_c = row.contiguous(),
              target_c = target.contiguous(), key_c = key.contiguous();
   c10::optional<at::Tensor> eid_c;
@@ -62,15 +74,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cpu(
   AT_DISPATCH_INDEX_TYPES(row.scalar_type(), "keyed_draws_cpu", [&] {
     const index_t* row_p = row_c.data_ptr<index_t>();
     at::parallel_for(0, m, 256, [&](int64_t lo, int64_t hi) {
-      std::vector<int64_t> picks;
-      std::vector<uint8_t> seen;
+      DrawScratch scratch;
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t start = ptr[tgt[i]], d = ptr[tgt[i] + 1] - start, out = offset[i];
-        sample_positions(static_cast<uint64_t>(rng_seed), a, kp[i], d, k, replace, picks, seen,
-                         [&](int64_t s, int64_t j) {
-                           r[out + s] = static_cast<int64_t>(row_p[start + j]);
-                           e[out + s] = eid ? eid[start + j] : start + j;
-                         });
+        rule_positions(static_cast<uint64_t>(rng_seed), a, kp[i], cum ? cum + start : nullptr,
+                       d, k, replace, scratch, [&](int64_t s, int64_t j) {
+                         r[out + s] = static_cast<int64_t>(row_p[start + j]);
+                         e[out + s] = eid ? eid[start + j] : start + j;
+                       });
       }
     });
   });
