@@ -2,8 +2,8 @@
 gloo processes, each holding one part of a partition written by
 write_partitions, equal the single-process op's batches on the whole graph
 (nodes, edges, edge ids, per-hop counts) for every partitioning (range,
-hash), uniform and weighted (edge_attr; zero weights), fan-outs with -1, 0
-and replacement, a hub whose in-edges come from
+hash), uniform and weighted (edge_attr; zero weights), disjoint or not,
+fan-outs with -1, 0 and replacement, a hub whose in-edges come from
 every part, isolated nodes and an empty batch; features gathered from their
 owners equal the whole graph's rows; bad setups are refused."""
 import datetime
@@ -43,14 +43,15 @@ def seed_batches():
 
 
 def _worker(rank, world, root, init, fanout, replace, out_dir,
-            weighted=False):
+            weighted=False, disjoint=False):
     dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
                             world_size=world,
                             timeout=datetime.timedelta(seconds=60))
     try:
         part = read_partition(root, rank)
         sampler = DistNeighborSampler(part, fanout, replace=replace,
-                                      edge_weight=weighted)
+                                      edge_weight=weighted,
+                                      disjoint=disjoint)
         results = []
         for i, seed in enumerate(seed_batches()):
             # every rank asks for its own batches (here: a rotation)
@@ -71,7 +72,7 @@ def weights(edge_index):
     return w
 
 
-def run(world, fanout, replace, assignment, weighted=False):
+def run(world, fanout, replace, assignment, weighted=False, disjoint=False):
     edge_index, x, y = graph()
     chunk = (edge_index[0], edge_index[1]) + (
         (weights(edge_index), ) if weighted else ())
@@ -80,30 +81,33 @@ def run(world, fanout, replace, assignment, weighted=False):
         write_partitions(root, N, [chunk], world, assignment=assignment,
                          node_feats=x, labels=y)
         mp.spawn(_worker, args=(world, root, os.path.join(tmp, 'init'),
-                                fanout, replace, tmp, weighted),
+                                fanout, replace, tmp, weighted, disjoint),
                  nprocs=world)
         return [torch.load(os.path.join(tmp, f'{r}.pt')) for r in
                 range(world)], edge_index, x, y
 
 
 # (each case starts `world` processes: ~2-3 s)
-# (world, assignment, fan-out, replace, weighted)
-CASES = [(1, 'range', [4, 3], False, False),
-         (2, 'range', [4, 3], False, False),
-         (2, 'hash', [4, 3], True, False),
-         (4, 'hash', [4, 3], False, False),
-         (2, 'hash', [4, 3], False, True),
-         (3, 'hash', [-1, 3], True, True),
-         (2, 'range', [3, 3, 3], False, True)] + [
-    (2, 'hash', fanout, replace, False) for fanout in FANOUTS[1:]
+# (world, assignment, fan-out, replace, weighted, disjoint)
+CASES = [(1, 'range', [4, 3], False, False, False),
+         (2, 'range', [4, 3], False, False, False),
+         (2, 'hash', [4, 3], True, False, False),
+         (4, 'hash', [4, 3], False, False, False),
+         (2, 'hash', [4, 3], False, True, False),
+         (3, 'hash', [-1, 3], True, True, False),
+         (2, 'range', [3, 3, 3], False, True, False),
+         (2, 'hash', [4, 3], False, False, True),
+         (3, 'hash', [3, 3, 3], True, True, True)] + [
+    (2, 'hash', fanout, replace, False, False) for fanout in FANOUTS[1:]
     for replace in (False, True)]
 
 
-@pytest.mark.parametrize('world,assignment,fanout,replace,weighted', CASES)
+@pytest.mark.parametrize('world,assignment,fanout,replace,weighted,disjoint',
+                         CASES)
 def test_batches_equal_the_whole_graph(world, assignment, fanout, replace,
-                                       weighted):
+                                       weighted, disjoint):
     results, edge_index, x, y = run(world, fanout, replace, assignment,
-                                    weighted)
+                                    weighted, disjoint)
     g = build_csc(edge_index, N)
     cum = None
     if weighted:  # FusedNeighborLoader(weight_attr=...)'s rule graph
@@ -112,8 +116,12 @@ def test_batches_equal_the_whole_graph(world, assignment, fanout, replace,
     for rank_results in results:
         for i, seed, out, feats, labels in rank_results:
             want = neighbor_sample(g.colptr, g.row, g.edge_id, seed, fanout,
-                                   replace, False, 100 + i,
+                                   replace, disjoint, 100 + i,
                                    weight_cumsum=cum)
+            if disjoint:
+                assert torch.equal(out['batch'], want.batch)
+            else:
+                assert out['batch'] is None
             assert torch.equal(out['node'], want.node)
             assert torch.equal(out['row'], want.row)
             assert torch.equal(out['col'], want.col)
@@ -133,7 +141,7 @@ def test_refusals(tmp_path):
         DistNeighborSampler(part, [2])
 
 
-def _loader_worker(rank, world, root, init, out_dir):
+def _loader_worker(rank, world, root, init, out_dir, disjoint):
     from pyg_fusesample.distributed import FusedDistNeighborLoader
     dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
                             world_size=world,
@@ -142,7 +150,8 @@ def _loader_worker(rank, world, root, init, out_dir):
         part = read_partition(root, rank)
         train = torch.arange(N) % 3 == 0
         loader = FusedDistNeighborLoader(part, [4, 3], input_nodes=train,
-                                         batch_size=16, shuffle=True, seed=5)
+                                         batch_size=16, shuffle=True, seed=5,
+                                         disjoint=disjoint)
         batches = [dict(b.to_dict()) for b in loader]
         torch.save((len(loader), batches),
                    os.path.join(out_dir, f'loader{rank}.pt'))
@@ -150,8 +159,9 @@ def _loader_worker(rank, world, root, init, out_dir):
         dist.destroy_process_group()
 
 
-@pytest.mark.parametrize('world', [2, 3])
-def test_loader_batches_equal_fused_neighbor_loader(world):
+@pytest.mark.parametrize('world,disjoint', [(2, False), (3, False),
+                                            (2, True)])
+def test_loader_batches_equal_fused_neighbor_loader(world, disjoint):
     # Rank r's batches are FusedNeighborLoader's on the whole graph for
     # rank r's share of the seeds (same batch size, shuffle and seed).
     from torch_geometric.data import Data
@@ -166,7 +176,7 @@ def test_loader_batches_equal_fused_neighbor_loader(world):
         write_partitions(root, N, [(edge_index[0], edge_index[1])], world,
                          assignment='hash', node_feats=x, labels=y)
         mp.spawn(_loader_worker, args=(world, root, os.path.join(tmp, 'init'),
-                                       tmp), nprocs=world)
+                                       tmp, disjoint), nprocs=world)
         got = [torch.load(os.path.join(tmp, f'loader{r}.pt'))
                for r in range(world)]
     assert len({n for n, _ in got}) == 1  # as many batches on every rank
@@ -174,10 +184,12 @@ def test_loader_batches_equal_fused_neighbor_loader(world):
         want = list(FusedNeighborLoader(
             data, [4, 3], input_nodes=rank_seeds(train, rank, world,
                                                  shuffle=False),
-            batch_size=16, shuffle=True, seed=5))
+            batch_size=16, shuffle=True, seed=5, disjoint=disjoint))
         assert num_batches == len(want) == len(batches)
+        keys = ('x', 'y', 'edge_index', 'n_id', 'e_id', 'input_id') + (
+            ('batch', ) if disjoint else ())
         for a, b in zip(batches, want):
-            for key in ('x', 'y', 'edge_index', 'n_id', 'e_id', 'input_id'):
+            for key in keys:
                 assert torch.equal(a[key], b[key]), key
             assert a['batch_size'] == b.batch_size
             assert list(a['num_sampled_nodes']) == list(b.num_sampled_nodes)

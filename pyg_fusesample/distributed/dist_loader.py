@@ -61,6 +61,8 @@ class FusedDistNeighborLoader:
         edge_weight (bool): draw in-edges by the partition's ``edge_attr``
             (one weight per edge), as ``FusedNeighborLoader``'s
             ``weight_attr`` does on the whole graph.
+        disjoint (bool): each seed its own subtree (``batch`` in the
+            batches), as ``FusedNeighborLoader(disjoint=True)``.
         group: the process group (default: the world).
 
     Batches hold ``x``, ``y`` (where the partition stores them),
@@ -78,9 +80,10 @@ class FusedDistNeighborLoader:
                  replace: bool = False, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None,
                  shard_inputs: bool = True, edge_weight: bool = False,
-                 group=None):
-        self.sampler = DistNeighborSampler(part, num_neighbors, replace,
-                                           edge_weight, group)
+                 disjoint: bool = False, group=None):
+        self.sampler = DistNeighborSampler(
+            part, num_neighbors, replace=replace, edge_weight=edge_weight,
+            disjoint=disjoint, group=group)
         num_nodes = part.node_map[None].numel()
         if input_nodes is None:
             input_nodes = torch.arange(num_nodes)
@@ -124,6 +127,8 @@ class FusedDistNeighborLoader:
         data.input_id, data.batch_size = positions, seeds.numel()
         data.num_sampled_nodes = out.num_sampled_nodes
         data.num_sampled_edges = out.num_sampled_edges
+        if out.batch is not None:
+            data.batch = out.batch
         register_batch(data.edge_index, out.num_sampled_nodes,
                        out.num_sampled_edges)
         return data

@@ -23,12 +23,11 @@ of any size (an empty one included). A rank that dies, or does not answer
 within the process group's timeout (``init_process_group(timeout=...)``),
 ends the others' calls with a ``RuntimeError`` saying so, never a hang.
 
-This version samples homogeneous graphs, uniformly or by edge weight, on
-the CPU (``gloo``), non-disjoint; CUDA tensors and heterogeneous partitions
-raise :class:`NotImplementedError`; there is no ``disjoint`` or time rule
-yet.
+This version samples homogeneous graphs, uniformly or by edge weight,
+disjoint or not, on the CPU (``gloo``); CUDA tensors and heterogeneous
+partitions raise :class:`NotImplementedError`; there is no time rule yet.
 """
-from typing import List, NamedTuple, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
@@ -52,6 +51,7 @@ class DistSample(NamedTuple):
     edge: Tensor
     num_sampled_nodes: List[int]
     num_sampled_edges: List[int]
+    batch: Optional[Tensor] = None  # seed index of each node (disjoint)
 
 
 class DistNeighborSampler:
@@ -67,11 +67,13 @@ class DistNeighborSampler:
             ``edge_attr`` (one finite non-negative weight per edge; zero:
             never drawn), as ``FusedNeighborLoader(weight_attr=...)`` draws
             by the whole graph's.
+        disjoint (bool): each seed its own subtree (nodes deduplicated per
+            seed, ``batch`` says whose), as ``disjoint=True`` samples.
         group: the process group (default: the world).
     """
     def __init__(self, part: Partition, num_neighbors: Sequence[int],
                  replace: bool = False, edge_weight: bool = False,
-                 group=None):
+                 disjoint: bool = False, group=None):
         if part.is_hetero:
             raise NotImplementedError(
                 "distributed sampling of heterogeneous partitions is not "
@@ -91,7 +93,7 @@ class DistNeighborSampler:
         if any(k < -1 for k in self.num_neighbors):
             raise ValueError(f"'num_neighbors' must be >= -1, got "
                              f"{self.num_neighbors}")
-        self.replace = bool(replace)
+        self.replace, self.disjoint = bool(replace), bool(disjoint)
         self.part = part
         self.nodes = part.nodes[None]  # owned global ids, ascending
         self.owner = part.node_map[None]  # global id -> part
@@ -148,12 +150,16 @@ class DistNeighborSampler:
         r"""The batch of :obj:`seed` (global ids, on the CPU) under
         :obj:`rng_seed` (collective)."""
         seed = seed.to(torch.long)
-        node = seed
+        # The batch's nodes as keys: the node, or (seed index, node) when
+        # disjoint (a node is new once per seed's subtree).
+        N = self.owner.numel()
+        key = seed if not self.disjoint else \
+            torch.arange(seed.numel()) * N + seed
         rows, cols, edges = [], [], []
         nsn, nse = [seed.numel()], []
         begin, end = 0, seed.numel()
         for hop, k in enumerate(self.num_neighbors):
-            frontier = node[begin:end]
+            frontier = key[begin:end] % N
             position = torch.arange(begin, end)
             perm, counts = self._by_owner(frontier)
             request = torch.stack([frontier[perm], position[perm]], 1)
@@ -171,16 +177,19 @@ class DistNeighborSampler:
             got, _ = self._exchange(torch.stack([draws.row, draws.edge], 1),
                                     reply_sizes)
             src, edge, col = _in_frontier_order(got, got_count, perm, begin)
-            node, row, new = _relabel(node, src)
+            if self.disjoint:  # (the root of the draw's target)
+                src = key[col] // N * N + src
+            key, row, new = _relabel(key, src)
             rows.append(row)
             cols.append(col)
             edges.append(edge)
             nsn.append(new)
             nse.append(src.numel())
-            begin, end = end, node.numel()
+            begin, end = end, key.numel()
         cat = lambda ts: torch.cat(ts) if ts else \
             torch.empty(0, dtype=torch.long)  # noqa: E731
-        return DistSample(node, cat(rows), cat(cols), cat(edges), nsn, nse)
+        return DistSample(key % N, cat(rows), cat(cols), cat(edges), nsn, nse,
+                          key // N if self.disjoint else None)
 
     # ------------------------------------------------------------ features
     def gather(self, ids: Tensor, name: str = 'x') -> Tensor:
@@ -246,7 +255,7 @@ def _in_frontier_order(got: Tensor, got_count: Tensor, perm: Tensor,
 def _relabel(node: Tensor, src: Tensor) -> Tuple[Tensor, Tensor, int]:
     # As the op: sources not yet in the batch are appended in order of first
     # appearance; returns (the node list, every source's local id, how many
-    # were new).
+    # were new). (Nodes and sources are keys: see sample.)
     known = torch.isin(src, node)
     fresh = src[~known]
     if fresh.numel():
