@@ -40,15 +40,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cpu(
               target.numel(), "), got ", key.numel());
   TORCH_CHECK(k >= -1, kOp, ": 'num_neighbors' must be >= -1, got ", k);
   TORCH_CHECK(hop >= 0, kOp, ": 'hop' must be >= 0, got ", hop);
+  // (the sampler's rule checks: here only weights, no time)
+  check_rule(kOp, row, target, /*disjoint=*/false, replace, c10::nullopt, c10::nullopt,
+             /*temporal_last=*/false, weight_cumsum);
   c10::optional<at::Tensor> cum_c;
-  if (weight_cumsum.has_value()) {
-    check_1d(kOp, "weight_cumsum", *weight_cumsum);
-    check_dtype(kOp, "weight_cumsum", *weight_cumsum, at::kDouble);
-    check_same_device(kOp, "weight_cumsum", *weight_cumsum, "row", row);
-    TORCH_CHECK(weight_cumsum->numel() == row.numel(), kOp, ": 'weight_cumsum' must have ",
-                row.numel(), " entries, got ", weight_cumsum->numel());
-    cum_c = weight_cumsum->contiguous();
-  }
+  if (weight_cumsum.has_value()) cum_c = weight_cumsum->contiguous();
   const double* cum = cum_c ? cum_c->data_ptr<double>() : nullptr;
   const auto colptr_c = colptr.contiguous(), row_c = row.contiguous(),
              target_c = target.contiguous(), key_c = key.contiguous();
