@@ -7,7 +7,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ..loader.distributed import rank_seeds
+from ..loader.distributed import node_index, rank_seeds
 from ..loader.seeded_batches import SeededBatchSampler, resolve_generator
 from ..sparse.target_layout import register_batch
 from .dist_sampler import DistNeighborSampler
@@ -85,15 +85,8 @@ class FusedDistNeighborLoader:
             part, num_neighbors, replace=replace, edge_weight=edge_weight,
             disjoint=disjoint, group=group)
         num_nodes = part.node_map[None].numel()
-        if input_nodes is None:
-            input_nodes = torch.arange(num_nodes)
-        elif input_nodes.dtype == torch.bool:
-            if input_nodes.numel() != num_nodes:
-                raise ValueError(f"a boolean 'input_nodes' must have one "
-                                 f"entry per node ({num_nodes}), got "
-                                 f"{input_nodes.numel()}")
-            input_nodes = input_nodes.nonzero().view(-1)
-        input_nodes = input_nodes.to(torch.long).cpu()
+        input_nodes = node_index(input_nodes, num_nodes,
+                                 type(self).__name__).cpu()
         if input_nodes.numel() and (int(input_nodes.min()) < 0 or
                                     int(input_nodes.max()) >= num_nodes):
             raise ValueError(f"'input_nodes' holds ids outside [0, "

@@ -37,26 +37,30 @@ from torch import Tensor
 __all__ = ['rank_seeds', 'rank_seed']
 
 
-def _as_index(input_nodes, num_nodes: Optional[int]) -> Tensor:
+def node_index(input_nodes, num_nodes: Optional[int],
+               owner: str = 'rank_seeds') -> Tensor:
+    r"""Seed nodes given as indices, a boolean mask over the nodes or
+    ``None`` (all :obj:`num_nodes` nodes), as int64 indices; malformed ones
+    raise ``ValueError`` prefixed with :obj:`owner`."""
     if input_nodes is None:
         if num_nodes is None:
-            raise ValueError("rank_seeds: 'input_nodes' is None (all "
-                             "nodes), so 'num_nodes' must be given")
+            raise ValueError(f"{owner}: 'input_nodes' is None (all "
+                             f"nodes), so 'num_nodes' must be given")
         return torch.arange(int(num_nodes))
     if not isinstance(input_nodes, Tensor):
         input_nodes = torch.as_tensor(input_nodes)
     if input_nodes.dim() != 1:
-        raise ValueError(f"rank_seeds: 'input_nodes' must be 1-dimensional "
+        raise ValueError(f"{owner}: 'input_nodes' must be 1-dimensional "
                          f"(indices or a boolean mask), got shape "
                          f"{list(input_nodes.shape)}")
     if input_nodes.dtype == torch.bool:
         if num_nodes is not None and input_nodes.numel() != num_nodes:
-            raise ValueError(f"rank_seeds: 'input_nodes' is a boolean mask "
+            raise ValueError(f"{owner}: 'input_nodes' is a boolean mask "
                              f"of length {input_nodes.numel()}, but "
                              f"'num_nodes' is {num_nodes}")
         return input_nodes.nonzero().view(-1)
     if input_nodes.dtype.is_floating_point or input_nodes.is_complex():
-        raise ValueError(f"rank_seeds: 'input_nodes' must hold integer node "
+        raise ValueError(f"{owner}: 'input_nodes' must hold integer node "
                          f"indices or be a boolean mask, got "
                          f"{input_nodes.dtype}")
     return input_nodes.long()
@@ -126,7 +130,7 @@ def rank_seeds(input_nodes, rank: int, world_size: int, *,
             or not 0 <= rank < world_size:
         raise ValueError(f"rank_seeds: 'rank' must be an int in "
                          f"[0, {world_size}), got {rank!r}")
-    index = _as_index(input_nodes, num_nodes)
+    index = node_index(input_nodes, num_nodes)
     n = index.numel()
     if n == 0:
         raise ValueError("rank_seeds: 'input_nodes' holds no seeds")
