@@ -36,6 +36,7 @@ from torch import Tensor
 from ..ops import keyed_draws
 from ..sampler.graph_store import CSCGraph
 from ..sampler.rule_graph import weighted_csc
+from ..sampler.sampling_rule import check_weight
 from .partition_files import PartCSC, Partition
 
 
@@ -218,13 +219,9 @@ def _weighted(csc: PartCSC, num_targets: int):
                          "(write the weights as the edges' attribute)")
     weight = csc.edge_attr.reshape(-1) if csc.edge_attr.dim() == 2 and \
         csc.edge_attr.size(1) == 1 else csc.edge_attr
-    if weight.dim() != 1 or weight.numel() != csc.num_edges:
-        raise ValueError(f"edge_weight=True: the partition's 'edge_attr' must "
-                         f"hold one weight per edge, got shape "
-                         f"{list(csc.edge_attr.shape)}")
-    if not bool(torch.isfinite(weight).all()) or bool((weight < 0).any()):
-        raise ValueError("edge_weight=True: weights must be finite and "
-                         "non-negative")
+    # (as the loaders check a weight_attr; integer weights taken as floats)
+    check_weight('edge_attr', weight.to(torch.float64), csc.num_edges,
+                 'the partition (edge_weight=True)')
     rule = weighted_csc(CSCGraph(csc.colptr, csc.row, csc.edge_id,
                                  num_targets), weight)
     g = rule.graph

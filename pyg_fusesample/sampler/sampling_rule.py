@@ -69,7 +69,10 @@ def _check_one_per(arg: str, name: str, t: Tensor, size: int, value: str,
                          f"per {per} ({size}), got shape {list(t.shape)}")
 
 
-def _check_weight(name: str, weight, num_edges: int, where: str) -> Tensor:
+def check_weight(name: str, weight, num_edges: int, where: str) -> Tensor:
+    r"""A ``weight_attr``'s values, checked: a floating-point tensor of one
+    finite, non-negative weight per edge (else ``ValueError`` naming
+    :obj:`name` and :obj:`where`)."""
     if not isinstance(weight, Tensor) or not weight.is_floating_point():
         raise ValueError(f"'weight_attr' {name!r} of {where} must be a "
                          f"floating-point tensor, got "
@@ -147,7 +150,7 @@ def _homogeneous(data: Data, graph: CSCGraph, time_attr, weight_attr,
         if weight_attr not in data:
             raise ValueError(f"'weight_attr' {weight_attr!r} is not an "
                              f"attribute of the graph")
-        w = _check_weight(weight_attr, data[weight_attr], graph.num_edges,
+        w = check_weight(weight_attr, data[weight_attr], graph.num_edges,
                           'the graph')
         weight = _Part(('weight', weight_attr), (w, ),
                        lambda g: slot_values(g, w))
@@ -194,7 +197,7 @@ def _heterogeneous(data: HeteroData, typed: TypedCSC, time_attr, weight_attr,
     weight = time = None
     if weight_attr is not None:
         w = _per_edge_type(data, typed, weight_attr, "'weight_attr'",
-                           _check_weight)
+                           check_weight)
         weight = _Part(('weight', weight_attr),
                        tuple(data[et][weight_attr] for et in typed.edge_types),
                        lambda g: slot_values(g, w))
