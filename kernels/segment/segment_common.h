@@ -76,4 +76,21 @@ inline int64_t check_segment_aggregate_backward(const char* op, const at::Tensor
   return heads;
 }
 
+// segment_slot_dot's inputs (contract: segment_slot_dot.cpp); 'max' has no
+// slot weights to differentiate.
+inline void check_segment_slot_dot(const char* op, const at::Tensor& ptr, const at::Tensor& src,
+                                   const at::Tensor& grad, const at::Tensor& x, int64_t heads,
+                                   SegmentReduce reduce) {
+  TORCH_CHECK(reduce != SegmentReduce::kMax, op, ": 'reduce' must be 'sum' or 'mean'");
+  check_segment_aggregate(op, ptr, src, c10::nullopt, x, reduce);
+  check_floating(op, "grad", grad, "ptr", ptr);
+  TORCH_CHECK(grad.scalar_type() == x.scalar_type(), op, ": 'grad' is ", grad.scalar_type(),
+              " but 'x' is ", x.scalar_type());
+  TORCH_CHECK(grad.dim() == 2 && grad.size(0) == ptr.numel() - 1 && grad.size(1) == x.size(1),
+              op, ": 'grad' must be [", ptr.numel() - 1, ", ", x.size(1),
+              "] (a row per target, x's width), got ", grad.sizes());
+  TORCH_CHECK(heads >= 1 && x.size(1) % heads == 0, op, ": 'heads' must be >= 1 and divide ",
+              "x's ", x.size(1), " columns, got ", heads);
+}
+
 }  // namespace fusesample

@@ -41,14 +41,11 @@ def aggregate_backward(layout: TargetLayout, grad: Tensor, reduce: str,
 def slot_value_grad(layout: TargetLayout, grad: Tensor, x: Tensor,
                     heads: int, reduce: str) -> Tensor:
     r"""``d out / d value[s] = <grad[dst[s]], x[src[s]]>`` per head (scaled
-    by ``1 / count`` for ``'mean'``): ``[E, heads]``."""
-    if reduce == 'mean':
-        count = layout.degree().clamp_min(1).to(grad.dtype)
-        grad = grad / count.unsqueeze(-1)
-    g = grad.view(grad.size(0), heads, -1)
-    xs = x.view(x.size(0), heads, -1)
-    return (g.index_select(0, layout.dst) *
-            xs.index_select(0, layout.src)).sum(-1)
+    by ``1 / count`` for ``'mean'``): ``[E, heads]`` in :obj:`x`'s dtype,
+    each slot's rows read once (``fusesample::segment_slot_dot``)."""
+    return _ops.segment_slot_dot(layout.ptr, layout.src,
+                                 grad.to(x.dtype).contiguous(), x, heads,
+                                 reduce)
 
 
 def _aggregate_grads(layout: TargetLayout, grad_out: Tensor, reduce: str,
@@ -193,6 +190,11 @@ def _segment_aggregate_fake(ptr, src, value, x, reduce='sum'):
     rows, width = ptr.shape[0] - 1, x.shape[1]
     arg_shape = (rows, width) if reduce in ('max', 'amax') else (0, )
     return x.new_empty((rows, width)), ptr.new_empty(arg_shape)
+
+
+@torch.library.register_fake('fusesample::segment_slot_dot')
+def _segment_slot_dot_fake(ptr, src, grad, x, heads, reduce='sum'):
+    return x.new_empty((src.shape[0], heads))
 
 
 @torch.library.register_fake('fusesample::segment_aggregate_backward')

@@ -30,6 +30,7 @@
 #include "../../common/error_word.cuh"
 #include "../../common/grid.h"
 #include "../segment_common.h"
+#include "segment_layout.cuh"
 
 namespace fusesample {
 namespace {
@@ -39,30 +40,6 @@ constexpr const char* kOpBackward = "fusesample::segment_aggregate_backward";
 constexpr int kThreads = 256;
 constexpr int kVecs = 2;  // feature vectors per lane per tile
 constexpr int kPass = 4;  // slots gathered per pass
-
-template <typename scalar_t, int V>
-struct alignas(sizeof(scalar_t) * V) Vec {
-  scalar_t v[V];
-};
-
-template <typename scalar_t, int V, typename acc_t>
-__device__ __forceinline__ void load(const scalar_t* p, acc_t (&out)[V]) {
-  const Vec<scalar_t, V> v = *reinterpret_cast<const Vec<scalar_t, V>*>(p);
-#pragma unroll
-  for (int i = 0; i < V; ++i) out[i] = static_cast<acc_t>(v.v[i]);
-}
-
-// Row r's slots, clamped into [0, E] and in order; a pointer that needed the
-// clamp (or a first/last entry other than 0/E) is reported.
-__device__ __forceinline__ void extent(const int64_t* __restrict__ ptr, int64_t r, int64_t R,
-                                       int64_t E, bool reporter,
-                                       unsigned long long* error, int64_t& e0, int64_t& e1) {
-  const int64_t p0 = ptr[r], p1 = ptr[r + 1];
-  e0 = p0 < 0 ? 0 : (p0 > E ? E : p0);
-  e1 = p1 < e0 ? e0 : (p1 > E ? E : p1);
-  if (reporter && (e0 != p0 || e1 != p1 || (r == 0 && p0 != 0) || (r == R - 1 && p1 != E)))
-    report(error, kBadPointer, r);
-}
 
 template <typename scalar_t, typename index_t, int V, SegmentReduce kReduce, bool kWeighted>
 __global__ void __launch_bounds__(kThreads)
@@ -163,10 +140,6 @@ int lanes_for(int64_t nvec) {
   int g = 4;
   while (g < 32 && static_cast<int64_t>(g) * kVecs < nvec) g <<= 1;
   return g;
-}
-
-bool aligned(const at::Tensor& t, int64_t bytes) {
-  return reinterpret_cast<uintptr_t>(t.data_ptr()) % bytes == 0;
 }
 
 // Calls go(vector width, reduction, weighted) with compile-time tags for the
