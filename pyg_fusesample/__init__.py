@@ -31,8 +31,8 @@ from .loader import (FusedGraphSAINTRandomWalkSampler, FusedLinkNeighborLoader,
 from .loader import rank_seed, rank_seeds
 from . import nn
 from . import optim
-from .nn import (AutoSpMMConv, CapturedStep, FusedGraphSAGE, FusedNode2Vec,
-                 FusedSAGEConv)
+from .nn import (AutoSpMMConv, CapturedBatchStep, CapturedStep,
+                 FusedGraphSAGE, FusedNode2Vec, FusedSAGEConv)
 
 __all__ = [
     'FusedNeighborLoader',
@@ -44,6 +44,7 @@ __all__ = [
     'FusedSAGEConv',
     'FusedGraphSAGE',
     'CapturedStep',
+    'CapturedBatchStep',
     'AutoSpMMConv',
     'FusedNode2Vec',
     'rank_seeds',

@@ -63,6 +63,13 @@ Variants (``--variants``; those a model has, in turn, round after round):
 * ``fused-compiled``: ``torch.compile(fullgraph=True)`` of that model
   (default mode; the optimizer step stays eager); compilation happens in
   the row's first step (``first_step_ms``). A failure is a row note.
+* ``fused-captured``: the ``fused`` model's whole step (forward, loss,
+  backward, AdamW with ``capturable=True``) captured in a CUDA graph by
+  :class:`~pyg_fusesample.nn.CapturedBatchStep` and replayed per batch,
+  each batch first padded into the graph's inputs (per-hop capacities: the
+  first batch's counts + 10%, grown with a new capture if a batch does not
+  fit; the padding's copies are in the timed step). CUDA only; the note
+  gives the captures and the padded size.
 
 Without ``to_fused`` the fused variants give rows noted ``skipped: ...``; a
 variant that raises gives a row noted ``error: ...`` and the run goes on.
@@ -75,8 +82,9 @@ step), the median of ``--steps`` (30) steps after ``--warmup`` (8: every
 batch once) untimed ones; in round 0 one more step comes first, timed alone
 (``first_step_ms``). Peak memory is reset before the timed steps
 (``transient_mem_mb`` = peak - allocated before them; the other variants'
-models and optimizer states are allocated too). ``execution`` says eager
-or compiled; nothing here is captured in a CUDA graph.
+models and optimizer states are allocated too). ``execution`` says eager,
+compiled or captured (``fused-captured``: its first step,
+``first_step_ms``, includes the capture).
 
 The floor of a row (the same for every variant of a setting; the mean over
 the cycled batches): for layer ``l`` of ``L`` the trimmed batch has
@@ -128,7 +136,7 @@ MODELS = ('sage', 'gat', 'rgcn', 'rgcn-bases', 'hetero-sage')
 DEFAULT_MODELS = ('sage', 'gat', 'rgcn', 'hetero-sage')
 PYG_VARIANTS = ('pyg', 'pyg-trim', 'pyg-trim-edgeindex', 'pyg-trim-sparse',
                 'pyg-fast', 'pyg-fast-trim')
-FUSED_VARIANTS = ('fused', 'fused-compiled')
+FUSED_VARIANTS = ('fused', 'fused-compiled', 'fused-captured')
 VARIANTS = PYG_VARIANTS + FUSED_VARIANTS
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16}
 DEFAULT_GRAPHS = ('products', 'mag', 'reddit', 'arxiv')
@@ -413,10 +421,12 @@ def gemm_throughput(device: torch.device, dtype: torch.dtype) -> float:
 
 # Rows #######################################################################
 
-def _autocast(device: torch.device, dtype: torch.dtype):
+def _autocast(device: torch.device, dtype: torch.dtype, cache: bool = True):
+    # (a step captured in a CUDA graph runs autocast without its cast cache,
+    # as PyTorch's capture recipe requires)
     if dtype == torch.float32:
         return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=dtype)
+    return torch.autocast(device.type, dtype=dtype, cache_enabled=cache)
 
 
 def sparse_unsupported(device: torch.device) -> str:
@@ -456,6 +466,11 @@ def _scatter_without_cuda(device: torch.device) -> None:
         pass
 
 
+EXECUTION = {'fused-compiled': 'compiled', 'fused-captured': 'captured'}
+# fused-captured: room per hop beyond the first batch's counts
+CAPTURE_MARGIN = 0.1
+
+
 class Run:
     """One variant's model, optimizer and per-batch calls."""
     def __init__(self, model_name: str, variant: str, model: torch.nn.Module,
@@ -467,23 +482,54 @@ class Run:
         if variant == 'fused-compiled':
             torch._dynamo.reset()  # one compiled model at a time
             self.forward = torch.compile(model, fullgraph=True)
-        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        captured = variant == 'fused-captured'
+        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-3,
+                                     capturable=captured)
         self.calls = [model_call(model_name, variant, b) + (b, )
                       for b in batches]
         self.i = 0
         self.first_ms: Optional[float] = None
+        self.captured = None
+        if captured:
+            from ..nn import CapturedBatchStep
+            node_type = batches[0].node_type
+
+            def padded_step(batch):
+                b = Batch(batch, node_type)
+                args, kwargs = model_call(model_name, variant, b)
+                return self._loss_step(args, kwargs, b, cache=False)
+            self.captured = CapturedBatchStep(padded_step, self.opt,
+                                              margin=CAPTURE_MARGIN)
 
     def step(self) -> None:
         args, kwargs, b = self.calls[self.i % len(self.calls)]
         self.i += 1
+        if self.captured is not None:
+            self.captured(b.batch)
+            return
         self.opt.zero_grad(set_to_none=True)
-        with _autocast(self.device, self.dtype):
+        self._loss_step(args, kwargs, b)
+
+    def _loss_step(self, args, kwargs, b, cache: bool = True):
+        with _autocast(self.device, self.dtype, cache):
             out = self.forward(*args, **kwargs)
             if b.hetero:
                 out = out[b.node_type]
             loss = F.cross_entropy(out[:b.y.numel()].float(), b.y)
         loss.backward()
         self.opt.step()
+        return loss
+
+    @property
+    def capture_note(self) -> str:
+        if self.captured is None:
+            return ''
+        cap = self.captured.padded.capacity
+        rows = sum(sum(c) for c in cap.nodes.values())
+        slots = sum(sum(c) for c in cap.edges.values())
+        return (f'; CUDA graph: {self.captured.captures} capture(s), '
+                f'padded to {rows} rows / {slots} edge slots '
+                f'(margin {CAPTURE_MARGIN})')
 
     def time(self, steps: int, warmup: int) -> Dict:
         """The timed columns of one round (the first call: first_step_ms)."""
@@ -638,6 +684,8 @@ def _variant_model(model: str, variant: str, base: torch.nn.Module,
 def _unsupported(variant: str, device: torch.device) -> str:
     if variant == 'pyg-trim-sparse':
         return sparse_unsupported(device)
+    if variant == 'fused-captured' and device.type != 'cuda':
+        return 'unsupported: CUDA graph capture needs a CUDA device'
     if variant in FUSED_VARIANTS:
         return fused_unsupported()
     return ''
@@ -704,15 +752,15 @@ def setting_rows(g: Graph, model: str, dname: str, variants: List[str],
     rows = []
     for rnd, v in itertools.product(range(args.rounds), variants):
         run = runs[v]
-        row = dict(base_row, variant=v, round=rnd,
-                   execution='compiled' if v == 'fused-compiled' else 'eager')
+        row = dict(base_row, variant=v, round=rnd, execution=EXECUTION.get(
+            v, 'eager'))
         if isinstance(run, Run):
             t0 = time.perf_counter()
             try:
                 row.update(run.time(args.steps, args.warmup))
                 ratio = float(row['step_ms']) / floor_ms
                 row['ratio_to_floor'] = f'{ratio:.2f}'
-                row['note'] = run.note
+                row['note'] = run.note + run.capture_note
                 if v == 'fused-compiled':
                     row['note'] += f'; {_compile_note()}'
             except Exception as e:  # noqa: BLE001

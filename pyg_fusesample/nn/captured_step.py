@@ -7,7 +7,7 @@ and draw their RNG key inside the kernel from the CUDA generator, so the
 whole step -- sampling, forward, loss, backward and optimizer step -- can be
 captured once and replayed, each replay drawing new neighbours.
 """
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -18,6 +18,49 @@ from .. import _extension  # noqa: F401  (registers the ops)
 def _drop_cublas_workspace() -> None:
     # (the current stream's; see kernels/model/drop_cublas_workspace.cpp)
     torch.ops.fusesample.drop_cublas_workspace()
+
+
+def check_capturable(optimizer: torch.optim.Optimizer, owner: str) -> None:
+    for group in optimizer.param_groups:
+        if not group.get('capturable', False):
+            raise ValueError(f"{owner}: create the optimizer with "
+                             f"capturable=True (its step runs in the graph)")
+
+
+def capture_on_side_stream(step: Callable[[], Tensor],
+                           optimizer: torch.optim.Optimizer,
+                           device: torch.device, warmup: int,
+                           before_capture: Optional[Callable[[], None]] = None
+                           ) -> Tuple[torch.cuda.CUDAGraph, Tensor]:
+    r"""PyTorch's whole-network capture recipe: :obj:`warmup` eager calls of
+    :obj:`step` on a side stream, the optimizer's gradients set to ``None``
+    (so the graph allocates and owns them), then one call captured.
+    Returns the graph and the captured call's output (replays overwrite
+    it)."""
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            optimizer.zero_grad(set_to_none=True)
+            step()
+    torch.cuda.current_stream(device).wait_stream(side)
+    optimizer.zero_grad(set_to_none=True)
+    if before_capture is not None:
+        before_capture()
+    graph = torch.cuda.CUDAGraph()
+    # Captured on the warm-up's stream, but not with the warm-up's cuBLAS
+    # workspace: that one is freed by whoever clears ATen's workspace map
+    # (torch.compile's CUDA graphs do), and the replays would write into
+    # freed memory. Dropping the stream's workspace around the capture makes
+    # the graph's GEMMs use one made in its own memory pool
+    # (kernels/common/capture_workspace.h).
+    with torch.cuda.stream(side):
+        _drop_cublas_workspace()
+    with torch.cuda.graph(graph, stream=side):
+        out = step()
+    with torch.cuda.stream(side):
+        _drop_cublas_workspace()
+    return graph, out
 
 
 class CapturedStep:
@@ -59,10 +102,7 @@ class CapturedStep:
         device = torch.device(device)
         if device.type != 'cuda':
             raise ValueError(f"CapturedStep needs a CUDA device, got {device}")
-        for group in optimizer.param_groups:
-            if not group.get('capturable', False):
-                raise ValueError("CapturedStep: create the optimizer with "
-                                 "capturable=True (its step runs in the graph)")
+        check_capturable(optimizer, 'CapturedStep')
         self.step_fn = step_fn
         self.optimizer = optimizer
         self.batch_size = int(batch_size)
@@ -70,27 +110,8 @@ class CapturedStep:
                                  device=device)
         if example_seeds is not None:
             self.seeds.copy_(example_seeds[:self.batch_size])
-        side = torch.cuda.Stream(device)
-        side.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(side):
-            for _ in range(warmup):
-                optimizer.zero_grad(set_to_none=True)
-                step_fn(self.seeds)
-        torch.cuda.current_stream(device).wait_stream(side)
-        optimizer.zero_grad(set_to_none=True)
-        self.graph = torch.cuda.CUDAGraph()
-        # Captured on the warm-up's stream, but not with the warm-up's cuBLAS
-        # workspace: that one is freed by whoever clears ATen's workspace
-        # map (torch.compile's CUDA graphs do), and the replays would write
-        # into freed memory. Dropping the stream's workspace around the
-        # capture makes the graph's GEMMs use one made in its own memory
-        # pool (kernels/common/capture_workspace.h).
-        with torch.cuda.stream(side):
-            _drop_cublas_workspace()
-        with torch.cuda.graph(self.graph, stream=side):
-            self.loss = step_fn(self.seeds)
-        with torch.cuda.stream(side):
-            _drop_cublas_workspace()
+        self.graph, self.loss = capture_on_side_stream(
+            lambda: step_fn(self.seeds), optimizer, device, warmup)
 
     def __call__(self, seeds: Tensor) -> Tensor:
         if seeds.numel() != self.batch_size:

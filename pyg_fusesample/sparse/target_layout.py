@@ -126,9 +126,12 @@ def register_batch(edge_index: Tensor, num_sampled_nodes: Sequence[int],
     # (the entry holds no reference to the tensor: the memo must not keep
     # a batch alive)
     _batches.put(edge_index, (counts, {}))
-    key, ref = _address(edge_index), weakref.ref(edge_index)
-    _by_address[key] = ref
-    weakref.finalize(edge_index, _forget_address, key, ref)
+    key = _address(edge_index)
+    old = _by_address.get(key)
+    if old is None or old() is not edge_index:  # (one finaliser per tensor)
+        ref = weakref.ref(edge_index)
+        _by_address[key] = ref
+        weakref.finalize(edge_index, _forget_address, key, ref)
 
 
 def _address(t: Tensor) -> tuple:

@@ -1,0 +1,272 @@
+"""A fused loader's batches padded to fixed per-hop capacities: the form a
+training step captured once in a CUDA graph replays on
+(:class:`~pyg_fusesample.nn.CapturedBatchStep`).
+
+A sampled batch is a new shape every step, so a step cannot be replayed as
+it is. Its layout is regular, though: nodes hop by hop (hop 0: the seeds),
+edges hop by hop, those of hop ``h`` reading sources of hops ``<= h`` and
+writing targets of hop ``h - 1``, grouped by target. A
+:class:`BatchCapacity` gives each hop of each node type a block of rows
+(its nodes, then at least one pad row) and each hop of each edge type a
+block of slots (its edges, then pad edges). Pad edges go from the last row
+of their source hop to the last row of their target hop, so pad rows feed
+pad rows only: every real row of every layer computes what it computed on
+the unpadded batch, trimmed layers included (the padded batch's per-hop
+counts are the capacities), and the targets stay grouped. A loss over the
+seeds (``out[:batch_size]``) and its gradients are the unpadded batch's.
+
+:class:`PaddedBatch` holds one padded batch in fixed tensors (a CUDA
+graph's inputs) and refills them from each new batch: per node attribute a
+copy per hop, per edge type one ``fusesample::pad_edge_index`` call (the
+ids moved to their padded rows, the pad edges written), per other edge
+attribute a copy per hop. Rows and slots a batch leaves unused keep what an
+earlier batch put there: they are read by pad rows only.
+"""
+import math
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Dict, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from .. import _extension  # noqa: F401  (registers the ops)
+from .target_layout import register_batch
+
+# a homogeneous batch's single node / edge type
+HOMOGENEOUS = None
+
+
+def _cumulative(counts) -> List[int]:
+    return [0] + list(accumulate(int(c) for c in counts))
+
+
+def _node_stores(batch) -> Dict:
+    if hasattr(batch, 'node_types'):
+        return {t: batch[t] for t in batch.node_types}
+    return {HOMOGENEOUS: batch}
+
+
+def _edge_stores(batch) -> Dict:
+    if hasattr(batch, 'edge_types'):
+        return {t: batch[t] for t in batch.edge_types}
+    return {HOMOGENEOUS: batch}
+
+
+def _ends(edge_type) -> Tuple:
+    return (HOMOGENEOUS, HOMOGENEOUS) if edge_type is HOMOGENEOUS else (
+        edge_type[0], edge_type[-1])
+
+
+def batch_counts_of(batch) -> Tuple[Dict, Dict]:
+    r"""``({node type: nodes per hop}, {edge type: edges per hop})`` of a
+    fused loader's batch (``None`` keys for a homogeneous one); raises
+    ``ValueError`` for a batch without them."""
+    nodes, edges = {}, {}
+    for t, store in _node_stores(batch).items():
+        counts = store.get('num_sampled_nodes')
+        if counts is None:
+            raise ValueError(
+                f"padded batches need a fused loader's batch: "
+                f"{'the batch' if t is None else repr(t)} has no "
+                f"'num_sampled_nodes'")
+        nodes[t] = tuple(int(c) for c in counts)
+    for t, store in _edge_stores(batch).items():
+        counts = store.get('num_sampled_edges')
+        if counts is None:
+            raise ValueError(
+                f"padded batches need a fused loader's batch: "
+                f"{'the batch' if t is None else repr(t)} has no "
+                f"'num_sampled_edges'")
+        edges[t] = tuple(int(c) for c in counts)
+    return nodes, edges
+
+
+@dataclass(frozen=True)
+class BatchCapacity:
+    r"""Rows per hop of every node type and slots per hop of every edge
+    type of a padded batch (``None`` keys: a homogeneous batch)."""
+    nodes: Dict
+    edges: Dict
+
+    @classmethod
+    def of(cls, batch, margin: float = 0.1,
+           at_least: Optional['BatchCapacity'] = None) -> 'BatchCapacity':
+        r"""Room for :obj:`batch` and, per hop, :obj:`margin` more (nodes:
+        plus the pad row; edges: at least 16 slots), and never less than
+        :obj:`at_least` (a capacity grown for a larger batch)."""
+        nodes, edges = batch_counts_of(batch)
+
+        def room(n: int, extra: int) -> int:
+            return math.ceil(n * (1 + margin)) + extra
+
+        def grow(old: Dict, new: Dict, extra: int) -> Dict:
+            out = {}
+            for t, counts in new.items():
+                prev = old.get(t, ()) if old is not None else ()
+                out[t] = tuple(max(room(c, extra),
+                                   prev[h] if h < len(prev) else 0)
+                               for h, c in enumerate(counts))
+            return out
+        return cls(grow(at_least and at_least.nodes, nodes, 1),
+                   grow(at_least and at_least.edges, edges, 16))
+
+    def holds(self, batch) -> bool:
+        r"""Whether :obj:`batch` (same types, same hops) fits: every hop's
+        nodes with a pad row to spare, every hop's edges."""
+        nodes, edges = batch_counts_of(batch)
+        return _fits(nodes, self.nodes, 1) and _fits(edges, self.edges, 0)
+
+
+def _fits(counts: Dict, capacity: Dict, spare: int) -> bool:
+    if counts.keys() != capacity.keys():
+        return False
+    return all(len(c) == len(capacity[t]) and all(
+        n + spare <= cap for n, cap in zip(c, capacity[t]))
+        for t, c in counts.items())
+
+
+class PaddedBatch:
+    r"""One batch padded to :obj:`capacity`, in tensors allocated once
+    (:attr:`batch`, of the example's class: ``Data`` or ``HeteroData``) that
+    :meth:`fill` overwrites with each new batch.
+
+    Node attributes (``x``, ``y``, ``n_id``, masks, ...) get the capacity's
+    rows, edge attributes (``e_id``, ``edge_attr``, ``edge_type``, ...) its
+    slots; other tensors (``input_id``, a link batch's ``edge_label_index``
+    over the seeds, which keep their ids) must keep their shape from batch
+    to batch; ``num_sampled_nodes`` / ``num_sampled_edges`` (and
+    ``num_nodes``) are the capacity's, ``batch_size`` the example's. The
+    padded ``edge_index`` tensors are registered as fused loader batches,
+    so the mini-batch layers read them without a check or a sort.
+
+    Args:
+        example: a fused loader's batch (``Data`` or ``HeteroData``).
+        capacity (BatchCapacity): rows and slots per hop.
+    """
+    def __init__(self, example, capacity: BatchCapacity):
+        if not capacity.holds(example):
+            raise ValueError("PaddedBatch: the example batch does not fit "
+                             "the capacity")
+        self.capacity = capacity
+        self.batch = example.__class__()
+        # (padded store, key) of the node, edge and fixed-shape tensors
+        self._node: List[Tuple] = []
+        self._edge: List[Tuple] = []
+        self._fixed: List[Tuple] = []
+        self._constant: List[Tuple] = []
+        for t, store in _node_stores(example).items():
+            out = self.batch if t is HOMOGENEOUS else self.batch[t]
+            rows = sum(capacity.nodes[t])
+            for key, value in store.items():
+                if key == 'num_sampled_nodes':
+                    out[key] = list(capacity.nodes[t])
+                elif key == 'num_nodes':
+                    out[key] = rows
+                elif key in ('edge_index', 'num_sampled_edges') or \
+                        (t is HOMOGENEOUS and store.is_edge_attr(key)):
+                    continue  # (the edge pass below)
+                elif isinstance(value, Tensor) and store.is_node_attr(key):
+                    out[key] = value.new_zeros((rows, ) + value.shape[1:])
+                    self._node.append((t, out, key))
+                else:
+                    out[key] = self._fixed_copy(out, key, value)
+            if 'num_nodes' not in store:
+                out.num_nodes = rows
+        for t, store in _edge_stores(example).items():
+            out = self.batch if t is HOMOGENEOUS else self.batch[t]
+            slots = sum(capacity.edges[t])
+            for key, value in store.items():
+                if key == 'num_sampled_edges':
+                    out[key] = list(capacity.edges[t])
+                elif key == 'edge_index':
+                    out[key] = value.new_zeros((2, slots))
+                elif isinstance(value, Tensor) and store.is_edge_attr(key):
+                    out[key] = value.new_zeros((slots, ) + value.shape[1:])
+                    self._edge.append((t, out, key))
+                elif t is not HOMOGENEOUS:
+                    out[key] = self._fixed_copy(out, key, value)
+        self.fill(example)
+
+    def _fixed_copy(self, out, key: str, value):
+        # A tensor of no node or edge dimension: a copy refilled per batch
+        # (its shape must not change); anything else (batch_size, ...) as
+        # it is, and the same in every batch filled in.
+        if not isinstance(value, Tensor):
+            if key == 'batch_size':
+                self._constant.append((out, key, value))
+            return value
+        self._fixed.append((out, key))
+        return value.clone()
+
+    def register(self) -> None:
+        r"""(Re-)registers the padded ``edge_index`` tensors as fused loader
+        batches with the capacity's counts; this also drops what layers
+        cached per batch (their target pointers), so that a capture that
+        follows computes them in the graph."""
+        for t, store in _edge_stores(self.batch).items():
+            src, dst = _ends(t)
+            register_batch(store.edge_index, self.capacity.nodes[src],
+                           self.capacity.edges[t], self.capacity.nodes[dst])
+
+    def fits(self, batch) -> bool:
+        r"""Whether :meth:`fill` can take :obj:`batch`: it fits the capacity
+        and :meth:`same_fixed` holds."""
+        return self.capacity.holds(batch) and self.same_fixed(batch)
+
+    def same_fixed(self, batch) -> bool:
+        r"""Whether :obj:`batch`'s tensors of no node or edge dimension have
+        the padded batch's shapes and its other values (``batch_size``, ...)
+        are the padded batch's."""
+        try:
+            return all(_get(batch, out, key).shape == out[key].shape
+                       for out, key in self._fixed) and all(
+                _get(batch, out, key) == value
+                for out, key, value in self._constant)
+        except (AttributeError, KeyError):
+            return False
+
+    def fill(self, batch) -> None:
+        r"""Copies :obj:`batch` into the padded tensors (on their stream, no
+        host synchronisation). Raises ``ValueError`` if it does not fit."""
+        if not self.fits(batch):
+            raise ValueError("PaddedBatch.fill: the batch does not fit the "
+                             "capacity (or a fixed-shape tensor changed "
+                             "shape); make a PaddedBatch with a larger one")
+        nodes, edges = batch_counts_of(batch)
+        for t, out, key in self._node:
+            _copy_blocks(out[key], _get(batch, out, key), nodes[t],
+                         self.capacity.nodes[t])
+        for t, out, key in self._edge:
+            _copy_blocks(out[key], _get(batch, out, key), edges[t],
+                         self.capacity.edges[t])
+        for t, store in _edge_stores(batch).items():
+            out = self.batch if t is HOMOGENEOUS else self.batch[t]
+            src, dst = _ends(t)
+            torch.ops.fusesample.pad_edge_index(
+                store.edge_index, _cumulative(edges[t]),
+                _cumulative(self.capacity.edges[t]), _cumulative(nodes[src]),
+                _cumulative(self.capacity.nodes[src]), _cumulative(nodes[dst]),
+                _cumulative(self.capacity.nodes[dst]), out.edge_index)
+        for out, key in self._fixed:
+            out[key].copy_(_get(batch, out, key), non_blocking=True)
+        # (a new layout in the same tensors: what layers cached for the
+        # last one must go; pad_edge_index's writes move no version counter)
+        self.register()
+
+
+def _get(batch, out, key: str) -> Tensor:
+    # the tensor of `batch` in the store that `out` is in the padded batch
+    key_of_store = getattr(out, '_key', None)
+    store = batch if key_of_store is None else batch[key_of_store]
+    return store[key]
+
+
+def _copy_blocks(out: Tensor, value: Tensor, counts, capacity) -> None:
+    # hop h's rows of `value` to the start of hop h's block of `out`
+    real, padded = _cumulative(counts), _cumulative(capacity)
+    for h in range(len(real) - 1):
+        n = real[h + 1] - real[h]
+        if n > 0:
+            out.narrow(0, padded[h], n).copy_(value.narrow(0, real[h], n),
+                                              non_blocking=True)
