@@ -47,9 +47,17 @@ def reference_pad(edge_index, edges, padded_edges, src, padded_src, dst,
                 u, v = edge_index[:, edges[b] + k].tolist()
                 out[:, p] = torch.tensor([move(u, src, padded_src),
                                           move(v, dst, padded_dst)])
-            else:
-                out[:, p] = torch.tensor([padded_src[b + 2] - 1,
-                                          padded_dst[b + 1] - 1])
+            else:  # pad edge i of K: spread over the hops' pad rows
+                i = k - (edges[b + 1] - edges[b])
+                K = padded_edges[b + 1] - padded_edges[b] - (
+                    edges[b + 1] - edges[b])
+                s_real = src[b + 2] - src[b + 1]
+                s_pad = padded_src[b + 2] - padded_src[b + 1] - s_real
+                d_real = dst[b + 1] - dst[b]
+                d_pad = padded_dst[b + 1] - padded_dst[b] - d_real
+                out[:, p] = torch.tensor([
+                    padded_src[b + 1] + s_real + i % s_pad,
+                    padded_dst[b] + d_real + i * d_pad // K])
     return out
 
 
@@ -137,7 +145,8 @@ def test_pad_edge_index_bad_ids_reported_on_cuda():
                         _cum([5, 10, 18]), _cum(nodes), _cum([5, 10, 18]), out)
     assert word.tolist() == [2, 99]
     word.zero_()
-    assert out[:, 12].tolist() == [32, 14]  # the pad edge of hop 2
+    # hop 2's first pad edge stands in for it: pad rows of hops 2 and 1
+    assert out[:, 12].tolist() == [32, 14]
 
 
 # loader batches ##############################################################

@@ -8,9 +8,13 @@
 // of hop b, grouped by target. The padded batch gives hop h of a node type
 // a block of fixed rows (its nodes first, then at least one pad row) and the
 // edges of every hop a block of fixed slots (its edges first, then pad edges
-// from the last row of the source type's hop b + 1 to the last row of the
-// target type's hop b: pad rows feed pad rows only, so the real rows compute
-// what they computed, and the targets stay grouped).
+// from pad rows of the source type's hop b + 1 to pad rows of the target
+// type's hop b: pad rows feed pad rows only, so the real rows compute what
+// they computed, and the targets stay grouped). Pad edge i of block b's K
+// goes from pad row i mod S of the source hop to pad row floor(i T / K) of
+// the target hop (S, T: the hops' pad rows), spread so that no pad row
+// becomes a hub (a row of thousands of slots is one warp's serial walk in
+// the segment kernels).
 //
 // pad_edge_index(edge_index, edges, padded_edges, src_nodes, padded_src_nodes,
 //                dst_nodes, padded_dst_nodes, out) -> ():
@@ -23,8 +27,8 @@
 //   least L + 1 entries);
 //   out [2, D_L] of edge_index's dtype and device: every slot written.
 //   A hop's padded block must hold its edges and its nodes plus a pad row.
-//   bad ids: the CPU kernel raises; the CUDA kernel writes the pad edge for
-//   a source or target outside its hop range and reports it in the device's
+//   bad ids: the CPU kernel raises; the CUDA kernel writes the block's first
+//   pad edge for a source or target outside its hop range and reports it in the device's
 //   error word (common/error_word.cuh): no sync, nothing out of bounds.
 //   Hops are at most kMaxPadHops (32).
 #include <torch/library.h>

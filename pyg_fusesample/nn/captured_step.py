@@ -21,8 +21,11 @@ def _drop_cublas_workspace() -> None:
 
 
 def check_capturable(optimizer: torch.optim.Optimizer, owner: str) -> None:
+    r"""An optimizer whose step can run in a CUDA graph: those with a
+    ``capturable`` option (Adam, AdamW, ...) need it set; those without one
+    (SGD) keep no host-side state."""
     for group in optimizer.param_groups:
-        if not group.get('capturable', False):
+        if 'capturable' in group and not group['capturable']:
             raise ValueError(f"{owner}: create the optimizer with "
                              f"capturable=True (its step runs in the graph)")
 

@@ -23,9 +23,14 @@ __global__ void __launch_bounds__(kThreads)
 pad_edge_index_kernel(const PadHops k, const index_t* __restrict__ in, int64_t E,
                       index_t* __restrict__ out, int64_t D,
                       unsigned long long* __restrict__ error) {
+  // (the counts indexed by hop from shared memory, not from a copy of the
+  // parameter struct in every thread's local memory)
+  __shared__ PadHops hops;
+  if (threadIdx.x == 0) hops = k;
+  __syncthreads();
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; p < D;
        p += static_cast<int64_t>(gridDim.x) * kThreads) {
-    const PadSlot s = pad_slot(k, p, in, E);
+    const PadSlot s = pad_slot(hops, p, in, E);
     if (s.bad) report(error, kBadSource, s.bad_id);
     out[p] = static_cast<index_t>(s.src);
     out[D + p] = static_cast<index_t>(s.dst);
