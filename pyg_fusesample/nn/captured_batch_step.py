@@ -91,8 +91,8 @@ class CapturedBatchStep:
 
     def __call__(self, batch) -> Tensor:
         device = _device_of(batch)
-        if self.padded is not None and self.padded.fits(batch):
-            self.padded.fill(batch)
+        if self.padded is not None and self.padded.try_fill(batch,
+                                                            register=False):
             self.graph.replay()
             return self.loss
         if self.padded is not None and not self.padded.same_fixed(batch):

@@ -149,6 +149,9 @@ class PaddedBatch:
             raise ValueError("PaddedBatch: the example batch does not fit "
                              "the capacity")
         self.capacity = capacity
+        # (cumulative capacities, per type)
+        self._rows = {t: _cumulative(c) for t, c in capacity.nodes.items()}
+        self._slots = {t: _cumulative(c) for t, c in capacity.edges.items()}
         self.batch = example.__class__()
         # (padded store, key) of the node, edge and fixed-shape tensors
         self._node: List[Tuple] = []
@@ -229,30 +232,49 @@ class PaddedBatch:
     def fill(self, batch) -> None:
         r"""Copies :obj:`batch` into the padded tensors (on their stream, no
         host synchronisation). Raises ``ValueError`` if it does not fit."""
-        if not self.fits(batch):
+        if not self.try_fill(batch):
             raise ValueError("PaddedBatch.fill: the batch does not fit the "
                              "capacity (or a fixed-shape tensor changed "
                              "shape); make a PaddedBatch with a larger one")
+
+    def try_fill(self, batch, register: bool = True) -> bool:
+        r""":meth:`fill` if :obj:`batch` fits (returns ``True``), else
+        nothing (``False``). With :obj:`register` (default), the padded
+        ``edge_index`` tensors are registered again (:meth:`register`): a
+        new layout in the same tensors, so what layers cached for the last
+        one must go (``pad_edge_index``'s writes move no version counter).
+        A CUDA graph's replays read none of those caches."""
         nodes, edges = batch_counts_of(batch)
+        if not (_fits(nodes, self.capacity.nodes, 1) and
+                _fits(edges, self.capacity.edges, 0) and
+                self.same_fixed(batch)):
+            return False
+        # every copy in one call (a Python loop of copies costs more host
+        # time than the copies take on the GPU)
+        dsts: List[Tensor] = []
+        srcs: List[Tensor] = []
+        real_rows = {t: _cumulative(c) for t, c in nodes.items()}
+        real_slots = {t: _cumulative(c) for t, c in edges.items()}
         for t, out, key in self._node:
-            _copy_blocks(out[key], _get(batch, out, key), nodes[t],
-                         self.capacity.nodes[t])
+            _blocks(dsts, srcs, out[key], _get(batch, out, key), real_rows[t],
+                    self._rows[t])
         for t, out, key in self._edge:
-            _copy_blocks(out[key], _get(batch, out, key), edges[t],
-                         self.capacity.edges[t])
+            _blocks(dsts, srcs, out[key], _get(batch, out, key),
+                    real_slots[t], self._slots[t])
+        for out, key in self._fixed:
+            dsts.append(out[key])
+            srcs.append(_get(batch, out, key))
+        torch._foreach_copy_(dsts, srcs, non_blocking=True)
         for t, store in _edge_stores(batch).items():
             out = self.batch if t is HOMOGENEOUS else self.batch[t]
             src, dst = _ends(t)
             torch.ops.fusesample.pad_edge_index(
-                store.edge_index, _cumulative(edges[t]),
-                _cumulative(self.capacity.edges[t]), _cumulative(nodes[src]),
-                _cumulative(self.capacity.nodes[src]), _cumulative(nodes[dst]),
-                _cumulative(self.capacity.nodes[dst]), out.edge_index)
-        for out, key in self._fixed:
-            out[key].copy_(_get(batch, out, key), non_blocking=True)
-        # (a new layout in the same tensors: what layers cached for the
-        # last one must go; pad_edge_index's writes move no version counter)
-        self.register()
+                store.edge_index, real_slots[t], self._slots[t],
+                real_rows[src], self._rows[src], real_rows[dst],
+                self._rows[dst], out.edge_index)
+        if register:
+            self.register()
+        return True
 
 
 def _get(batch, out, key: str) -> Tensor:
@@ -262,11 +284,12 @@ def _get(batch, out, key: str) -> Tensor:
     return store[key]
 
 
-def _copy_blocks(out: Tensor, value: Tensor, counts, capacity) -> None:
-    # hop h's rows of `value` to the start of hop h's block of `out`
-    real, padded = _cumulative(counts), _cumulative(capacity)
+def _blocks(dsts: List[Tensor], srcs: List[Tensor], out: Tensor,
+            value: Tensor, real: List[int], padded: List[int]) -> None:
+    # hop h's rows of `value` (real[h]:real[h + 1]) to the start of hop h's
+    # block of `out` (padded[h]:...)
     for h in range(len(real) - 1):
         n = real[h + 1] - real[h]
         if n > 0:
-            out.narrow(0, padded[h], n).copy_(value.narrow(0, real[h], n),
-                                              non_blocking=True)
+            dsts.append(out.narrow(0, padded[h], n))
+            srcs.append(value.narrow(0, real[h], n))
