@@ -670,6 +670,24 @@ class Trainer:
         # a clone: the graph overwrites its loss on the next replay
         return self.captured(seeds).clone()
 
+    def _sage_step(self, batch) -> torch.Tensor:
+        model, trim = self.model, self.args.trim
+
+        def body(b):
+            n = b.batch_size
+            # trimmed (PyG's or ours), the seeds' rows come first
+            return self._body(
+                lambda: model(b.x, b.edge_index, **trim_kwargs(b, trim))[:n],
+                b.y[:n])
+        if not self.args.capture:
+            self.optimizer.zero_grad()
+            return body(batch)
+        if self.captured is None:
+            from pyg_fusesample.nn import CapturedBatchStep
+            self.captured = CapturedBatchStep(body, self.optimizer)
+        # a clone: the graph overwrites its loss on the next replay
+        return self.captured(batch).clone()
+
     def train(self, desc: str) -> float:
         model, args, device = self.model, self.args, self.device
         model.train()
@@ -680,10 +698,7 @@ class Trainer:
                 batch = batch.to(device)
                 n = batch.batch_size
                 # trimmed (PyG's or ours), the seeds' rows come first
-                kw = trim_kwargs(batch, args.trim)
-                loss = self._step(
-                    lambda: model(batch.x, batch.edge_index, **kw)[:n],
-                    batch.y[:n])
+                loss = self._sage_step(batch)
                 total_loss += loss * n
                 total += n
         elif args.model == 'fused-sage':
@@ -793,9 +808,12 @@ def make_parser(spec: Spec, description: str, defaults: dict):
     p.add_argument('--epochs', type=int, default=defaults.get('epochs', 20))
     p.add_argument('--lr', type=float, default=defaults.get('lr', 0.003))
     p.add_argument('--capture', action='store_true',
-                   help='--model fused-sage on CUDA: replay each training '
-                        'step (sampling, forward, backward, optimizer) from '
-                        'a CUDA graph (pyg_fusesample.nn.CapturedStep)')
+                   help='on CUDA, replay each training step from a CUDA '
+                        'graph: --model fused-sage (sampling, forward, '
+                        'backward, optimizer; pyg_fusesample.nn.CapturedStep)'
+                        ' or --model sage --loader fused --layers fused '
+                        '(forward, backward, optimizer on each batch padded '
+                        'to fixed per-hop sizes; CapturedBatchStep)')
     add_run_args(p)
     return p
 
@@ -819,9 +837,13 @@ def main(name: str, description: str, argv: Optional[List[str]] = None,
                          f'{args.model} has no PyG layers)')
     args.layers = args.layers or 'pyg'
     args.trim, trim_note = resolve_trim(parser, args.trim, args.loader)
-    if args.capture and args.model != 'fused-sage':
-        parser.error(f'--capture applies to --model fused-sage only (got '
-                     f'--model {args.model})')
+    if args.capture and args.model != 'fused-sage' and not (
+            args.model == 'sage' and args.loader == 'fused'
+            and args.layers == 'fused' and args.trim):
+        parser.error('--capture applies to --model fused-sage, or to --model '
+                     'sage with --loader fused --layers fused and trimming '
+                     f'(got --model {args.model}, --loader {args.loader}, '
+                     f'--layers {args.layers}, trim {args.trim})')
     if args.model == 'fused-sage' and any(k < 0 for k in args.num_neighbors[:-1]):
         parser.error('--model fused-sage: only the last fan-out may be -1')
     device = torch.device(args.device or

@@ -336,6 +336,10 @@ def test_capture_needs_fused_sage_and_cuda(data_root, capsys):
         PRODUCTS, ['--root', root, '--capture', '--epochs', '1'], capsys)
     assert code != 0 and '--capture applies to --model fused-sage' in err
     code, _, err = run_inprocess(
+        PRODUCTS, ['--root', root, '--capture', '--loader', 'fused',
+                   '--layers', 'fused', '--no-trim', '--epochs', '1'], capsys)
+    assert code != 0 and 'trim False' in err
+    code, _, err = run_inprocess(
         PRODUCTS, ['--root', root, '--model', 'fused-sage', '--capture',
                    '--device', 'cpu', '--epochs', '1'], capsys)
     assert code != 0 and '--capture needs a CUDA device' in err
@@ -351,6 +355,22 @@ def test_products_fused_sage_captured(data_root, capsys):
         PRODUCTS, ['--root', root, *SHORT, '--model', 'fused-sage',
                    '--capture', '--device', 'cuda', '--batch-size', '7'],
         capsys)
+    assert code == 0, err[-3000:]
+    check_output(out)
+    assert 'CUDA graph: each step replayed' in out
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU')
+def test_products_fused_layers_captured(data_root, capsys):
+    """PyG's GraphSAGE through to_fused, each step on a padded batch
+    replayed from a CUDA graph (CapturedBatchStep); the last, short batch
+    runs eagerly."""
+    root, _ = data_root
+    code, out, err = run_inprocess(
+        PRODUCTS, ['--root', root, *SHORT, '--loader', 'fused', '--layers',
+                   'fused', '--capture', '--device', 'cuda', '--batch-size',
+                   '7'], capsys)
     assert code == 0, err[-3000:]
     check_output(out)
     assert 'CUDA graph: each step replayed' in out
