@@ -372,14 +372,15 @@ def output_and_grads(module, x, edge_index, kwargs, seed=0):
 
 def assert_same(ours: dict, ref: dict, atol_of=None, **tol):
     """Outputs and gradients (output_and_grads) alike: within `tol`, or
-    within atol_of(name, reference) (bfloat16 against float32)."""
+    within atol_of(name, reference) (bfloat16 against float32; float32
+    within twice PyG's own rounding)."""
     assert sorted(ours) == sorted(ref)
     for name, b in ref.items():
         a = ours[name]
         assert a.shape == b.shape, f'{name}: {a.shape} != {b.shape}'
         if atol_of is not None:
             a = a.to(b.dtype)
-            tol = dict(rtol=0.0, atol=atol_of(name, b))
+            tol = dict(rtol=tol.get('rtol', 0.0), atol=atol_of(name, b))
         torch.testing.assert_close(a, b, **tol,
                                    msg=lambda m, name=name: f'{name}: {m}')
 
@@ -394,8 +395,23 @@ def compare(case: Case, kind: str, device, dtype, train: bool, tol: dict):
     # torch (2.13, CPU) computes PyG's gradients wrong -- gather with an
     # expanded int32 index (the backward of PyG's scatter) reads wrong rows,
     # and scatter_reduce('amax')'s backward returns NaN.
-    assert_same(output_and_grads(ours, x, edge_index, kwargs),
-                output_and_grads(ref, x, edge_index.long(), kwargs), **tol)
+    expected = output_and_grads(ref, x, edge_index.long(), kwargs)
+    atol_of = None
+    if dtype == torch.float32:
+        # within tol, or within twice PyG's own float32 rounding (its
+        # distance from PyG's layer in float64): an order of summation
+        # other than PyG's (a matrix product for GATConv's scores) moves
+        # elements that are small sums of large terms by more than tol
+        exact = copy.deepcopy(ref).double()
+        x64, _, kwargs64 = inputs_for(case, graph, device, torch.float64)
+        exact = output_and_grads(exact, x64, edge_index.long(), kwargs64)
+
+        def atol_of(name, reference):
+            own = (reference.double() - exact[name]).abs()
+            return max(tol['atol'],
+                       2 * own.max().item() if own.numel() else 0.0)
+    assert_same(output_and_grads(ours, x, edge_index, kwargs), expected,
+                atol_of=atol_of, **tol)
 
 
 def equality_params(kinds, modes=('eval', 'train')):

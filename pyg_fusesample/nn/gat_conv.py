@@ -137,11 +137,15 @@ class GATConv(PyGGATConv):
                 loops: int):
         r"""Per slot ``[E, H]`` and per self-loop ``[loops, H]`` scores
         (before the edge term), and the slots that count (``None``: all)."""
-        a_src = (h_src * self.att_src).sum(dim=-1)
+        if h_dst is h_src:  # (one projection: both scores in one product)
+            a_src, a_dst = _head_scores(h_src, self.att_src, self.att_dst)
+        else:
+            a_src, = _head_scores(h_src, self.att_src)
+            a_dst = None if h_dst is None else \
+                _head_scores(h_dst, self.att_dst)[0]
         score = index_rows(a_src, layout.src)
         self_score = a_src[:loops]
-        if h_dst is not None:
-            a_dst = (h_dst * self.att_dst).sum(dim=-1)
+        if a_dst is not None:
             score = score + index_rows(a_dst, layout.dst)
             self_score = self_score + a_dst[:loops]
         keep = layout.src != layout.dst if self.add_self_loops else None
@@ -161,7 +165,7 @@ class GATConv(PyGGATConv):
 
     def _edge_term(self, edge_attr: Tensor) -> Tensor:
         e = self.lin_edge(edge_attr).view(-1, self.heads, self.out_channels)
-        return (e * self.att_edge).sum(dim=-1)
+        return _head_scores(e, self.att_edge)[0]
 
     def _act(self, score: Tensor, keep: Optional[Tensor] = None) -> Tensor:
         score = F.leaky_relu(score, self.negative_slope)
@@ -208,6 +212,25 @@ def _pyg_reason(edge_index, x_src: Tensor, x_dst: Optional[Tensor],
             x_dst is not None and size[1] != x_dst.size(0))):
         return "a 'size' that disagrees with the node features"
     return None
+
+
+def _head_scores(h: Tensor, *atts: Tensor) -> Tuple[Tensor, ...]:
+    r"""PyG's ``(h * att).sum(-1)`` for each ``att`` (``[1, H, C]``) of
+    ``h`` (``[N, H, C]``): ``[N, H]`` each, in float32 (float64 stays).
+    One matrix product with the block-diagonal ``[H * C, H]`` of every
+    ``att`` side by side: ``h`` is read once, and neither the forward nor
+    the backward writes an ``[N, H, C]`` temporary per ``att``. In float32
+    even for 16-bit ``h`` and ``att`` (PyG's product with a float32 ``att``
+    under autocast is float32 too): the gradient of ``att`` sums over every
+    node, and a 16-bit product sums in 16 bits on some CPUs."""
+    N, H, C = h.shape
+    weight = torch.cat([torch.block_diag(*att.reshape(H, C, 1).unbind(0))
+                        for att in atts], dim=1)
+    dtype = torch.promote_types(torch.promote_types(h.dtype, weight.dtype),
+                                torch.float32)
+    with torch.autocast(h.device.type, enabled=False):
+        out = torch.mm(h.reshape(N, H * C).to(dtype), weight.to(dtype))
+    return out.split(H, dim=1)
 
 
 def _widened(t: Tensor) -> Tensor:
