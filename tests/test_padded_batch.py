@@ -3,7 +3,6 @@ model's seeds' outputs and every gradient on a padded fused loader batch
 equal those on the batch itself (SAGE, GAT, GCN, RGCN, to_hetero SAGE; our
 layers and PyG's), pad edges touch pad rows only, the op against a plain
 reference, capacities, and bad inputs."""
-import copy
 
 import pytest
 import torch

@@ -62,24 +62,20 @@ def batch_counts_of(batch) -> Tuple[Dict, Dict]:
     r"""``({node type: nodes per hop}, {edge type: edges per hop})`` of a
     fused loader's batch (``None`` keys for a homogeneous one); raises
     ``ValueError`` for a batch without them."""
-    nodes, edges = {}, {}
-    for t, store in _node_stores(batch).items():
-        counts = store.get('num_sampled_nodes')
+    return (_counts(_node_stores(batch), 'num_sampled_nodes'),
+            _counts(_edge_stores(batch), 'num_sampled_edges'))
+
+
+def _counts(stores: Dict, key: str) -> Dict:
+    out = {}
+    for t, store in stores.items():
+        counts = store.get(key)
         if counts is None:
             raise ValueError(
                 f"padded batches need a fused loader's batch: "
-                f"{'the batch' if t is None else repr(t)} has no "
-                f"'num_sampled_nodes'")
-        nodes[t] = tuple(int(c) for c in counts)
-    for t, store in _edge_stores(batch).items():
-        counts = store.get('num_sampled_edges')
-        if counts is None:
-            raise ValueError(
-                f"padded batches need a fused loader's batch: "
-                f"{'the batch' if t is None else repr(t)} has no "
-                f"'num_sampled_edges'")
-        edges[t] = tuple(int(c) for c in counts)
-    return nodes, edges
+                f"{'the batch' if t is None else repr(t)} has no {key!r}")
+        out[t] = tuple(int(c) for c in counts)
+    return out
 
 
 @dataclass(frozen=True)
