@@ -141,7 +141,7 @@ def test_refusals(tmp_path):
         DistNeighborSampler(part, [2])
 
 
-def _loader_worker(rank, world, root, init, out_dir, disjoint):
+def _loader_worker(rank, world, root, init, out_dir, disjoint, cache_rows):
     from pyg_fusesample.distributed import FusedDistNeighborLoader
     dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
                             world_size=world,
@@ -151,7 +151,8 @@ def _loader_worker(rank, world, root, init, out_dir, disjoint):
         train = torch.arange(N) % 3 == 0
         loader = FusedDistNeighborLoader(part, [4, 3], input_nodes=train,
                                          batch_size=16, shuffle=True, seed=5,
-                                         disjoint=disjoint)
+                                         disjoint=disjoint,
+                                         cache_rows=cache_rows)
         batches = [dict(b.to_dict()) for b in loader]
         torch.save((len(loader), batches),
                    os.path.join(out_dir, f'loader{rank}.pt'))
@@ -159,11 +160,13 @@ def _loader_worker(rank, world, root, init, out_dir, disjoint):
         dist.destroy_process_group()
 
 
-@pytest.mark.parametrize('world,disjoint', [(2, False), (3, False),
-                                            (2, True)])
-def test_loader_batches_equal_fused_neighbor_loader(world, disjoint):
+@pytest.mark.parametrize('world,disjoint,cache_rows', [
+    (2, False, 0), (3, False, 0), (2, True, 0), (3, False, 50)])
+def test_loader_batches_equal_fused_neighbor_loader(world, disjoint,
+                                                    cache_rows):
     # Rank r's batches are FusedNeighborLoader's on the whole graph for
-    # rank r's share of the seeds (same batch size, shuffle and seed).
+    # rank r's share of the seeds (same batch size, shuffle and seed), with
+    # or without a cache of hot remote rows.
     from torch_geometric.data import Data
 
     from pyg_fusesample import FusedNeighborLoader
@@ -176,7 +179,8 @@ def test_loader_batches_equal_fused_neighbor_loader(world, disjoint):
         write_partitions(root, N, [(edge_index[0], edge_index[1])], world,
                          assignment='hash', node_feats=x, labels=y)
         mp.spawn(_loader_worker, args=(world, root, os.path.join(tmp, 'init'),
-                                       tmp, disjoint), nprocs=world)
+                                       tmp, disjoint, cache_rows),
+                 nprocs=world)
         got = [torch.load(os.path.join(tmp, f'loader{r}.pt'))
                for r in range(world)]
     assert len({n for n, _ in got}) == 1  # as many batches on every rank
@@ -262,3 +266,91 @@ def test_resident_bytes_are_a_share_plus_the_node_map(tmp_path, parts):
         assert share == 8 * n + 8 * (n + 1) + 16 * e + n * (4 * F + 8)
         total += share
     assert total == whole + 8 * (parts - 1)
+
+
+def _cache_worker(rank, world, root, init, out_dir, cache_rows):
+    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
+                            world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    try:
+        part = read_partition(root, rank)
+        plain = DistNeighborSampler(part, [4, 3])
+        cached = DistNeighborSampler(part, [4, 3], cache_rows=cache_rows)
+        results = []
+        for i, seed in enumerate(seed_batches()):
+            out = plain.sample(seed, rng_seed=100 + i)
+            plain.gather(out.node, 'y')  # (as many gathers as cached's)
+            results.append((out.node, plain.gather(out.node, 'x'),
+                            cached.gather(out.node, 'x'),
+                            cached.gather(out.node, 'y')))
+        src = part.csc[None].row
+        remote = src[part.node_map[None][src] != rank]
+        torch.save(dict(results=results, plain=plain.remote_rows_fetched,
+                        cached=cached.remote_rows_fetched,
+                        cache_ids=cached.cache_ids, remote=remote,
+                        nbytes=cached.cache_nbytes()),
+                   os.path.join(out_dir, f'cache{rank}.pt'))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize('cache_rows', [40, 10 * N])
+def test_cache_of_hot_remote_rows(cache_rows):
+    # Gathers served from the cache equal the owners' rows; fewer rows cross
+    # the ranks; the cache holds the remote nodes most of the part's
+    # in-edges come from, and its bytes are counted: per row its id (8),
+    # x (5 floats) and y (8).
+    edge_index, x, y = graph()
+    world = 3
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, 'part')
+        write_partitions(root, N, [(edge_index[0], edge_index[1])], world,
+                         assignment='hash', node_feats=x, labels=y)
+        mp.spawn(_cache_worker, args=(world, root, os.path.join(tmp, 'init'),
+                                      tmp, cache_rows), nprocs=world)
+        got = [torch.load(os.path.join(tmp, f'cache{r}.pt'))
+               for r in range(world)]
+    for rank, g in enumerate(got):
+        for node, plain_x, cached_x, cached_y in g['results']:
+            assert torch.equal(plain_x, x[node])
+            assert torch.equal(cached_x, x[node])
+            assert torch.equal(cached_y, y[node])
+        assert g['cached'] < g['plain']
+        ids, hits = torch.unique(g['remote'], return_counts=True)
+        k = g['cache_ids'].numel()
+        assert k == min(cache_rows, ids.numel())
+        assert set(g['cache_ids'].tolist()) <= set(ids.tolist())
+        # no remote node left out is hotter than one kept
+        kept = torch.isin(ids, g['cache_ids'])
+        if (~kept).any():
+            assert int(hits[~kept].max()) <= int(hits[kept].min())
+        assert g['nbytes'] == k * (8 + 4 * x.size(1) + 8)
+
+
+def _mismatch_worker(rank, world, root, init, out_dir):
+    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
+                            world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    try:
+        DistNeighborSampler(read_partition(root, rank), [2],
+                            cache_rows=5 * rank)
+        outcome = ''
+    except ValueError as e:
+        outcome = str(e)
+    finally:
+        dist.destroy_process_group()
+    torch.save(outcome, os.path.join(out_dir, f'mismatch{rank}.pt'))
+
+
+def test_cache_rows_must_agree():
+    edge_index, x, y = graph()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, 'part')
+        write_partitions(root, N, [(edge_index[0], edge_index[1])], 2,
+                         node_feats=x)
+        mp.spawn(_mismatch_worker, args=(2, root, os.path.join(tmp, 'init'),
+                                         tmp), nprocs=2)
+        outcomes = [torch.load(os.path.join(tmp, f'mismatch{r}.pt'))
+                    for r in range(2)]
+    assert all("'cache_rows' differs between the ranks" in o
+               for o in outcomes)

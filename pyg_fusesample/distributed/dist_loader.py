@@ -63,6 +63,9 @@ class FusedDistNeighborLoader:
             ``weight_attr`` does on the whole graph.
         disjoint (bool): each seed its own subtree (``batch`` in the
             batches), as ``FusedNeighborLoader(disjoint=True)``.
+        cache_rows (int): rows of hot remote nodes each rank keeps and
+            gathers from (see :class:`~pyg_fusesample.distributed.
+            DistNeighborSampler`; the same on every rank). Default: ``0``.
         group: the process group (default: the world).
 
     Batches hold ``x``, ``y`` (where the partition stores them),
@@ -80,10 +83,10 @@ class FusedDistNeighborLoader:
                  replace: bool = False, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None,
                  shard_inputs: bool = True, edge_weight: bool = False,
-                 disjoint: bool = False, group=None):
+                 disjoint: bool = False, cache_rows: int = 0, group=None):
         self.sampler = DistNeighborSampler(
             part, num_neighbors, replace=replace, edge_weight=edge_weight,
-            disjoint=disjoint, group=group)
+            disjoint=disjoint, cache_rows=cache_rows, group=group)
         num_nodes = part.node_map[None].numel()
         input_nodes = node_index(input_nodes, num_nodes,
                                  type(self).__name__).cpu()

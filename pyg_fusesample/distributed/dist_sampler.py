@@ -24,8 +24,9 @@ within the process group's timeout (``init_process_group(timeout=...)``),
 ends the others' calls with a ``RuntimeError`` saying so, never a hang.
 
 This version samples homogeneous graphs, uniformly or by edge weight,
-disjoint or not, on the CPU (``gloo``); CUDA tensors and heterogeneous
-partitions raise :class:`NotImplementedError`; there is no time rule yet.
+disjoint or not, on the CPU (``gloo``), and can keep the rows of hot remote
+nodes (``cache_rows``); CUDA tensors and heterogeneous partitions raise
+:class:`NotImplementedError`; there is no time rule yet.
 """
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
@@ -70,11 +71,17 @@ class DistNeighborSampler:
             by the whole graph's.
         disjoint (bool): each seed its own subtree (nodes deduplicated per
             seed, ``batch`` says whose), as ``disjoint=True`` samples.
+        cache_rows (int): keep the feature rows (every node feature of the
+            part) of this many remote nodes on this rank, fetched once here
+            (collective), and serve :meth:`gather` from them: the remote
+            nodes that most of this part's in-edges come from (a node turns
+            up in batches about as often as it is an in-edge's source).
+            The same value on every rank (checked). Default: ``0``, none.
         group: the process group (default: the world).
     """
     def __init__(self, part: Partition, num_neighbors: Sequence[int],
                  replace: bool = False, edge_weight: bool = False,
-                 disjoint: bool = False, group=None):
+                 disjoint: bool = False, cache_rows: int = 0, group=None):
         if part.is_hetero:
             raise NotImplementedError(
                 "distributed sampling of heterogeneous partitions is not "
@@ -107,6 +114,12 @@ class DistNeighborSampler:
                 raise NotImplementedError(
                     "distributed sampling runs on the CPU (gloo) in this "
                     "version")
+        # rows received from other ranks by gather (the cache's own fetch
+        # not counted)
+        self.remote_rows_fetched = 0
+        self.cache_ids: Optional[Tensor] = None
+        self.cache: dict = {}
+        self._build_cache(int(cache_rows))
 
     # ------------------------------------------------------------ exchange
     def _exchange(self, send: Tensor, counts: Tensor) -> Tuple[Tensor, Tensor]:
@@ -195,18 +208,77 @@ class DistNeighborSampler:
     # ------------------------------------------------------------ features
     def gather(self, ids: Tensor, name: str = 'x') -> Tensor:
         r"""Rows of node feature :obj:`name` (``'x'``, ``'y'``, ...) of the
-        global ids :obj:`ids`, each from its owner (collective)."""
+        global ids :obj:`ids`, each from its owner, or from this rank's
+        cache of hot remote rows (collective)."""
+        table = self._table(name)
+        if self.cache_ids is None or self.cache_ids.numel() == 0:
+            return self._fetch(ids, table, count=True)
+        pos = torch.searchsorted(self.cache_ids, ids).clamp_max(
+            self.cache_ids.numel() - 1)
+        hit = self.cache_ids[pos] == ids
+        out = table.new_empty((ids.numel(), ) + table.shape[1:])
+        out[hit] = self.cache[name][pos[hit]]
+        out[~hit] = self._fetch(ids[~hit], table, count=True)
+        return out
+
+    def cache_nbytes(self) -> int:
+        r"""Bytes of the cache of hot remote rows: its ids and their rows of
+        every node feature."""
+        if self.cache_ids is None:
+            return 0
+        return self.cache_ids.numel() * self.cache_ids.element_size() + sum(
+            t.numel() * t.element_size() for t in self.cache.values())
+
+    def _table(self, name: str) -> Tensor:
         feats = self.part.node_feats[None]
         if name not in feats:
             raise KeyError(f"the partition has no node feature {name!r} "
                            f"(it has {sorted(feats)})")
-        table = feats[name]
+        return feats[name]
+
+    def _fetch(self, ids: Tensor, table: Tensor, count: bool) -> Tensor:
+        # Rows of `ids` from their owners (collective: two exchanges).
         perm, counts = self._by_owner(ids)
         asked, asked_counts = self._exchange(ids[perm], counts)
         rows, _ = self._exchange(table[self._local(asked)], asked_counts)
+        if count:
+            self.remote_rows_fetched += int(counts.sum() - counts[self.rank])
         out = torch.empty_like(rows)
         out[perm] = rows
         return out
+
+    def _build_cache(self, cache_rows: int) -> None:
+        # The same size on every rank (else one rank's fetch below would
+        # wait forever for the others'), then the hottest remote sources of
+        # this part's in-edges, their rows of every feature fetched once.
+        if cache_rows < 0:
+            raise ValueError(f"'cache_rows' must be >= 0, got {cache_rows}")
+        if self.world_size > 1:
+            both = torch.tensor([cache_rows, -cache_rows])
+            try:
+                dist.all_reduce(both, dist.ReduceOp.MAX, group=self.group)
+            except RuntimeError as e:
+                raise RuntimeError(
+                    f"DistNeighborSampler, rank {self.rank}: agreeing on "
+                    f"'cache_rows' with the other ranks failed "
+                    f"({type(e).__name__}: {e})") from e
+            if int(both[0]) != -int(both[1]):
+                raise ValueError(
+                    f"'cache_rows' differs between the ranks (this rank: "
+                    f"{cache_rows}, the largest: {int(both[0])}): every "
+                    f"rank must pass the same value")
+        if cache_rows == 0:
+            return
+        src = self.part.csc[None].row.to(torch.long)
+        remote = src[self.owner[src] != self.rank]
+        ids, hits = torch.unique(remote, return_counts=True)
+        # (most in-edges first, ties by id: unique's order, kept stably)
+        hot = ids[torch.sort(hits, descending=True, stable=True).indices[
+            :cache_rows]]
+        self.cache_ids = torch.sort(hot).values
+        self.cache = {name: self._fetch(self.cache_ids, self._table(name),
+                                        count=False)
+                      for name in sorted(self.part.node_feats[None])}
 
 
 def _weighted(csc: PartCSC, num_targets: int):
