@@ -684,7 +684,8 @@ class Trainer:
             return body(batch)
         if self.captured is None:
             from pyg_fusesample.nn import CapturedBatchStep
-            self.captured = CapturedBatchStep(body, self.optimizer)
+            self.captured = CapturedBatchStep(body, self.optimizer,
+                                              attrs=['x', 'y'])
         # a clone: the graph overwrites its loss on the next replay
         return self.captured(batch).clone()
 

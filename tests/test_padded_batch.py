@@ -311,3 +311,27 @@ def test_not_a_fused_batch():
     with pytest.raises(ValueError, match="has no 'num_sampled_nodes'"):
         BatchCapacity.of(Data(x=torch.randn(3, 2),
                               edge_index=torch.tensor([[0], [1]])))
+
+
+def test_attrs_pads_only_what_is_named():
+    # attrs: the tensors the step reads; the others are left out (reading
+    # one fails loudly rather than giving an earlier batch's values)
+    _, loader = _loader('products', [4, 3, 2])
+    a, b = [x for _, x in zip(range(2), loader)]
+    padded = PaddedBatch(a, BatchCapacity.of(a, 1.0), attrs=['x', 'y'])
+    keys = set(padded.batch.keys())
+    assert {'x', 'y', 'edge_index', 'batch_size', 'num_sampled_nodes',
+            'num_sampled_edges'} <= keys
+    assert not keys & {'n_id', 'e_id', 'train_mask', 'input_id'}
+    torch.manual_seed(0)
+    model = to_fused(GraphSAGE(100, 16, 3, 47))
+    for batch in (a, b):
+        if padded.fits(batch):
+            padded.fill(batch)
+            _assert_same(model, batch, padded.batch,
+                         lambda x: _homogeneous_call(model, x))
+    data, loader = _loader('mag', [4, 3])
+    c = next(iter(loader))
+    hetero = PaddedBatch(c, BatchCapacity.of(c, 0.5), attrs=['x'])
+    assert 'x' in hetero.batch['author'] and 'n_id' not in hetero.batch['author']
+    assert 'e_id' not in hetero.batch['paper', 'cites', 'paper']

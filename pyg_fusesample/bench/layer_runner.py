@@ -68,7 +68,8 @@ Variants (``--variants``; those a model has, in turn, round after round):
   :class:`~pyg_fusesample.nn.CapturedBatchStep` and replayed per batch,
   each batch first padded into the graph's inputs (per-hop capacities: the
   first batch's counts + 10%, grown with a new capture if a batch does not
-  fit; the padding's copies are in the timed step). CUDA only; the note
+  fit; the padding's copies of ``x``, ``y`` and ``edge_type``, the
+  attributes the step reads, are in the timed step). CUDA only; the note
   gives the captures and the padded size.
 
 Without ``to_fused`` the fused variants give rows noted ``skipped: ...``; a
@@ -498,8 +499,9 @@ class Run:
                 b = Batch(batch, node_type)
                 args, kwargs = model_call(model_name, variant, b)
                 return self._loss_step(args, kwargs, b, cache=False)
-            self.captured = CapturedBatchStep(padded_step, self.opt,
-                                              margin=CAPTURE_MARGIN)
+            self.captured = CapturedBatchStep(
+                padded_step, self.opt, margin=CAPTURE_MARGIN,
+                attrs=['x', 'y', 'edge_type'])
 
     def step(self) -> None:
         args, kwargs, b = self.calls[self.i % len(self.calls)]

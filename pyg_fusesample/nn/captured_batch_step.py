@@ -11,7 +11,7 @@ counts, so forward, loss, backward and the optimizer step are captured
 once and replayed for every batch that fits.
 """
 import warnings
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -73,16 +73,21 @@ class CapturedBatchStep:
         margin (float): capacity beyond a batch's counts, per hop
             (default: ``0.1``).
         warmup (int): eager steps on a side stream before each capture.
+        attrs (List[str], optional): the batch's tensor attributes
+            ``step_fn`` reads (e.g. ``['x', 'y']``; ``edge_index`` always):
+            only those are copied into the padded batch before each replay
+            (a copy per hop each: host time on every step). Default: all.
     """
     def __init__(self, step_fn: Callable[[object], Tensor],
                  optimizer: torch.optim.Optimizer, margin: float = 0.1,
-                 warmup: int = 3):
+                 warmup: int = 3, attrs: Optional[Sequence[str]] = None):
         check_capturable(optimizer, 'CapturedBatchStep')
         if margin < 0:
             raise ValueError(f"CapturedBatchStep: 'margin' must be >= 0, got "
                              f"{margin}")
         self.step_fn, self.optimizer = step_fn, optimizer
         self.margin, self.warmup = float(margin), int(warmup)
+        self.attrs = None if attrs is None else list(attrs)
         self.padded: Optional[PaddedBatch] = None
         self.graph: Optional[torch.cuda.CUDAGraph] = None
         self.loss: Optional[Tensor] = None
@@ -124,7 +129,8 @@ class CapturedBatchStep:
         # the old graph, its padded inputs and outputs go first
         self.graph = self.loss = self.padded = None
         self.padded = PaddedBatch(
-            batch, BatchCapacity.of(batch, self.margin, at_least=old))
+            batch, BatchCapacity.of(batch, self.margin, at_least=old),
+            self.attrs)
         # (re-registered before the capture: what the warm-up cached per
         # batch, its target pointers, is computed again inside the graph)
         self.graph, self.loss = capture_on_side_stream(

@@ -25,7 +25,7 @@ earlier batch put there: they are read by pad rows only.
 import math
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -139,8 +139,13 @@ class PaddedBatch:
     Args:
         example: a fused loader's batch (``Data`` or ``HeteroData``).
         capacity (BatchCapacity): rows and slots per hop.
+        attrs (List[str], optional): the tensor attributes to pad and refill
+            (``edge_index`` always; of every node and edge type); the
+            others are left out of the padded batch. Default: all. Each
+            one costs a copy per hop at every :meth:`fill`.
     """
-    def __init__(self, example, capacity: BatchCapacity):
+    def __init__(self, example, capacity: BatchCapacity,
+                 attrs: Optional[Sequence[str]] = None):
         if not capacity.holds(example):
             raise ValueError("PaddedBatch: the example batch does not fit "
                              "the capacity")
@@ -154,6 +159,12 @@ class PaddedBatch:
         self._edge: List[Tuple] = []
         self._fixed: List[Tuple] = []
         self._constant: List[Tuple] = []
+        keep = None if attrs is None else set(attrs) | {'edge_index'}
+
+        def skip(key: str, value) -> bool:
+            # (a tensor left out: the step does not read it)
+            return keep is not None and isinstance(value, Tensor) and \
+                key not in keep
         for t, store in _node_stores(example).items():
             out = self.batch if t is HOMOGENEOUS else self.batch[t]
             rows = sum(capacity.nodes[t])
@@ -163,8 +174,9 @@ class PaddedBatch:
                 elif key == 'num_nodes':
                     out[key] = rows
                 elif key in ('edge_index', 'num_sampled_edges') or \
-                        (t is HOMOGENEOUS and store.is_edge_attr(key)):
-                    continue  # (the edge pass below)
+                        (t is HOMOGENEOUS and store.is_edge_attr(key)) or \
+                        skip(key, value):
+                    continue  # (the edge pass below, or left out)
                 elif isinstance(value, Tensor) and store.is_node_attr(key):
                     out[key] = value.new_zeros((rows, ) + value.shape[1:])
                     self._node.append((t, out, key))
@@ -176,6 +188,8 @@ class PaddedBatch:
             out = self.batch if t is HOMOGENEOUS else self.batch[t]
             slots = sum(capacity.edges[t])
             for key, value in store.items():
+                if skip(key, value):
+                    continue
                 if key == 'num_sampled_edges':
                     out[key] = list(capacity.edges[t])
                 elif key == 'edge_index':
