@@ -335,3 +335,38 @@ def test_attrs_pads_only_what_is_named():
     hetero = PaddedBatch(c, BatchCapacity.of(c, 0.5), attrs=['x'])
     assert 'x' in hetero.batch['author'] and 'n_id' not in hetero.batch['author']
     assert 'e_id' not in hetero.batch['paper', 'cites', 'paper']
+
+
+def test_link_and_disjoint_batches():
+    # A link batch's edge_label_index reads hop-0 rows, which keep their
+    # ids; a disjoint batch's `batch` is a node attribute like any other.
+    from pyg_fusesample import FusedLinkNeighborLoader
+    data = get_dataset('products', seed=0, scale=0.001,
+                       **dataset_kwargs('products'))
+    link = next(iter(FusedLinkNeighborLoader(
+        data, num_neighbors=[3, 2], edge_label_index=data.edge_index[:, :64],
+        batch_size=16, neg_sampling_ratio=1.0)))
+    padded = PaddedBatch(link, BatchCapacity.of(link, 0.5)).batch
+    assert torch.equal(padded.edge_label_index, link.edge_label_index)
+    torch.manual_seed(0)
+    model = to_fused(GraphSAGE(100, 16, 2, 8))
+
+    def call(b):
+        h = model(b.x, b.edge_index,
+                  num_sampled_nodes_per_hop=b.num_sampled_nodes,
+                  num_sampled_edges_per_hop=b.num_sampled_edges)
+        src, dst = b.edge_label_index
+        return (h[src] * h[dst]).sum(-1, keepdim=True), \
+            b.edge_label.long()
+    o1, _ = call(link)
+    o2, _ = call(padded)
+    torch.testing.assert_close(o1, o2)
+    disjoint = next(iter(FusedNeighborLoader(data, num_neighbors=[3, 2],
+                                             batch_size=16, disjoint=True)))
+    padded = PaddedBatch(disjoint, BatchCapacity.of(disjoint, 0.5)).batch
+    cum = _cum(disjoint.num_sampled_nodes)
+    pcum = _cum(padded.num_sampled_nodes)
+    for h in range(len(cum) - 1):
+        n = cum[h + 1] - cum[h]
+        assert torch.equal(padded.batch[pcum[h]:pcum[h] + n],
+                           disjoint.batch[cum[h]:cum[h + 1]])
