@@ -109,3 +109,77 @@ def test_segment_cumsum_sums_each_segment_from_zero():
         segment_cumsum(ptr, values.float())
     with pytest.raises(RuntimeError, match="ptr"):
         segment_cumsum(torch.tensor([0, 9]), values)
+
+
+def temporal_whole_graph(weighted=False):
+    # The temporal rule's CSC (segments sorted by edge time; with weights,
+    # zero weights dropped and prefix sums in time order).
+    from pyg_fusesample.sampler.rule_graph import (temporal_csc,
+                                                   weighted_temporal_csc)
+    edge_index = ref.random_graph(80, 900, seed=5, hubs=1, isolated=4)
+    g = build_csc(edge_index, 80)
+    gen = torch.Generator().manual_seed(6)
+    t = torch.randint(0, 50, (edge_index.size(1), ), generator=gen)
+    if weighted:
+        w = torch.rand(edge_index.size(1), generator=gen, dtype=torch.float64)
+        w[torch.rand(w.numel(), generator=gen) < 0.2] = 0
+        rule = weighted_temporal_csc(g, slot_values(g, w), slot_values(g, t))
+    else:
+        rule = temporal_csc(g, slot_values(g, t))
+    return rule.graph, rule.edge_time, rule.weight_cumsum
+
+
+@pytest.mark.parametrize('fanout', [[3, 2], [-1, 2], [0, 4]])
+@pytest.mark.parametrize('replace', [False, True])
+@pytest.mark.parametrize('strategy', ['uniform', 'last'])
+@pytest.mark.parametrize('weighted', [False, True])
+def test_each_temporal_hop_is_the_ops(fanout, replace, strategy, weighted):
+    # The op's disjoint temporal batch, hop by hop: each frontier node's
+    # draws under its position and its root seed's time.
+    if weighted and strategy == 'last' and replace:
+        pytest.skip("refused by the rule (tested in test_bad_inputs)")
+    g, edge_time, cum = temporal_whole_graph(weighted)
+    seed = torch.tensor([5, 17, 17, 40, 79])
+    seed_time = torch.tensor([10, 49, 3, 25, 40])
+    out = neighbor_sample(g.colptr, g.row, g.edge_id, seed, fanout, replace,
+                          True, 11, edge_time=edge_time, seed_time=seed_time,
+                          temporal_strategy=strategy, weight_cumsum=cum)
+    begin, end, e0 = 0, seed.numel(), 0
+    for hop, k in enumerate(fanout):
+        frontier = out.node[begin:end]
+        got = keyed_draws(g.colptr, g.row, g.edge_id, frontier,
+                          torch.arange(begin, end), k, replace, 11, hop, cum,
+                          edge_time, seed_time[out.batch[begin:end]],
+                          strategy)
+        hop_edges = int(out.num_sampled_edges[hop])
+        assert torch.equal(got.edge, out.edge[e0:e0 + hop_edges])
+        assert torch.equal(got.row,
+                           out.node[out.row[e0:e0 + hop_edges]])
+        # no draw later than its root's time
+        root_time = seed_time[out.batch[out.col[e0:e0 + hop_edges]]]
+        slot_of = torch.full((int(g.edge_id.max()) + 1, ), -1)
+        slot_of[g.edge_id] = torch.arange(g.edge_id.numel())
+        assert bool((edge_time[slot_of[got.edge]] <= root_time).all())
+        e0 += hop_edges
+        begin, end = end, end + int(out.num_sampled_nodes[hop + 1])
+
+
+def test_temporal_bad_inputs():
+    g, edge_time, _ = temporal_whole_graph()
+    args = (g.colptr, g.row, g.edge_id, torch.tensor([1, 2]),
+            torch.tensor([0, 1]), 3, False, 5, 0)
+    with pytest.raises(RuntimeError, match="come together"):
+        keyed_draws(*args, edge_time=edge_time)
+    with pytest.raises(RuntimeError, match="'seed_time' must have 2"):
+        keyed_draws(*args, edge_time=edge_time, seed_time=torch.tensor([4]))
+    with pytest.raises(ValueError, match="'temporal_strategy' must be"):
+        keyed_draws(*args, edge_time=edge_time,
+                    seed_time=torch.tensor([4, 4]), temporal_strategy='x')
+    shuffled = edge_time.clone()
+    seg = int((g.colptr[1:] - g.colptr[:-1]).argmax())
+    a, b = int(g.colptr[seg]), int(g.colptr[seg + 1]) - 1
+    shuffled[a], shuffled[b] = edge_time[b] + 1, edge_time[a]
+    with pytest.raises(RuntimeError, match="not sorted within the in-edges"):
+        keyed_draws(g.colptr, g.row, g.edge_id, torch.tensor([seg]),
+                    torch.tensor([0]), 3, False, 5, 0, edge_time=shuffled,
+                    seed_time=torch.tensor([100]))

@@ -14,9 +14,17 @@
 //     first field is the hop);
 //   weight_cumsum [E] float64 or None: weighted draws (neighbor_sample's
 //     rule: per-segment prefix sums of positive weights, zero-weight
-//     in-edges left out of the CSC), else uniform.
+//     in-edges left out of the CSC), else uniform;
+//   edge_time [E] int64 and seed_time [m] int64, or neither: temporal draws
+//     (neighbor_sample's rule, segment_rule.h): target i draws only from its
+//     in-edges with edge_time <= seed_time[i] (its root seed's time; the
+//     CSC's segments sorted by time, checked as read), uniformly or by
+//     weight, or with temporal_last the latest k of them. The requester's
+//     batch is disjoint (a node's root is one seed), as temporal sampling
+//     needs.
 //   Returns count [m] int64 (draws per target: min(deg, k), k with
-//     replacement when deg > 0, deg for -1), row [sum count] int64 (global
+//     replacement when deg > 0, deg for -1; deg: the in-edges the rule
+//     admits), row [sum count] int64 (global
 //     source ids) and edge [sum count] int64 (global edge ids), targets in
 //     order, each target's draws in draw order.
 // Equivalence: target i's draws are neighbor_sample's draws of the node at
@@ -33,5 +41,6 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "keyed_draws(Tensor colptr, Tensor row, Tensor? edge_id, Tensor target, "
       "Tensor key, int num_neighbors, bool replace, int rng_seed, int hop, "
-      "Tensor? weight_cumsum=None) -> (Tensor count, Tensor row, Tensor edge)");
+      "Tensor? weight_cumsum=None, Tensor? edge_time=None, Tensor? seed_time=None, "
+      "bool temporal_last=False) -> (Tensor count, Tensor row, Tensor edge)");
 }

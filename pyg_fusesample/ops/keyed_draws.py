@@ -20,13 +20,16 @@ class KeyedDraws(NamedTuple):
 def keyed_draws(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
                 target: Tensor, key: Tensor, num_neighbors: int,
                 replace: bool, rng_seed: int, hop: int,
-                weight_cumsum: Optional[Tensor] = None) -> KeyedDraws:
+                weight_cumsum: Optional[Tensor] = None,
+                edge_time: Optional[Tensor] = None,
+                seed_time: Optional[Tensor] = None,
+                temporal_strategy: str = 'uniform') -> KeyedDraws:
     r"""The draws :func:`~pyg_fusesample.ops.neighbor_sample` makes at hop
     :obj:`hop` for the node at position ``key[i]`` of a batch sampled with
     :obj:`rng_seed`, for every target ``i`` (its in-edges: local CSC row
     ``target[i]``), without deduplication: the counts, sources and edge ids
-    in draw order. Uniform or weighted sampling, homogeneous graphs, CPU
-    tensors.
+    in draw order. Uniform or weighted sampling, with or without the
+    temporal rule, homogeneous graphs, CPU tensors.
 
     Args:
         colptr (Tensor): ``[n + 1]`` int64 over the targets held here.
@@ -43,20 +46,34 @@ def keyed_draws(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
             sums of positive weights (a CSC without zero-weight in-edges, as
             :func:`~pyg_fusesample.sampler.rule_graph.weighted_csc` makes):
             draws by weight.
+        edge_time (Tensor, optional): ``[E]`` int64 times of the in-edges,
+            sorted within each target's in-edges (the temporal rule's CSC,
+            :func:`~pyg_fusesample.sampler.rule_graph.temporal_csc`).
+        seed_time (Tensor, optional): ``[m]`` int64, with
+            :obj:`edge_time`: target ``i`` draws only from in-edges no
+            later than ``seed_time[i]``, the time of its root seed in the
+            requester's (disjoint) batch.
+        temporal_strategy (str): ``'uniform'`` or ``'last'`` (the latest
+            ``k`` admitted in-edges), as the loaders take it.
     """
     if colptr.device.type != 'cpu':
         raise NotImplementedError(
             "keyed_draws runs on the CPU only (no CUDA kernel yet): pass CPU "
             "tensors")
+    if temporal_strategy not in ('uniform', 'last'):
+        raise ValueError(f"keyed_draws: 'temporal_strategy' must be "
+                         f"'uniform' or 'last', got {temporal_strategy!r}")
     return KeyedDraws(*_ops.keyed_draws(colptr, row, edge_id, target, key,
                                         int(num_neighbors), bool(replace),
                                         int(rng_seed), int(hop),
-                                        weight_cumsum))
+                                        weight_cumsum, edge_time, seed_time,
+                                        temporal_strategy == 'last'))
 
 
 @torch.library.register_fake('fusesample::keyed_draws')
 def _keyed_draws_fake(colptr, row, edge_id, target, key, num_neighbors,
-                      replace, rng_seed, hop, weight_cumsum=None):
+                      replace, rng_seed, hop, weight_cumsum=None,
+                      edge_time=None, seed_time=None, temporal_last=False):
     m = torch.library.get_ctx().new_dynamic_size()
     return (target.new_empty(target.shape), target.new_empty(m),
             target.new_empty(m))

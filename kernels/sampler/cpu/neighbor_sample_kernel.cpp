@@ -59,13 +59,6 @@ std::vector<int64_t> type_counts(const std::vector<int64_t>& node,
 
 // A visited segment's times must be sorted (the loader sorts them once when
 // it builds the graph): its ends are compared, as pyg-lib does.
-void check_time_sorted(const int64_t* edge_time, const int64_t* colptr, int64_t seg) {
-  const int64_t start = colptr[seg], end = colptr[seg + 1];
-  TORCH_CHECK(end - start < 2 || edge_time[start] <= edge_time[end - 1], kOp,
-              ": 'edge_time' is not sorted within the in-edges of CSC segment ",
-              seg, " (", edge_time[start], " before ", edge_time[end - 1], ")");
-}
-
 template <typename index_t>
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor,
            at::Tensor, at::Tensor, at::Tensor>
@@ -133,7 +126,7 @@ sample(const at::Tensor& colptr, const at::Tensor& row,
         if (out == offsets[i + 1]) continue;
         for (int64_t t = 0; t < num_types; ++t) {  // segment after segment
           const int64_t seg = v * num_types + t;
-          if (rule.edge_time != nullptr) check_time_sorted(rule.edge_time, colptr_p, seg);
+          if (rule.edge_time != nullptr) check_time_sorted(kOp, rule.edge_time, colptr_p, seg);
           const SegmentRange r = rule_range(colptr_p, seg, k[t], rule, root);
           const int64_t start = r.start, d = r.degree;
           auto emit = [&](int64_t slot, int64_t j) {

@@ -7,10 +7,22 @@
 #include <cstdint>
 #include <vector>
 
+#include <c10/util/Exception.h>
+
 #include "../../common/floyd.h"
 #include "../segment_rule.h"
 
 namespace fusesample {
+
+// A temporal CSC's segment must be sorted by time (the range search assumes
+// it): its first and last times checked as the segment is read.
+inline void check_time_sorted(const char* op, const int64_t* edge_time, const int64_t* colptr,
+                              int64_t seg) {
+  const int64_t start = colptr[seg], end = colptr[seg + 1];
+  TORCH_CHECK(end - start < 2 || edge_time[start] <= edge_time[end - 1], op,
+              ": 'edge_time' is not sorted within the in-edges of CSC segment ", seg, " (",
+              edge_time[start], " before ", edge_time[end - 1], ")");
+}
 
 // Scratch reused across a thread's targets.
 struct DrawScratch {
