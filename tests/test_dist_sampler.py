@@ -354,3 +354,164 @@ def test_cache_rows_must_agree():
                     for r in range(2)]
     assert all("'cache_rows' differs between the ranks" in o
                for o in outcomes)
+
+
+def edge_times(edge_index):
+    g = torch.Generator().manual_seed(12)
+    return torch.randint(0, 40, (edge_index.size(1), ), generator=g)
+
+
+def seed_times(i, n):
+    g = torch.Generator().manual_seed(20 + i)
+    return torch.randint(0, 45, (n, ), generator=g)
+
+
+def _temporal_worker(rank, world, root, init, out_dir, fanout, replace,
+                     strategy, weighted):
+    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
+                            world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    try:
+        part = read_partition(root, rank)
+        edge_index, _, _ = graph()
+        times = edge_times(edge_index)[part.csc[None].edge_id]
+        sampler = DistNeighborSampler(part, fanout, replace=replace,
+                                      edge_weight=weighted, disjoint=True,
+                                      edge_time=times,
+                                      temporal_strategy=strategy)
+        results = []
+        for i, seed in enumerate(seed_batches()):
+            mine = seed_batches()[(i + rank) % len(seed_batches())]
+            t = seed_times(i, mine.numel())
+            out = sampler.sample(mine, rng_seed=100 + i, seed_time=t)
+            results.append((i, mine, t, out._asdict()))
+        torch.save(results, os.path.join(out_dir, f'temporal{rank}.pt'))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize('world,fanout,replace,strategy,weighted', [
+    (2, [4, 3], False, 'uniform', False),
+    (3, [-1, 3], True, 'uniform', False),
+    (2, [4, 3], False, 'last', False),
+    (3, [3, 3, 3], False, 'uniform', True),
+    (2, [4, 3], False, 'last', True)])
+def test_temporal_batches_equal_the_whole_graph(world, fanout, replace,
+                                                strategy, weighted):
+    # Each part's in-edges sorted by time as the whole graph's temporal
+    # rule sorts them; every node draws under its root seed's time.
+    from pyg_fusesample.sampler.rule_graph import (temporal_csc,
+                                                   weighted_temporal_csc)
+    edge_index, x, y = graph()
+    chunk = (edge_index[0], edge_index[1]) + (
+        (weights(edge_index), ) if weighted else ())
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, 'part')
+        write_partitions(root, N, [chunk], world, assignment='hash',
+                         node_feats=x, labels=y)
+        mp.spawn(_temporal_worker,
+                 args=(world, root, os.path.join(tmp, 'init'), tmp, fanout,
+                       replace, strategy, weighted), nprocs=world)
+        results = [torch.load(os.path.join(tmp, f'temporal{r}.pt'))
+                   for r in range(world)]
+    g = build_csc(edge_index, N)
+    t = slot_values(g, edge_times(edge_index))
+    rule = weighted_temporal_csc(g, slot_values(g, weights(edge_index)), t) \
+        if weighted else temporal_csc(g, t)
+    for rank_results in results:
+        for i, seed, st, out in rank_results:
+            want = neighbor_sample(rule.graph.colptr, rule.graph.row,
+                                   rule.graph.edge_id, seed, fanout, replace,
+                                   True, 100 + i, edge_time=rule.edge_time,
+                                   seed_time=st, temporal_strategy=strategy,
+                                   weight_cumsum=rule.weight_cumsum)
+            for key in ('node', 'row', 'col', 'edge', 'batch'):
+                assert torch.equal(out[key], getattr(want, key)), key
+            assert out['num_sampled_nodes'] == want.num_sampled_nodes.tolist()
+
+
+def test_temporal_refusals(tmp_path):
+    edge_index, x, y = graph()
+    write_partitions(str(tmp_path), N, [(edge_index[0], edge_index[1])], 1,
+                     node_feats=x)
+    part = read_partition(str(tmp_path), 0)
+    times = torch.zeros(part.csc[None].num_edges, dtype=torch.long)
+    dist.init_process_group('gloo', init_method=f'file://{tmp_path}/init',
+                            rank=0, world_size=1)
+    try:
+        with pytest.raises(ValueError, match='needs disjoint=True'):
+            DistNeighborSampler(part, [2], edge_time=times)
+        with pytest.raises(ValueError, match="must be int64 with one time"):
+            DistNeighborSampler(part, [2], disjoint=True,
+                                edge_time=times[:-1])
+        with pytest.raises(ValueError, match="'temporal_strategy' must be"):
+            DistNeighborSampler(part, [2], disjoint=True, edge_time=times,
+                                temporal_strategy='first')
+        sampler = DistNeighborSampler(part, [2], disjoint=True,
+                                      edge_time=times)
+        with pytest.raises(ValueError, match="'seed_time' is needed"):
+            sampler.sample(torch.tensor([1, 2]), 0)
+        with pytest.raises(ValueError, match='one entry per seed'):
+            sampler.sample(torch.tensor([1, 2]), 0, torch.tensor([3]))
+        plain = DistNeighborSampler(part, [2])
+        with pytest.raises(ValueError, match='has no edge_time'):
+            plain.sample(torch.tensor([1]), 0, torch.tensor([3]))
+    finally:
+        dist.destroy_process_group()
+
+
+def _temporal_loader_worker(rank, world, root, init, out_dir, strategy):
+    from pyg_fusesample.distributed import FusedDistNeighborLoader
+    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
+                            world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    try:
+        part = read_partition(root, rank)
+        edge_index, _, _ = graph()
+        train = (torch.arange(N) % 3 == 0).nonzero().view(-1)
+        loader = FusedDistNeighborLoader(
+            part, [4, 3], input_nodes=train,
+            input_time=seed_times(0, train.numel()), batch_size=16,
+            shuffle=True, seed=5,
+            edge_time=edge_times(edge_index)[part.csc[None].edge_id],
+            temporal_strategy=strategy)
+        batches = [dict(b.to_dict()) for b in loader]
+        torch.save(batches, os.path.join(out_dir, f'tloader{rank}.pt'))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize('strategy', ['uniform', 'last'])
+def test_temporal_loader_equals_fused_neighbor_loader(strategy):
+    # FusedNeighborLoader with an edge-level time_attr on the whole graph,
+    # for each rank's share of the seeds and their times.
+    from torch_geometric.data import Data
+
+    from pyg_fusesample import FusedNeighborLoader
+    from pyg_fusesample.loader import rank_seeds
+    edge_index, x, y = graph()
+    data = Data(x=x, y=y, edge_index=edge_index, num_nodes=N,
+                time=edge_times(edge_index))
+    train = (torch.arange(N) % 3 == 0).nonzero().view(-1)
+    times = seed_times(0, train.numel())
+    world = 2
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, 'part')
+        write_partitions(root, N, [(edge_index[0], edge_index[1])], world,
+                         assignment='hash', node_feats=x, labels=y)
+        mp.spawn(_temporal_loader_worker,
+                 args=(world, root, os.path.join(tmp, 'init'), tmp,
+                       strategy), nprocs=world)
+        got = [torch.load(os.path.join(tmp, f'tloader{r}.pt'))
+               for r in range(world)]
+    for rank, batches in enumerate(got):
+        mine = rank_seeds(torch.arange(train.numel()), rank, world,
+                          shuffle=False)
+        want = list(FusedNeighborLoader(
+            data, [4, 3], input_nodes=train[mine], input_time=times[mine],
+            time_attr='time', temporal_strategy=strategy, batch_size=16,
+            shuffle=True, seed=5))
+        assert len(batches) == len(want) > 0
+        for a, b in zip(batches, want):
+            for key in ('x', 'y', 'edge_index', 'n_id', 'e_id', 'batch'):
+                assert torch.equal(a[key], b[key]), key

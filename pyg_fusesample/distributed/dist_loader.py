@@ -63,6 +63,14 @@ class FusedDistNeighborLoader:
             ``weight_attr`` does on the whole graph.
         disjoint (bool): each seed its own subtree (``batch`` in the
             batches), as ``FusedNeighborLoader(disjoint=True)``.
+        edge_time (Tensor, optional): this part's in-edge times, in the
+            order of ``part.csc[None]``: temporal sampling (disjoint, each
+            seed's subtree bounded by its time), as ``FusedNeighborLoader``
+            with an edge-level ``time_attr``.
+        input_time (Tensor, optional): with :obj:`edge_time`, one time per
+            entry of :obj:`input_nodes` (ids given, not a mask), sharded
+            with them.
+        temporal_strategy (str): ``'uniform'`` or ``'last'``.
         cache_rows (int): rows of hot remote nodes each rank keeps and
             gathers from (see :class:`~pyg_fusesample.distributed.
             DistNeighborSampler`; the same on every rank). Default: ``0``.
@@ -83,10 +91,20 @@ class FusedDistNeighborLoader:
                  replace: bool = False, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None,
                  shard_inputs: bool = True, edge_weight: bool = False,
-                 disjoint: bool = False, cache_rows: int = 0, group=None):
+                 disjoint: bool = False, edge_time: Optional[Tensor] = None,
+                 input_time: Optional[Tensor] = None,
+                 temporal_strategy: str = 'uniform', cache_rows: int = 0,
+                 group=None):
+        if (edge_time is None) != (input_time is None):
+            raise ValueError("'edge_time' and 'input_time' come together "
+                             "(temporal sampling)")
+        # (temporal sampling is disjoint, as FusedNeighborLoader's)
+        disjoint = disjoint or edge_time is not None
         self.sampler = DistNeighborSampler(
             part, num_neighbors, replace=replace, edge_weight=edge_weight,
-            disjoint=disjoint, cache_rows=cache_rows, group=group)
+            disjoint=disjoint, edge_time=edge_time,
+            temporal_strategy=temporal_strategy, cache_rows=cache_rows,
+            group=group)
         num_nodes = part.node_map[None].numel()
         input_nodes = node_index(input_nodes, num_nodes,
                                  type(self).__name__).cpu()
@@ -94,11 +112,20 @@ class FusedDistNeighborLoader:
                                     int(input_nodes.max()) >= num_nodes):
             raise ValueError(f"'input_nodes' holds ids outside [0, "
                              f"{num_nodes})")
+        if input_time is not None:
+            input_time = input_time.cpu().to(torch.long).reshape(-1)
+            if input_time.numel() != input_nodes.numel():
+                raise ValueError(f"'input_time' must have one time per "
+                                 f"input node ({input_nodes.numel()}), got "
+                                 f"{input_time.numel()}")
         if shard_inputs:
-            input_nodes = rank_seeds(input_nodes, self.sampler.rank,
-                                     self.sampler.world_size, shuffle=False,
-                                     drop_last=drop_last)
-        self.input_nodes = input_nodes
+            # (positions sharded, so that the times follow their seeds)
+            mine = rank_seeds(torch.arange(input_nodes.numel()),
+                              self.sampler.rank, self.sampler.world_size,
+                              shuffle=False, drop_last=drop_last)
+            input_nodes = input_nodes[mine]
+            input_time = None if input_time is None else input_time[mine]
+        self.input_nodes, self.input_time = input_nodes, input_time
         self.batches = SeededBatchSampler(
             input_nodes.numel(), batch_size, shuffle, drop_last,
             resolve_generator(seed, generator))
@@ -114,7 +141,9 @@ class FusedDistNeighborLoader:
 
     def _batch(self, positions: Tensor, key: int) -> Data:
         seeds = self.input_nodes[positions]
-        out = self.sampler.sample(seeds, key)
+        out = self.sampler.sample(
+            seeds, key,
+            None if self.input_time is None else self.input_time[positions])
         data = Data(edge_index=torch.stack([out.row, out.col]),
                     num_nodes=out.node.numel())
         for name in self._feature_names:

@@ -24,9 +24,10 @@ within the process group's timeout (``init_process_group(timeout=...)``),
 ends the others' calls with a ``RuntimeError`` saying so, never a hang.
 
 This version samples homogeneous graphs, uniformly or by edge weight,
-disjoint or not, on the CPU (``gloo``), and can keep the rows of hot remote
-nodes (``cache_rows``); CUDA tensors and heterogeneous partitions raise
-:class:`NotImplementedError`; there is no time rule yet.
+disjoint or not, with the time rule (``edge_time``, given per part: the
+partition files' times are not read yet), on the CPU (``gloo``), and can
+keep the rows of hot remote nodes (``cache_rows``); CUDA tensors and
+heterogeneous partitions raise :class:`NotImplementedError`.
 """
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
@@ -36,7 +37,8 @@ from torch import Tensor
 
 from ..ops import keyed_draws
 from ..sampler.graph_store import CSCGraph
-from ..sampler.rule_graph import weighted_csc
+from ..sampler.rule_graph import (temporal_csc, weighted_csc,
+                                  weighted_temporal_csc)
 from ..sampler.sampling_rule import check_weight
 from .partition_files import PartCSC, Partition
 
@@ -71,6 +73,15 @@ class DistNeighborSampler:
             by the whole graph's.
         disjoint (bool): each seed its own subtree (nodes deduplicated per
             seed, ``batch`` says whose), as ``disjoint=True`` samples.
+        edge_time (Tensor, optional): the times (int64) of this part's
+            in-edges, in the order of ``part.csc[None]`` (e.g. the whole
+            graph's edge times at ``part.csc[None].edge_id``): temporal
+            sampling, as ``FusedNeighborLoader(time_attr=...)`` samples on
+            the whole graph: a node draws only from in-edges no later than
+            its root seed's time (:meth:`sample`'s ``seed_time``); needs
+            :obj:`disjoint`.
+        temporal_strategy (str): ``'uniform'`` or ``'last'`` (the latest
+            ``k`` admitted in-edges), with :obj:`edge_time`.
         cache_rows (int): keep the feature rows (every node feature of the
             part) of this many remote nodes on this rank, fetched once here
             (collective), and serve :meth:`gather` from them: the remote
@@ -81,7 +92,9 @@ class DistNeighborSampler:
     """
     def __init__(self, part: Partition, num_neighbors: Sequence[int],
                  replace: bool = False, edge_weight: bool = False,
-                 disjoint: bool = False, cache_rows: int = 0, group=None):
+                 disjoint: bool = False, edge_time: Optional[Tensor] = None,
+                 temporal_strategy: str = 'uniform', cache_rows: int = 0,
+                 group=None):
         if part.is_hetero:
             raise NotImplementedError(
                 "distributed sampling of heterogeneous partitions is not "
@@ -106,9 +119,15 @@ class DistNeighborSampler:
         self.nodes = part.nodes[None]  # owned global ids, ascending
         self.owner = part.node_map[None]  # global id -> part
         csc = part.csc[None]
-        self.csc, self.weight_cumsum = csc, None
-        if edge_weight:
-            self.csc, self.weight_cumsum = _weighted(csc, self.nodes.numel())
+        if edge_time is not None and not disjoint:
+            raise ValueError("temporal sampling (edge_time) needs "
+                             "disjoint=True, as FusedNeighborLoader's")
+        if temporal_strategy not in ('uniform', 'last'):
+            raise ValueError(f"'temporal_strategy' must be 'uniform' or "
+                             f"'last', got {temporal_strategy!r}")
+        self.temporal_strategy = temporal_strategy
+        self.csc, self.weight_cumsum, self.edge_time = _rule_csc(
+            csc, self.nodes.numel(), edge_weight, edge_time)
         for t in (self.nodes, csc.colptr):
             if t.device.type != 'cpu':
                 raise NotImplementedError(
@@ -160,10 +179,22 @@ class DistNeighborSampler:
         return local
 
     # ------------------------------------------------------------ sampling
-    def sample(self, seed: Tensor, rng_seed: int) -> DistSample:
+    def sample(self, seed: Tensor, rng_seed: int,
+               seed_time: Optional[Tensor] = None) -> DistSample:
         r"""The batch of :obj:`seed` (global ids, on the CPU) under
-        :obj:`rng_seed` (collective)."""
+        :obj:`rng_seed` (collective); with ``edge_time``, :obj:`seed_time`
+        (int64, one per seed) bounds each seed's subtree."""
         seed = seed.to(torch.long)
+        if (seed_time is None) != (self.edge_time is None):
+            raise ValueError("'seed_time' is needed with edge_time (and only "
+                             "then)" if seed_time is None else
+                             "'seed_time' given, but the sampler has no "
+                             "edge_time")
+        if seed_time is not None:
+            seed_time = seed_time.to(torch.long).reshape(-1)
+            if seed_time.numel() != seed.numel():
+                raise ValueError(f"'seed_time' must have one entry per seed "
+                                 f"({seed.numel()}), got {seed_time.numel()}")
         # The batch's nodes as keys: the node, or (seed index, node) when
         # disjoint (a node is new once per seed's subtree).
         N = self.owner.numel()
@@ -176,14 +207,19 @@ class DistNeighborSampler:
             frontier = key[begin:end] % N
             position = torch.arange(begin, end)
             perm, counts = self._by_owner(frontier)
-            request = torch.stack([frontier[perm], position[perm]], 1)
-            asked, asked_counts = self._exchange(request, counts)
+            fields = [frontier[perm], position[perm]]
+            if seed_time is not None:  # (each node's root seed's time)
+                fields.append(seed_time[key[begin:end] // N][perm])
+            asked, asked_counts = self._exchange(torch.stack(fields, 1),
+                                                 counts)
             # Serve the requests received: draws per request, in order.
-            draws = keyed_draws(self.csc.colptr, self.csc.row,
-                                self.csc.edge_id,
-                                self._local(asked[:, 0].contiguous()),
-                                asked[:, 1].contiguous(), k, self.replace,
-                                rng_seed, hop, self.weight_cumsum)
+            draws = keyed_draws(
+                self.csc.colptr, self.csc.row, self.csc.edge_id,
+                self._local(asked[:, 0].contiguous()),
+                asked[:, 1].contiguous(), k, self.replace, rng_seed, hop,
+                self.weight_cumsum, self.edge_time,
+                None if seed_time is None else asked[:, 2].contiguous(),
+                self.temporal_strategy)
             reply_sizes = torch.zeros_like(asked_counts).index_add_(
                 0, torch.repeat_interleave(
                     torch.arange(self.world_size), asked_counts), draws.count)
@@ -281,11 +317,37 @@ class DistNeighborSampler:
                       for name in sorted(self.part.node_feats[None])}
 
 
-def _weighted(csc: PartCSC, num_targets: int):
-    # The part's in-edges as the whole graph's weighted rule lays them out
+def _rule_csc(csc: PartCSC, num_targets: int, edge_weight: bool,
+              edge_time: Optional[Tensor]):
+    # The part's in-edges as the whole graph's rule lays them out: weighted
     # (zero weights dropped, per-segment prefix sums from zero: the same
-    # bits as the whole graph's for the same in-edges), as a PartCSC-like
-    # (colptr, row, edge_id) and the prefix sums.
+    # bits as the whole graph's for the same in-edges), temporal (each
+    # target's in-edges sorted by time, ties in edge id order), or both:
+    # (a PartCSC-like, the prefix sums or None, the slots' times or None).
+    if edge_time is None and not edge_weight:
+        return csc, None, None
+    weight = _weights(csc) if edge_weight else None
+    if edge_time is not None:
+        edge_time = edge_time.reshape(-1)
+        if edge_time.dtype != torch.long or \
+                edge_time.numel() != csc.num_edges:
+            raise ValueError(f"'edge_time' must be int64 with one time per "
+                             f"in-edge of the part ({csc.num_edges}), got "
+                             f"{edge_time.dtype} [{edge_time.numel()}]")
+    graph = CSCGraph(csc.colptr, csc.row, csc.edge_id, num_targets)
+    if edge_time is None:
+        rule = weighted_csc(graph, weight)
+    elif weight is None:
+        rule = temporal_csc(graph, edge_time)
+    else:
+        rule = weighted_temporal_csc(graph, weight, edge_time)
+    g = rule.graph
+    return (PartCSC(g.colptr, g.row, g.edge_id, csc.size),
+            rule.weight_cumsum, rule.edge_time)
+
+
+def _weights(csc: PartCSC) -> Tensor:
+    # The partition's edge_attr as one weight per in-edge (checked).
     if csc.edge_attr is None:
         raise ValueError("edge_weight=True: the partition has no 'edge_attr' "
                          "(write the weights as the edges' attribute)")
@@ -294,11 +356,7 @@ def _weighted(csc: PartCSC, num_targets: int):
     # (as the loaders check a weight_attr; integer weights taken as floats)
     check_weight('edge_attr', weight.to(torch.float64), csc.num_edges,
                  'the partition (edge_weight=True)')
-    rule = weighted_csc(CSCGraph(csc.colptr, csc.row, csc.edge_id,
-                                 num_targets), weight)
-    g = rule.graph
-    return (PartCSC(g.colptr, g.row, g.edge_id, csc.size),
-            rule.weight_cumsum)
+    return weight
 
 
 def _in_frontier_order(got: Tensor, got_count: Tensor, perm: Tensor,
