@@ -42,11 +42,16 @@ def seed_batches():
             torch.empty(0, dtype=torch.long), torch.tensor([295, 296])]
 
 
-def _worker(rank, world, root, init, fanout, replace, out_dir,
-            weighted=False, disjoint=False):
+def _join(rank, world, init, seconds=60):
+    # a worker's gloo process group (file rendezvous)
     dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
                             world_size=world,
-                            timeout=datetime.timedelta(seconds=60))
+                            timeout=datetime.timedelta(seconds=seconds))
+
+
+def _worker(rank, world, root, init, fanout, replace, out_dir,
+            weighted=False, disjoint=False):
+    _join(rank, world, init)
     try:
         part = read_partition(root, rank)
         sampler = DistNeighborSampler(part, fanout, replace=replace,
@@ -143,9 +148,7 @@ def test_refusals(tmp_path):
 
 def _loader_worker(rank, world, root, init, out_dir, disjoint, cache_rows):
     from pyg_fusesample.distributed import FusedDistNeighborLoader
-    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
-                            world_size=world,
-                            timeout=datetime.timedelta(seconds=60))
+    _join(rank, world, init)
     try:
         part = read_partition(root, rank)
         train = torch.arange(N) % 3 == 0
@@ -269,9 +272,7 @@ def test_resident_bytes_are_a_share_plus_the_node_map(tmp_path, parts):
 
 
 def _cache_worker(rank, world, root, init, out_dir, cache_rows):
-    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
-                            world_size=world,
-                            timeout=datetime.timedelta(seconds=60))
+    _join(rank, world, init)
     try:
         part = read_partition(root, rank)
         plain = DistNeighborSampler(part, [4, 3])
@@ -328,9 +329,7 @@ def test_cache_of_hot_remote_rows(cache_rows):
 
 
 def _mismatch_worker(rank, world, root, init, out_dir):
-    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
-                            world_size=world,
-                            timeout=datetime.timedelta(seconds=60))
+    _join(rank, world, init)
     try:
         DistNeighborSampler(read_partition(root, rank), [2],
                             cache_rows=5 * rank)
@@ -368,9 +367,7 @@ def seed_times(i, n):
 
 def _temporal_worker(rank, world, root, init, out_dir, fanout, replace,
                      strategy, weighted):
-    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
-                            world_size=world,
-                            timeout=datetime.timedelta(seconds=60))
+    _join(rank, world, init)
     try:
         part = read_partition(root, rank)
         edge_index, _, _ = graph()
@@ -462,9 +459,7 @@ def test_temporal_refusals(tmp_path):
 
 def _temporal_loader_worker(rank, world, root, init, out_dir, strategy):
     from pyg_fusesample.distributed import FusedDistNeighborLoader
-    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
-                            world_size=world,
-                            timeout=datetime.timedelta(seconds=60))
+    _join(rank, world, init)
     try:
         part = read_partition(root, rank)
         edge_index, _, _ = graph()
