@@ -459,3 +459,28 @@ def test_defaultdict_files_cannot_run_code(tmp_path):
     with pytest.raises(ValueError, match=r"global '\w+\.system' is not "
                        r"allowed in a partition file"):
         _load(path, 'edge features')
+
+
+@pytest.mark.parametrize('hetero', [False, True])
+def test_reads_pyg_edge_times(tmp_path, monkeypatch, hetero):
+    # PyG's Partitioner with an edge-level 'edge_time' stores the times in
+    # edge_feats.pt (in graph.pt's edge order, its CSC sorted by time):
+    # read into each part's CSC order, they are the graph's edge times.
+    data = hetero_graph() if hetero else homo_graph()
+    gen = torch.Generator().manual_seed(7)
+    times = {}
+    for store in data.edge_stores:
+        store.edge_time = torch.randint(0, 30, (store.num_edges, ),
+                                        generator=gen)
+        times[store._key if hetero else None] = store.edge_time
+    pyg_partition(data, 2, tmp_path, monkeypatch)
+    for p in range(2):
+        part = read_partition(str(tmp_path), p)
+        for t, csc in part.csc.items():
+            if csc.num_edges == 0:
+                continue
+            assert csc.edge_time is not None
+            assert torch.equal(csc.edge_time, times[t][csc.edge_id])
+        assert part.nbytes()['edge_time'] == 8 * sum(
+            c.num_edges for c in part.csc.values()
+            if c.edge_time is not None)

@@ -24,8 +24,8 @@ within the process group's timeout (``init_process_group(timeout=...)``),
 ends the others' calls with a ``RuntimeError`` saying so, never a hang.
 
 This version samples homogeneous graphs, uniformly or by edge weight,
-disjoint or not, with the time rule (``edge_time``, given per part: the
-partition files' times are not read yet), on the CPU (``gloo``), and can
+disjoint or not, with the time rule (``edge_time``: edge-level times, e.g.
+those ``read_partition`` reads from PyG's files), on the CPU (``gloo``), and can
 keep the rows of hot remote nodes (``cache_rows``); CUDA tensors and
 heterogeneous partitions raise :class:`NotImplementedError`.
 """
@@ -74,8 +74,10 @@ class DistNeighborSampler:
         disjoint (bool): each seed its own subtree (nodes deduplicated per
             seed, ``batch`` says whose), as ``disjoint=True`` samples.
         edge_time (Tensor, optional): the times (int64) of this part's
-            in-edges, in the order of ``part.csc[None]`` (e.g. the whole
-            graph's edge times at ``part.csc[None].edge_id``): temporal
+            in-edges, in the order of ``part.csc[None]`` (a partition of
+            PyG's with edge-level ``edge_time``: ``part.csc[None].edge_time``;
+            or the whole graph's edge times at ``part.csc[None].edge_id``):
+            temporal
             sampling, as ``FusedNeighborLoader(time_attr=...)`` samples on
             the whole graph: a node draws only from in-edges no later than
             its root seed's time (:meth:`sample`'s ``seed_time``); needs

@@ -26,7 +26,9 @@ lengths), while ``global_id`` in ``edge_feats.pt`` is type-local. Labels are
 not part of the format (PyG's example saves one whole-graph ``label.pt``
 beside it); :func:`write_partitions` stores them in ``feats`` as ``'y'``,
 which PyG's ``LocalFeatureStore.from_partition`` loads as one more attribute.
-Temporal attributes (``time``, ``edge_time``) are neither read nor written.
+Edge-level times (``edge_feats.pt``'s ``edge_time``, in ``graph.pt``'s edge
+order) are read into :attr:`PartCSC.edge_time`; node-level times (``time``
+in ``node_feats.pt``) are not read, and no time is written.
 
 :func:`read_partition` returns one rank's :class:`Partition` as the
 samplers read it: ids as in the whole graph (type-local for heterogeneous
@@ -78,14 +80,16 @@ class PartCSC:
     r"""The in-edges of the nodes a part owns, for one edge type: the
     in-edges of the part's ``i``-th node (``Partition.nodes[dst][i]``) are
     ``row[colptr[i]:colptr[i + 1]]`` (global source ids) with global edge ids
-    ``edge_id[...]``, sorted by edge id within a node. :obj:`edge_attr` is in
-    the same order. :obj:`size` is ``(num source nodes, num target nodes)``
+    ``edge_id[...]``, sorted by edge id within a node. :obj:`edge_attr` and
+    :obj:`edge_time` (PyG's edge-level ``edge_time``) are in the same
+    order. :obj:`size` is ``(num source nodes, num target nodes)``
     of the whole graph."""
     colptr: Tensor
     row: Tensor
     edge_id: Tensor
     size: Tuple[int, int]
     edge_attr: Optional[Tensor] = None
+    edge_time: Optional[Tensor] = None
 
     @property
     def num_edges(self) -> int:
@@ -130,7 +134,7 @@ class Partition:
 
     def nbytes(self) -> Dict[str, int]:
         r"""Bytes held, by kind: ``node_map``, ``edge_map``, ``nodes``,
-        ``csc``, ``node_feats``, ``edge_attr``."""
+        ``csc``, ``node_feats``, ``edge_attr``, ``edge_time``."""
         size = lambda t: t.numel() * t.element_size()  # noqa: E731
         out = dict(
             node_map=sum(size(t) for t in self.node_map.values()),
@@ -141,7 +145,9 @@ class Partition:
             node_feats=sum(size(t) for f in self.node_feats.values()
                            for t in f.values()),
             edge_attr=sum(size(c.edge_attr) for c in self.csc.values()
-                          if c.edge_attr is not None))
+                          if c.edge_attr is not None),
+            edge_time=sum(size(c.edge_time) for c in self.csc.values()
+                          if c.edge_time is not None))
         return out
 
 
@@ -411,7 +417,7 @@ def read_partition(root: str, part_id: int, labels=None,
                              f"{[list(t) for t in edge_types]}")
     else:
         graph = {None: graph}
-    csc, file_eids = {}, {}
+    csc, file_eids, file_perm = {}, {}, {}
     for t in edge_types:
         where = f'{path} [{t}]' if hetero else path
         src_t, dst_t = (t[0], t[2]) if hetero else (None, None)
@@ -450,6 +456,7 @@ def read_partition(root: str, part_id: int, labels=None,
             local[perm], torch.arange(nodes[dst_t].numel() + 1))
         csc[t] = PartCSC(colptr, row[perm], eid[perm], expected)
         file_eids[t] = eid
+        file_perm[t] = perm
 
     # node_feats.pt: the owned nodes' features.
     path = osp.join(part_dir, 'node_feats.pt')
@@ -514,6 +521,11 @@ def read_partition(root: str, part_id: int, labels=None,
             if t not in csc:
                 raise ValueError(f"{where}: not one of META.json's "
                                  f"'edge_types'")
+            if 'edge_time' in entry:  # (in graph.pt's edge order)
+                edge_time = _field(entry, 'edge_time', where)
+                _check_rows(edge_time, file_perm[t].numel(), where,
+                            'edge_time')
+                csc[t].edge_time = edge_time.to(torch.long)[file_perm[t]]
             if 'feats' not in entry:
                 continue
             gid = _field(entry, 'global_id', where)
