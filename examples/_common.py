@@ -653,22 +653,29 @@ class Trainer:
         self.optimizer.zero_grad()
         return self._body(forward, y)
 
+    def _replayed(self, body, arg, capture):
+        """``body(arg)`` eagerly, or with ``--capture`` through the CUDA
+        graph ``capture(body)`` makes on the first call."""
+        if not self.args.capture:
+            self.optimizer.zero_grad()
+            return body(arg)
+        if self.captured is None:
+            self.captured = capture(body)
+        # a clone: the graph overwrites its loss on the next replay
+        return self.captured(arg).clone()
+
     def _fused_sage_step(self, seeds: torch.Tensor) -> torch.Tensor:
         g, model = self.gpu, self.model
 
         def body(seeds):
             return self._body(lambda: model(g.x, g.edge_index, seeds),
                               g.y[seeds])
-        if not self.args.capture:
-            self.optimizer.zero_grad()
-            return body(seeds)
-        if self.captured is None:
+
+        def capture(body):
             from pyg_fusesample.nn import CapturedStep
-            self.captured = CapturedStep(body, self.optimizer,
-                                         self.args.batch_size, self.device,
-                                         example_seeds=seeds)
-        # a clone: the graph overwrites its loss on the next replay
-        return self.captured(seeds).clone()
+            return CapturedStep(body, self.optimizer, self.args.batch_size,
+                                self.device, example_seeds=seeds)
+        return self._replayed(body, seeds, capture)
 
     def _sage_step(self, batch) -> torch.Tensor:
         model, trim = self.model, self.args.trim
@@ -679,15 +686,11 @@ class Trainer:
             return self._body(
                 lambda: model(b.x, b.edge_index, **trim_kwargs(b, trim))[:n],
                 b.y[:n])
-        if not self.args.capture:
-            self.optimizer.zero_grad()
-            return body(batch)
-        if self.captured is None:
+
+        def capture(body):
             from pyg_fusesample.nn import CapturedBatchStep
-            self.captured = CapturedBatchStep(body, self.optimizer,
-                                              attrs=['x', 'y'])
-        # a clone: the graph overwrites its loss on the next replay
-        return self.captured(batch).clone()
+            return CapturedBatchStep(body, self.optimizer, attrs=['x', 'y'])
+        return self._replayed(body, batch, capture)
 
     def train(self, desc: str) -> float:
         model, args, device = self.model, self.args, self.device

@@ -110,7 +110,10 @@ class BatchCapacity:
     def holds(self, batch) -> bool:
         r"""Whether :obj:`batch` (same types, same hops) fits: every hop's
         nodes with a pad row to spare, every hop's edges."""
-        nodes, edges = batch_counts_of(batch)
+        return self.holds_counts(*batch_counts_of(batch))
+
+    def holds_counts(self, nodes: Dict, edges: Dict) -> bool:
+        r""":meth:`holds` for a batch's counts (:func:`batch_counts_of`)."""
         return _fits(nodes, self.nodes, 1) and _fits(edges, self.edges, 0)
 
 
@@ -255,8 +258,7 @@ class PaddedBatch:
         one must go (``pad_edge_index``'s writes move no version counter).
         A CUDA graph's replays read none of those caches."""
         nodes, edges = batch_counts_of(batch)
-        if not (_fits(nodes, self.capacity.nodes, 1) and
-                _fits(edges, self.capacity.edges, 0) and
+        if not (self.capacity.holds_counts(nodes, edges) and
                 self.same_fixed(batch)):
             return False
         # every copy in one call (a Python loop of copies costs more host
