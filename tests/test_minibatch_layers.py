@@ -25,6 +25,7 @@ CPU always; CUDA as the ``cuda``-marked parameter (skipped without a GPU).
 import copy
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import accumulate
 from typing import Dict, NamedTuple, Optional
 
 import pytest
@@ -37,6 +38,7 @@ from torch_geometric.utils import trim_to_layer
 from pyg_fusesample import FusedNeighborLoader
 from pyg_fusesample.datasets import power_law_graph
 from pyg_fusesample.nn import GATConv, GCNConv, RGCNConv, SAGEConv, to_fused
+from pyg_fusesample.sparse.target_layout import target_layout
 
 from bad_inputs_runner import run_cases
 from conftest import devices
@@ -430,7 +432,7 @@ def test_equal_to_pyg_float32(case, kind, mode, device):
 
 @pytest.mark.parametrize('device', devices())
 @pytest.mark.parametrize('case,kind,mode', equality_params(
-    ['random', 'bipartite', 'loader_trimmed'], modes=['eval']))
+    ['random', 'bipartite', 'loader', 'loader_trimmed'], modes=['eval']))
 def test_equal_to_pyg_float64(case, kind, mode, device):
     compare(case, kind, device, torch.float64, False, F64)
 
@@ -467,6 +469,30 @@ def test_bfloat16_close_to_pyg_float32(case, kind, mode, device):
         return max(bound, 2 * pyg_error.item())
 
     assert_same(got, expected, atol_of=atol_of)
+
+
+def test_loader_batch_layout_bounds_the_rows_with_in_edges():
+    # A loader batch's layout knows from the per-hop counts which leading
+    # target rows can have in-edges (the last hop's nodes have none), so
+    # SAGEConv / RGCNConv aggregate and multiply those rows only (the
+    # 'loader' graph kind above compares them with PyG's on it).
+    b = loader_batch()
+    nodes = list(accumulate(b.num_sampled_nodes))
+    edges = list(accumulate(b.num_sampled_edges))
+    N = b.num_nodes
+    whole = target_layout(b.edge_index, N, N, 'test')
+    assert whole.num_active == nodes[1] < N
+    assert whole.active_rows().num_dst == nodes[1]
+    assert torch.equal(whole.active_rows().ptr, whole.ptr[:nodes[1] + 1])
+    assert int(whole.ptr[nodes[1]]) == b.edge_index.size(1)
+    first_hop = target_layout(b.edge_index.narrow(1, 0, edges[0]), nodes[1],
+                              nodes[1], 'test')
+    assert first_hop.num_active == nodes[0]
+    none = target_layout(b.edge_index.narrow(1, 0, 0), N, N, 'test')
+    assert none.num_active == 0 and none.active_rows().num_dst == 0
+    # any other edge_index: every row may have in-edges
+    other = target_layout(b.edge_index.clone(), N, N, 'test')
+    assert other.num_active == N and other.active_rows() is other
 
 
 @pytest.mark.parametrize('device', devices())

@@ -4,6 +4,7 @@ import weakref
 from typing import Optional, Tuple, Union
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import RGCNConv as PyGRGCNConv
 
@@ -79,12 +80,24 @@ class RGCNConv(PyGRGCNConv):
         # word with this call's report in it, and the next call raises)
         check_relations(edge_type, R, 'RGCNConv')
         layout = layout_of(edge_index, x_l.size(0), T, 'RGCNConv')
-        groups = relation_layout(layout, edge_type, R)
-        # [T, R + 1, F_in]: the last group holds the edges of no relation.
-        agg = segment_aggregate(groups, x_l, reduce).view(T, R + 1, -1)
+        # (only the first T' rows can have in-edges: the relation terms are
+        # computed for those, the others' are empty)
+        active = layout.active_rows()
+        Ta = active.num_dst
+        groups = relation_layout(active, edge_type, R)
+        # [T', R + 1, F_in]: the last group holds the edges of no relation.
+        agg = segment_aggregate(groups, x_l, reduce).view(
+            Ta, R + 1, x_l.size(1))
         out = self._transform(agg)
         if self.root is not None:
-            out = out + x_r @ self.root
+            if Ta == T:
+                out = out + x_r @ self.root
+            else:  # (the product's output is not saved: added in place)
+                root = x_r @ self.root
+                root.narrow(0, 0, Ta).add_(out)
+                out = root
+        elif Ta != T:
+            out = F.pad(out, (0, 0, 0, T - Ta))
         if self.bias is not None:
             out = out + self.bias
         return out
@@ -95,14 +108,16 @@ class RGCNConv(PyGRGCNConv):
         weight = self.weight
         if self.num_blocks is not None:
             nb = self.num_blocks
-            h = agg.view(T, R + 1, nb, -1)[:, :R]
-            return torch.einsum('trbi,rbio->tbo', h, weight).reshape(T, -1)
+            h = agg.view(T, R + 1, nb, agg.size(2) // nb)[:, :R]
+            return torch.einsum('trbi,rbio->tbo', h, weight).reshape(
+                T, self.out_channels)
         if self.num_bases is not None:
             weight = self.comp @ weight.view(self.num_bases, -1)
         weight = weight.view(R, -1, self.out_channels)
         weight = torch.cat([weight, weight.new_zeros((1, ) +
                                                      weight.shape[1:])])
-        return agg.view(T, -1) @ weight.view(-1, self.out_channels)
+        return agg.view(T, (R + 1) * agg.size(2)) @ weight.view(
+            -1, self.out_channels)
 
 
 def _pyg_reason(reduce, aggr, x_l, x_r, edge_index,

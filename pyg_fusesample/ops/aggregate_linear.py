@@ -37,28 +37,42 @@ def _root_rows(x: Tensor, x_dst: Optional[Tensor], rows: int) -> bool:
 
 
 class _AggregateLinear(torch.autograd.Function):
+    # Rows T' = layout.num_active on of the T targets have no slots: their
+    # aggregation is empty (0 for every reduction), so their output is the
+    # bias and the root term alone, and the aggregation and W_l's products
+    # run over the first T' rows only.
     @staticmethod
     def forward(ctx, x, x_dst, weight_l, bias, weight_r, layout, reduce,
                 linear_first, prefix):
         T = layout.num_dst
+        active = layout.active_rows()
         root = x.narrow(0, 0, T) if prefix else x_dst
         arg = None
         if linear_first:
             h = torch.mm(x, weight_l.t())
-            out, _ = _ops.segment_aggregate(layout.ptr, layout.src, None, h,
+            agg, _ = _ops.segment_aggregate(active.ptr, active.src, None, h,
                                             reduce)
-            if bias is not None:
-                out = out + bias
             saved = x
         else:
-            agg, arg = _ops.segment_aggregate(layout.ptr, layout.src, None, x,
-                                              reduce)
-            out = torch.mm(agg, weight_l.t()) if bias is None else \
-                torch.addmm(bias, agg, weight_l.t())
+            agg, arg = _ops.segment_aggregate(active.ptr, active.src, None,
+                                              x, reduce)
             saved = agg
-        if root is not None:
-            out = torch.addmm(out, root, weight_r.t())
-        ctx.layout, ctx.reduce = layout, reduce
+        if active.num_dst == T:
+            if linear_first:
+                out = agg if bias is None else agg + bias
+            else:
+                out = torch.mm(agg, weight_l.t()) if bias is None else \
+                    torch.addmm(bias, agg, weight_l.t())
+            if root is not None:
+                out = torch.addmm(out, root, weight_r.t())
+        else:
+            out = _root_and_bias(root, weight_r, bias, T, weight_l)
+            rows = out.narrow(0, 0, active.num_dst)
+            if linear_first:
+                rows.add_(agg)
+            else:
+                rows.addmm_(agg, weight_l.t())
+        ctx.layout, ctx.reduce = active, reduce
         ctx.linear_first, ctx.prefix = linear_first, prefix
         ctx.has_bias, ctx.has_root = bias is not None, root is not None
         ctx.save_for_backward(saved, root, weight_l, weight_r, arg)
@@ -70,6 +84,7 @@ class _AggregateLinear(torch.autograd.Function):
         layout, reduce = ctx.layout, ctx.reduce
         need_x, need_xd, need_wl, need_b, need_wr = ctx.needs_input_grad[:5]
         g = g.contiguous()
+        g_active = g.narrow(0, 0, layout.num_dst)  # (rows with slots)
         grad_x = grad_xd = grad_wl = grad_b = grad_wr = None
         if need_b and ctx.has_bias:
             grad_b = g.sum(0)
@@ -77,22 +92,33 @@ class _AggregateLinear(torch.autograd.Function):
             grad_wr = torch.mm(g.t(), root)
         if ctx.linear_first:
             if need_x or need_wl:
-                dh = aggregate_backward(layout, g, reduce)
+                dh = aggregate_backward(layout, g_active, reduce)
                 grad_wl = torch.mm(dh.t(), saved) if need_wl else None
                 grad_x = torch.mm(dh, weight_l) if need_x else None
         else:
             if need_wl:
-                grad_wl = torch.mm(g.t(), saved)
+                grad_wl = torch.mm(g_active.t(), saved)
             if need_x:
-                grad_x = aggregate_backward(layout, torch.mm(g, weight_l),
-                                            reduce, arg=arg)
+                grad_x = aggregate_backward(
+                    layout, torch.mm(g_active, weight_l), reduce, arg=arg)
         if ctx.has_root and ctx.prefix and need_x:
-            rows = grad_x.narrow(0, 0, layout.num_dst)
+            rows = grad_x.narrow(0, 0, g.size(0))
             rows.addmm_(g.to(rows.dtype), weight_r.to(rows.dtype))
         elif ctx.has_root and need_xd:
             grad_xd = torch.mm(g, weight_r)
         return (grad_x, grad_xd, grad_wl, grad_b, grad_wr, None, None, None,
                 None)
+
+
+def _root_and_bias(root: Optional[Tensor], weight_r: Optional[Tensor],
+                   bias: Optional[Tensor], rows: int,
+                   like: Tensor) -> Tensor:
+    # [rows, F_out]: x_dst W_r^T + b, or the terms there are (zeros: none).
+    if root is not None:
+        return torch.mm(root, weight_r.t()) if bias is None else \
+            torch.addmm(bias, root, weight_r.t())
+    out = like.new_zeros((rows, like.size(0)))
+    return out if bias is None else out.add_(bias)
 
 
 def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,

@@ -52,17 +52,41 @@ class TargetLayout:
     r"""Slots ``ptr[i]:ptr[i + 1]`` of :obj:`src` (rows of the source
     features) aggregate into target row ``i``; :obj:`dst` is the target of
     each slot (``dst[s] = i``). :obj:`perm` maps slots to positions in the
-    ``edge_index`` the layout was made from (``None``: the identity)."""
+    ``edge_index`` the layout was made from (``None``: the identity).
+    :obj:`active` (a host integer, ``None``: every row) bounds the rows that
+    can have slots: rows ``active:`` have none (a fused loader's batch
+    knows it from its per-hop counts: the last hop's nodes are sources
+    only)."""
     ptr: Tensor
     src: Tensor
     dst: Tensor
     num_src: int
     perm: Optional[Tensor] = None
+    active: Optional[int] = None
     _cache: Dict = field(default_factory=dict, repr=False)
 
     @property
     def num_dst(self) -> int:
         return self.ptr.numel() - 1
+
+    @property
+    def num_active(self) -> int:
+        r"""The leading target rows that can have slots (the rest have
+        none)."""
+        return self.num_dst if self.active is None else self.active
+
+    def active_rows(self) -> 'TargetLayout':
+        r"""This layout over its first :attr:`num_active` target rows only
+        (the same slots: a layer aggregates, and multiplies, just the rows
+        that can receive anything; the others' aggregation is empty)."""
+        if self.active is None or self.active == self.num_dst:
+            return self
+        part = self._cache.get('active_rows')
+        if part is None:
+            part = self._cache['active_rows'] = TargetLayout(
+                self.ptr.narrow(0, 0, self.active + 1), self.src, self.dst,
+                self.num_src, self.perm)
+        return part
 
     @property
     def num_slots(self) -> int:
@@ -250,16 +274,24 @@ def target_layout(edge_index: Tensor, num_src: int, num_dst: int,
     if entry is not None and _trusted(entry[0], E, num_src, num_dst):
         # Views of the batch's own edge_index, so not memoised: a memo entry
         # holding views of its key would keep every batch alive.
-        return TargetLayout(_prefix_ptr(entry, E, num_dst), src, dst, num_src)
+        return TargetLayout(_prefix_ptr(entry, E, num_dst), src, dst, num_src,
+                            active=_written_rows(entry[0], E, num_dst))
     if E == 0:  # (an edge type without edges)
         return TargetLayout(torch.zeros(num_dst + 1, dtype=torch.long,
-                                        device=dst.device), src, dst, num_src)
+                                        device=dst.device), src, dst, num_src,
+                            active=0)
     memo = _layouts.setdefault(edge_index, dict)
     layout = memo.get((num_src, num_dst))
     if layout is None:
         layout = memo[num_src, num_dst] = _sorted(src, dst, num_src, num_dst,
                                                   edge_index, owner)
     return layout
+
+
+def _written_rows(counts: BatchCounts, num_edges: int, num_dst: int) -> int:
+    # The edges of hops 1..h write the targets of hops < h only.
+    h = counts.edges.index(num_edges)
+    return 0 if h == 0 else min(num_dst, counts.dst_nodes[h - 1])
 
 
 def _sorted(src: Tensor, dst: Tensor, num_src: int, num_dst: int,
