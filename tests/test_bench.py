@@ -127,6 +127,36 @@ def test_rounds_interleave_and_compare_within_a_round(tmp_path):
     assert summary.count('| fused | 0 | 2 |') == 1
 
 
+def test_layers_fused_rows_against_pyg_layers(tmp_path):
+    """--layers pyg fused: every variant with PyG's convs and with ours
+    (to_fused, the batch's counts passed: trimmed); each row's floor is the
+    model-only row of its own layers, and the report's speed-up compares
+    every row with the NeighborLoader row on PyG's layers (the end-to-end
+    figure of issue 44)."""
+    from pyg_fusesample.bench.__main__ import main
+    out = tmp_path / 'e2e.csv'
+    assert main(['step', '--graph', 'arxiv', '--scale', '0.005', '--device',
+                 'cpu', '--variants', 'pyg', 'fused', 'model-only',
+                 '--fanouts', '3,2', '--batch-sizes', '32', '--steps', '2',
+                 '--warmup', '1', '--layers', 'pyg', 'fused', '--out',
+                 str(out)]) == 0
+    rows = read_rows(str(out))
+    assert [(r['layers'], r['variant']) for r in rows] == [
+        (layers, v) for layers in ('pyg', 'fused')
+        for v in ('pyg', 'fused', 'model-only')]
+    for r in rows:
+        floor = rows[3 * (r['layers'] == 'fused') + 2]
+        assert r['model_ms'] == floor['step_ms']
+    report = (tmp_path / 'e2e.md').read_text()
+    assert '| fused + fused layers |' in report
+    assert '| model-only + fused layers |' in report
+    # (every row, ours included, against the NeighborLoader row)
+    assert report.count('x (w=0)') == len(rows)
+    with pytest.raises(SystemExit, match='node classification'):
+        main(['step', '--task', 'link', '--layers', 'fused', '--graph',
+              'arxiv', '--scale', '0.005', '--device', 'cpu'])
+
+
 def test_rounds_summary_compares_sage_rows_with_the_captured_step():
     """`bench sage` rows of several rounds: each row over the CapturedStep
     row (fused-sage-graph) of its own round."""

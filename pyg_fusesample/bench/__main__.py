@@ -144,7 +144,8 @@ def _measure(args, parser, bench, name):
                                   train=args.cmd == 'step')
                 row['round'] = rnd
                 print(f"{name} [{row['fanout']}] b={bs} amp={row['amp']} "
-                      f"{row['variant']:>10} w={nw} round {rnd}: step "
+                      f"{row['variant']:>10} layers={row.get('layers', '-')} "
+                      f"w={nw} round {rnd}: step "
                       f"{row['step_ms']} ms, pipelined "
                       f"{row.get('pipelined_step_ms') or '-'} ms, loader "
                       f"{row['loader_ms']} ms, "
@@ -195,6 +196,12 @@ def main(argv=None):
             'benchmarks/results/step.csv')
     _common(sub.add_parser('epoch', help='one epoch of loading'),
             ['fused'], 'benchmarks/results/epoch.csv')
+    sub.choices['step'].add_argument(
+        '--layers', nargs='+', choices=['pyg', 'fused'], default=['pyg'],
+        help="the model's convs: PyG's, or ours (fused: to_fused of the same "
+             "model, called with the batch's per-hop counts, so trimmed; "
+             "node classification); every variant runs with each (column "
+             "layers)")
     for cmd in ('loader', 'step', 'epoch'):
         sub.choices[cmd].add_argument(
             '--rounds', type=_positive, default=1,
@@ -391,14 +398,21 @@ def main(argv=None):
         warm_up_device(bench.device)
         from . import sage_runner
         return sage_runner.main(bench, name, args)
+    layer_kinds = getattr(args, 'layers', ['pyg'])
+    if task == 'link' and layer_kinds != ['pyg']:
+        raise SystemExit('--layers fused is measured for node classification '
+                         '(--task node)')
     rows = []
     for sampling in samplings:  # one graph, several sampling rules
         bench = (LinkBench if task == 'link' else Bench)(
             data, torch.device(args.device), args.seed,
             **({'sampling': sampling} if sampling != 'uniform' else {}))
-        rows += _measure(args, sub.choices[args.cmd], bench,
-                         name + ('/link' if task == 'link' else '')
-                         + ('' if sampling == 'uniform' else f'/{sampling}'))
+        for layers in layer_kinds:
+            bench.layers = layers
+            rows += _measure(args, sub.choices[args.cmd], bench,
+                             name + ('/link' if task == 'link' else '')
+                             + ('' if sampling == 'uniform'
+                                else f'/{sampling}'))
     fill_model_ms(rows)
     append_rows(args.out, rows)
     base = os.path.splitext(args.out)[0]

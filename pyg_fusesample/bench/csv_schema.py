@@ -9,8 +9,11 @@ COLUMNS = [
     'pipelined_step_ms', 'loader_ms', 'model_ms', 'pipelined_model_ms',
     'fresh_model_ms', 'pipelined_fresh_model_ms',
     'batches_per_s', 'sampled_edges_per_s', 'peak_mem_mb', 'transient_mem_mb',
-    'steps', 'round',
+    'steps', 'round', 'layers',
 ]
+# 'layers': the model's convs, PyG's ('pyg', or empty in files written
+# before the column) or ours ('fused': to_fused of the same model, called
+# with the batch's per-hop counts); `bench step --layers`.
 # 'round': the rows of a setting are measured in `--rounds` interleaved
 # rounds (every variant once per round, in turn), numbered from 0; a row's
 # model_ms is the floor of its own round.

@@ -19,6 +19,14 @@ def _key(r: Dict) -> tuple:
     return _setting(r) + (_round(r), )
 
 
+def _label(r: Dict) -> str:
+    # The variant, and the layers when they are not PyG's (files written
+    # before the 'layers' column have PyG's).
+    layers = r.get('layers') or 'pyg'
+    return r['variant'] if layers == 'pyg' else \
+        f"{r['variant']} + {layers} layers"
+
+
 def _several_rounds(rows: List[Dict]) -> bool:
     return len({_round(r) for r in rows}) > 1
 
@@ -65,10 +73,10 @@ def rounds_summary(rows: List[Dict]) -> str:
         return ''
     groups = defaultdict(list)
     for r in rows:
-        groups[_setting(r) + (r['variant'], r['num_workers'])].append(r)
+        groups[_setting(r) + (_label(r), r['num_workers'])].append(r)
     fresh = any(r.get('fresh_model_ms') for r in rows)
     captured = {_key(r): r['step_ms'] for r in rows
-                if r['variant'] == CAPTURED_VARIANT}
+                if _label(r) == CAPTURED_VARIANT}
     lines = ['| graph | fan-out | batch | amp | variant | workers | rounds | '
              'step ms | pipelined step ms | step / model-only | '
              'pipelined / model-only |' +
@@ -115,7 +123,7 @@ def markdown(rows: List[Dict], baseline: str = 'pyg') -> str:
              'peak MB | transient MB |',
              '|' + '---|' * 16]
     for key, rs in groups.items():
-        base = sorted((r for r in rs if r['variant'] == baseline),
+        base = sorted((r for r in rs if _label(r) == baseline),
                       key=lambda r: int(r['num_workers']))
         base_ms = float(base[-1]['step_ms']) if base else None
         base_w = base[-1]['num_workers'] if base else None
@@ -124,7 +132,7 @@ def markdown(rows: List[Dict], baseline: str = 'pyg') -> str:
             ratio = f'{base_ms / ms:.2f}x (w={base_w})' if base_ms else '-'
             lines.append(
                 f"| {r['device']} | {r['graph']} | {r['fanout']} | "
-                f"{r['batch_size']} | {r['amp']} | {r['variant']}"
+                f"{r['batch_size']} | {r['amp']} | {_label(r)}"
                 f"{' (round ' + _round(r) + ')' if rounds else ''} | "
                 f"{r['num_workers']} | {ms:.3f} | "
                 f"{_f(r.get('pipelined_step_ms'), '.3f')} | "
@@ -148,7 +156,7 @@ def plot(rows: List[Dict], path: str) -> bool:
         return False
     settings = sorted({(r['graph'], r['fanout'], r['batch_size'], r['amp'])
                        for r in rows})
-    variants = sorted({(r['variant'], r['num_workers']) for r in rows})
+    variants = sorted({(_label(r), r['num_workers']) for r in rows})
     fig, ax = plt.subplots(figsize=(max(6, 2.5 * len(settings)), 4))
     width = 0.8 / max(1, len(variants))
     for i, (variant, nw) in enumerate(variants):
@@ -157,7 +165,7 @@ def plot(rows: List[Dict], path: str) -> bool:
             match = [1e3 / float(r['step_ms']) for r in rows
                      if (r['graph'], r['fanout'], r['batch_size'],
                          r['amp']) == s
-                     and (r['variant'], r['num_workers']) == (variant, nw)]
+                     and (_label(r), r['num_workers']) == (variant, nw)]
             ys.append(statistics.median(match) if match else 0.0)
         ax.bar([j + i * width for j in range(len(settings))], ys, width,
                label=f'{variant} ({nw} workers)')

@@ -152,12 +152,19 @@ def sampled_edges(batch) -> int:
     return sum(store.edge_index.size(1) for store in batch.edge_stores)
 
 
-def forward(model, batch):
+def forward(model, batch, counts: bool = False):
     """The model on a batch: ``x, edge_index`` or, for a ``HeteroData``,
     their per-type dictionaries (a :func:`~torch_geometric.nn.to_hetero`
-    model)."""
+    model). :obj:`counts`: a homogeneous model also gets the batch's per-hop
+    counts where it has them (``GraphSAGE``'s ``trim_to_layer`` arguments:
+    with ours, the trimming built into :func:`~pyg_fusesample.nn.to_fused`;
+    NeighborLoader's batches have none without pyg-lib)."""
     if isinstance(batch, HeteroData):
         return model(batch.x_dict, batch.edge_index_dict)
+    if counts and 'num_sampled_nodes' in batch:
+        return model(batch.x, batch.edge_index,
+                     num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                     num_sampled_edges_per_hop=batch.num_sampled_edges)
     return model(batch.x, batch.edge_index)
 
 
@@ -212,6 +219,9 @@ class Bench:
     SETTLE_VARIANT = 'fused-sync'
     PYG_LOADER = NeighborLoader
     FUSED_LOADER = FusedNeighborLoader
+    # The model's convs: PyG's, or 'fused' (to_fused of the same model, the
+    # per-hop counts passed: bench step --layers).
+    layers = 'pyg'
 
     def __init__(self, data, device: torch.device, seed: int = 0,
                  sampling: str = 'uniform'):
@@ -403,13 +413,19 @@ class Bench:
             with torch.no_grad():
                 forward(model, next(batches))
             batches.close()
+        if self.layers == 'fused':
+            from ..nn import to_fused
+            with warnings.catch_warnings():
+                # (which convs it swapped: said once by the row's label)
+                warnings.simplefilter('ignore')
+                model = to_fused(model)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         return model, opt
 
     def loss(self, model, batch) -> torch.Tensor:
         """Cross-entropy on the batch's seeds (its first ``batch_size``
         nodes of the labelled type)."""
-        out = forward(model, batch)
+        out = forward(model, batch, self.layers == 'fused')
         store = self._labelled(batch)
         if self.hetero:
             out = out[self.node_type]
@@ -501,7 +517,7 @@ def run_row(bench: Bench, graph: str, fanout: List[int], batch_size: int,
         'sampled_edges_per_s': (f'{sum(edges) / loader_total_s:.4g}'
                                 if variant not in FLOORS else ''),
         'peak_mem_mb': f'{peak:.1f}', 'transient_mem_mb': f'{transient:.1f}',
-        'steps': steps,
+        'steps': steps, 'layers': bench.layers,
     }
 
 
@@ -536,7 +552,7 @@ def fill_model_ms(rows: List[Dict]):
     (pipelined_fresh_model_ms) the same of model-fresh."""
     def key(r):
         return (r['graph'], r['fanout'], r['batch_size'], r['amp'],
-                r.get('round', ''))
+                r.get('round', ''), r.get('layers', 'pyg'))
     for floor_variant, prefix in (('model-only', ''), ('model-fresh', 'fresh_')):
         for column, model_column in (
                 ('step_ms', f'{prefix}model_ms'),
