@@ -34,7 +34,11 @@
 // weights, sampler/cpu/rule_positions.h over the same prefix sums). So a
 // batch assembled from several processes' draws, in the requester's order,
 // is the single-process batch, whatever the partitioning.
-// Devices: the CPU (a CUDA kernel is not written yet: CUDA tensors raise).
+// Devices: CPU and CUDA, bitwise equal outputs. The CUDA kernel makes one
+// host read (the total draws and its error flags, together: the outputs'
+// size depends on the data), so it cannot be captured into a CUDA graph; a
+// bad target or an unsorted temporal segment is found on the device and
+// raises the CPU kernel's message after that read.
 #include <torch/library.h>
 
 TORCH_LIBRARY_FRAGMENT(fusesample, m) {

@@ -29,7 +29,10 @@ def keyed_draws(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
     :obj:`rng_seed`, for every target ``i`` (its in-edges: local CSC row
     ``target[i]``), without deduplication: the counts, sources and edge ids
     in draw order. Uniform or weighted sampling, with or without the
-    temporal rule, homogeneous graphs, CPU tensors.
+    temporal rule, homogeneous graphs, CPU or CUDA tensors (the same
+    draws on both). On CUDA the op reads the number of draws back to the
+    host once (with its error flags; the outputs' size depends on it), so
+    it synchronises the stream and cannot be captured into a CUDA graph.
 
     Args:
         colptr (Tensor): ``[n + 1]`` int64 over the targets held here.
@@ -56,10 +59,6 @@ def keyed_draws(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
         temporal_strategy (str): ``'uniform'`` or ``'last'`` (the latest
             ``k`` admitted in-edges), as the loaders take it.
     """
-    if colptr.device.type != 'cpu':
-        raise NotImplementedError(
-            "keyed_draws runs on the CPU only (no CUDA kernel yet): pass CPU "
-            "tensors")
     if temporal_strategy not in ('uniform', 'last'):
         raise ValueError(f"keyed_draws: 'temporal_strategy' must be "
                          f"'uniform' or 'last', got {temporal_strategy!r}")

@@ -8,20 +8,19 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include <limits>
 #include <numeric>
 #include <vector>
 
 #include "../../common/checks.h"
 #include "../../common/floyd.h"
-#include "../../common/value_checks.h"
+#include "../keyed_draws_checks.h"
 #include "../sample_count.h"
 #include "rule_positions.h"
 
 namespace fusesample {
 namespace {
 
-constexpr const char* kOp = "fusesample::keyed_draws";
+constexpr const char* kOp = kKeyedDrawsOp;
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cpu(
     const at::Tensor& colptr, const at::Tensor& row, const c10::optional<at::Tensor>& edge_id,
@@ -29,34 +28,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cpu(
     int64_t hop, const c10::optional<at::Tensor>& weight_cumsum,
     const c10::optional<at::Tensor>& edge_time, const c10::optional<at::Tensor>& seed_time,
     bool temporal_last) {
-  check_csc(kOp, colptr, row, edge_id);
-  // (row holds global ids, only copied out: its bound is the caller's)
-  check_compressed_values_cpu(kOp, "colptr", colptr, "row", row,
-                              std::numeric_limits<int64_t>::max());
-  check_node_ids(kOp, "target", target, colptr);
+  check_keyed_draws(colptr, row, edge_id, target, key, k, replace, hop, weight_cumsum,
+                    edge_time, seed_time, temporal_last);
+  // (the targets' range and the segments' time order: checked here on the
+  // host, by the CUDA kernel on the device, with the same messages)
   check_ids_in_range_cpu(kOp, "target", target, colptr.numel() - 1);
-  check_1d(kOp, "key", key);
-  check_dtype(kOp, "key", key, at::kLong);
-  check_same_device(kOp, "key", key, "target", target);
-  TORCH_CHECK(key.numel() == target.numel(), kOp, ": 'key' must have one entry per target (",
-              target.numel(), "), got ", key.numel());
-  TORCH_CHECK(k >= -1, kOp, ": 'num_neighbors' must be >= -1, got ", k);
-  TORCH_CHECK(hop >= 0, kOp, ": 'hop' must be >= 0, got ", hop);
-  // (the sampler's rule checks, seed_time one entry per target: each
-  // request carries its root's time, the requester's batch being disjoint)
-  check_rule(kOp, row, target, /*disjoint=*/true, replace, edge_time, seed_time,
-             temporal_last, weight_cumsum);
-  c10::optional<at::Tensor> cum_c, time_c, seed_time_c;
-  if (weight_cumsum.has_value()) cum_c = weight_cumsum->contiguous();
-  if (edge_time.has_value()) {
-    time_c = edge_time->contiguous();
-    seed_time_c = seed_time->contiguous();
-  }
-  SegmentRule rule;
-  rule.weight_cumsum = cum_c ? cum_c->data_ptr<double>() : nullptr;
-  rule.edge_time = time_c ? time_c->data_ptr<int64_t>() : nullptr;
-  rule.seed_time = seed_time_c ? seed_time_c->data_ptr<int64_t>() : nullptr;
-  rule.last = temporal_last;
+  const KeyedDrawsRule rule_c(weight_cumsum, edge_time, seed_time, temporal_last);
+  const SegmentRule& rule = rule_c.rule;
   const auto colptr_c = colptr.contiguous(), row_c = row.contiguous(),
              target_c = target.contiguous(), key_c = key.contiguous();
   c10::optional<at::Tensor> eid_c;
