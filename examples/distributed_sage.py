@@ -8,6 +8,12 @@ On the CPU, two processes (gloo):
     torchrun --standalone --nproc_per_node 2 examples/distributed_sage.py \
         --device cpu --synthetic --scale 0.01 --epochs 1
 
+On GPUs, one process per GPU (NCCL; rank r's part on GPU LOCAL_RANK, its
+batches sampled and its model trained there):
+
+    torchrun --standalone --nproc_per_node 4 examples/distributed_sage.py \
+        --device cuda --synthetic --scale 0.1 --epochs 1
+
 Two torchrun "nodes" on one host, sharing nothing but the process group
 (each node writes its own partition files from the same generated graph):
 
@@ -30,9 +36,10 @@ and resumed gives the same later batches and losses as an uninterrupted
 run. ``--timeout`` bounds every collective: a rank that dies or never
 answers ends the others with an error within it, never a hang.
 
-This version samples on the CPU only (``--device cuda`` stops with a
-message): see docs/multi_gpu.md for what the distributed loader does and
-does not do yet.
+``--device cuda`` reads each rank's part onto its GPU (``--pin-features``:
+node features in pinned host memory instead, read by the GPU in place);
+see docs/multi_gpu.md for what the distributed loader does and does not do
+yet.
 """
 import argparse
 import datetime
@@ -55,7 +62,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__.split('\n\n')[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument('--device', choices=['cpu', 'cuda'], default='cpu')
+    p.add_argument('--device', choices=['cpu', 'cuda'], default='cpu',
+                   help='cpu: gloo processes; cuda: NCCL, one GPU per '
+                        'process (GPU LOCAL_RANK)')
+    p.add_argument('--pin-features', action='store_true',
+                   help='--device cuda: node features in pinned host '
+                        'memory, the graph on the GPU')
     p.add_argument('--partition-root', default=None,
                    help="a partition folder (META.json) with labels")
     p.add_argument('--synthetic', action='store_true',
@@ -114,10 +126,15 @@ def splits(root: str, num_nodes: int, seed: int):
     return train, ~train
 
 
-def save_checkpoint(path: str, epoch: int, model, optimizer, rank: int):
+def save_checkpoint(path: str, epoch: int, model, optimizer, rank: int,
+                    device: torch.device):
     # The model and optimizer (the same on every rank under DDP) from rank 0,
-    # every rank's RNG state (dropout) from that rank.
-    torch.save(torch.get_rng_state(), f'{path}.rng{rank}')
+    # every rank's RNG state (dropout: the CPU's, and its GPU's on CUDA) from
+    # that rank.
+    rng = {'cpu': torch.get_rng_state()}
+    if device.type == 'cuda':
+        rng['cuda'] = torch.cuda.get_rng_state(device)
+    torch.save(rng, f'{path}.rng{rank}')
     if rank == 0:
         torch.save({'epoch': epoch, 'model': model.state_dict(),
                     'optimizer': optimizer.state_dict()}, f'{path}.tmp')
@@ -125,60 +142,94 @@ def save_checkpoint(path: str, epoch: int, model, optimizer, rank: int):
     dist.barrier()
 
 
-def load_checkpoint(path: str, model, optimizer, rank: int) -> int:
-    state = torch.load(path, weights_only=True)
+def load_checkpoint(path: str, model, optimizer, rank: int,
+                    device: torch.device) -> int:
+    state = torch.load(path, weights_only=True, map_location=device)
     model.load_state_dict(state['model'])
     optimizer.load_state_dict(state['optimizer'])
-    torch.set_rng_state(torch.load(f'{path}.rng{rank}', weights_only=True))
+    rng = torch.load(f'{path}.rng{rank}', weights_only=True)
+    torch.set_rng_state(rng['cpu'])
+    if device.type == 'cuda':
+        if 'cuda' not in rng:
+            raise SystemExit(f'--resume: {path} was saved by a CPU run')
+        torch.cuda.set_rng_state(rng['cuda'], device)
     return state['epoch']
 
 
 @torch.no_grad()
-def accuracy(model, loader) -> float:
+def accuracy(model, loader, device: torch.device) -> float:
     model.eval()
-    counts = torch.zeros(2)
+    counts = torch.zeros(2, device=device)
     for batch in loader:
         out = model(batch.x, batch.edge_index)[:batch.batch_size]
         y = batch.y[:batch.batch_size]
-        counts += torch.tensor([(out.argmax(-1) == y).sum().item(),
-                                y.numel()], dtype=torch.float)
+        counts[0] += (out.argmax(-1) == y).sum()
+        counts[1] += y.numel()
     dist.all_reduce(counts)
     return float(counts[0] / counts[1].clamp_min(1))
 
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.device == 'cuda':
-        raise SystemExit('distributed_sage.py: this version samples on the '
-                         'CPU only (gloo); run it with --device cpu')
     if args.partition_root is None and not args.synthetic:
         raise SystemExit('distributed_sage.py: give --partition-root DIR (a '
                          'partition with labels) or --synthetic')
-    dist.init_process_group(
-        'gloo', timeout=datetime.timedelta(seconds=args.timeout))
+    device = rank_device(args)
+    timeout = datetime.timedelta(seconds=args.timeout)
+    if device.type == 'cuda':
+        # (device_id: the communicator is this GPU's from the start)
+        dist.init_process_group('nccl', timeout=timeout, device_id=device)
+    else:
+        dist.init_process_group('gloo', timeout=timeout)
     try:
-        run(args)
+        run(args, device)
     finally:
         # (after run() returned: DDP's reducer freed while the group
         # lives; freed after it, it could hang the process at exit)
         dist.destroy_process_group()
 
 
-def run(args):
+def rank_device(args) -> torch.device:
+    # The CPU, or GPU LOCAL_RANK made this process's current device (one
+    # GPU per rank, as NCCL wants it).
+    if args.device == 'cpu':
+        if args.pin_features:
+            raise SystemExit('distributed_sage.py: --pin-features needs '
+                             '--device cuda')
+        return torch.device('cpu')
+    if not torch.cuda.is_available():
+        raise SystemExit('distributed_sage.py: --device cuda, but no CUDA '
+                         'GPU is visible; run it with --device cpu')
+    local = int(os.environ.get('LOCAL_RANK', 0))
+    if local >= torch.cuda.device_count():
+        raise SystemExit(f'distributed_sage.py: local rank {local} has no '
+                         f'GPU of its own ({torch.cuda.device_count()} '
+                         f'visible): start at most that many processes a '
+                         f'node')
+    device = torch.device('cuda', local)
+    torch.cuda.set_device(device)
+    return device
+
+
+def run(args, device: torch.device):
     rank, world = dist.get_rank(), dist.get_world_size()
     root = args.partition_root or synthetic_partition(args, rank)
     label = '' if args.partition_root else 'SYNTHETIC products-like: '
     say = (lambda msg: print(f'{label}{msg}', flush=True)) if rank == 0 \
         else (lambda msg: None)
-    part = read_partition(root, rank, with_edge_map=False)
+    # (the part read on the CPU, checked, then moved to this rank's GPU)
+    part = read_partition(root, rank, with_edge_map=False,
+                          device=device, pin_features=args.pin_features)
     num_nodes = part.node_map[None].numel()
     if 'y' not in part.node_feats[None]:
         raise SystemExit(f'{root}: the partition holds no labels')
     train_nodes, test_nodes = splits(root, num_nodes, args.seed)
     # (the labels a rank holds may miss a class: the largest of all)
-    classes = part.node_feats[None]['y'].max().view(1) + 1
+    # (on the device: NCCL reduces CUDA tensors; pinned labels are not)
+    classes = part.node_feats[None]['y'].max().view(1).to(device) + 1
     dist.all_reduce(classes, op=dist.ReduceOp.MAX)
-    say(f'{world} ranks, {num_nodes:,} nodes; rank 0 holds '
+    say(f'{world} ranks ({device.type}, {dist.get_backend()}), '
+        f'{num_nodes:,} nodes; rank 0 holds '
         f'{part.nodes[None].numel():,} nodes and '
         f'{part.csc[None].num_edges:,} in-edges '
         f'({sum(part.nbytes().values()) / 2**20:.1f} MiB)')
@@ -186,16 +237,18 @@ def run(args):
     torch.manual_seed(args.seed)  # the same initial weights everywhere
     model = GraphSAGE(part.node_feats[None]['x'].size(1), args.hidden,
                       len(args.num_neighbors), int(classes),
-                      dropout=0.5)
+                      dropout=0.5).to(device)
     torch.manual_seed(args.seed + 1 + rank)  # each rank's dropout
-    model = DistributedDataParallel(model)
+    model = DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == 'cuda' else None)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     start = 0
     if args.resume:
         if not args.checkpoint or not osp.exists(args.checkpoint):
             raise SystemExit(f'--resume: no checkpoint at '
                              f'{args.checkpoint!r}')
-        start = load_checkpoint(args.checkpoint, model, optimizer, rank)
+        start = load_checkpoint(args.checkpoint, model, optimizer, rank,
+                                device)
         say(f'resumed after epoch {start}')
     for epoch in range(start + 1, args.epochs + 1):
         loader = FusedDistNeighborLoader(
@@ -203,7 +256,8 @@ def run(args):
             batch_size=args.batch_size, shuffle=True,
             seed=args.seed * 1000 + epoch)
         model.train()
-        t0, total, steps = time.perf_counter(), torch.zeros(1), 0
+        t0, total, steps = time.perf_counter(), torch.zeros(
+            1, device=device), 0
         for batch in loader:
             optimizer.zero_grad()
             out = model(batch.x, batch.edge_index)[:batch.batch_size]
@@ -213,17 +267,18 @@ def run(args):
             total += loss.detach()
             steps += 1
         dist.all_reduce(total)
+        total = total.cpu()  # (waits for the GPU: the epoch's end)
         seconds = time.perf_counter() - t0
         # (the same evaluation batches every epoch, resumed or not)
         acc = accuracy(model, FusedDistNeighborLoader(
             part, args.num_neighbors, input_nodes=test_nodes,
-            batch_size=args.batch_size, seed=args.seed))
+            batch_size=args.batch_size, seed=args.seed), device)
         say(f'epoch {epoch:02d}: loss {float(total) / (steps * world):.4f}'
             f', {steps} steps a rank, {seconds:.1f} s, test accuracy '
             f'{acc:.4f}')
         if args.checkpoint:
             save_checkpoint(args.checkpoint, epoch, model, optimizer,
-                            rank)
+                            rank, device)
 
 
 if __name__ == '__main__':

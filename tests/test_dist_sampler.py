@@ -5,7 +5,10 @@ write_partitions, equal the single-process op's batches on the whole graph
 hash), uniform and weighted (edge_attr; zero weights), disjoint or not,
 fan-outs with -1, 0 and replacement, a hub whose in-edges come from
 every part, isolated nodes and an empty batch; features gathered from their
-owners equal the whole graph's rows; bad setups are refused."""
+owners equal the whole graph's rows; bad setups are refused. The same
+batches on GPUs (2 NCCL processes, one GPU each: skipped with fewer than 2
+GPUs), and the bytes every rank counts (sent by all == received by all,
+and per peer as the batches say)."""
 import datetime
 import os
 import tempfile
@@ -42,18 +45,34 @@ def seed_batches():
             torch.empty(0, dtype=torch.long), torch.tensor([295, 296])]
 
 
-def _join(rank, world, init, seconds=60):
-    # a worker's gloo process group (file rendezvous)
-    dist.init_process_group('gloo', init_method=f'file://{init}', rank=rank,
+def _join(rank, world, init, seconds=60, backend='gloo'):
+    # a worker's process group (file rendezvous): gloo, or NCCL with GPU
+    # `rank` made the process's device first (one GPU per rank)
+    kwargs = {}
+    if backend == 'nccl':
+        torch.cuda.set_device(rank)
+        kwargs['device_id'] = torch.device('cuda', rank)
+    dist.init_process_group(backend, init_method=f'file://{init}', rank=rank,
                             world_size=world,
-                            timeout=datetime.timedelta(seconds=seconds))
+                            timeout=datetime.timedelta(seconds=seconds),
+                            **kwargs)
 
 
-def _worker(rank, world, root, init, fanout, replace, out_dir,
-            weighted=False, disjoint=False):
-    _join(rank, world, init)
+def _on_cpu(value):
+    if isinstance(value, torch.Tensor):
+        return value.cpu()
+    if isinstance(value, dict):
+        return {k: _on_cpu(v) for k, v in value.items()}
+    return value
+
+
+def _worker(rank, world, root, init, out_dir, fanout, replace,
+            weighted=False, disjoint=False, backend='gloo'):
+    _join(rank, world, init, backend=backend)
     try:
-        part = read_partition(root, rank)
+        device = torch.device('cuda', rank) if backend == 'nccl' else \
+            torch.device('cpu')
+        part = read_partition(root, rank, device=device)
         sampler = DistNeighborSampler(part, fanout, replace=replace,
                                       edge_weight=weighted,
                                       disjoint=disjoint)
@@ -62,9 +81,10 @@ def _worker(rank, world, root, init, fanout, replace, out_dir,
             # every rank asks for its own batches (here: a rotation)
             mine = seed_batches()[(i + rank) % len(seed_batches())]
             out = sampler.sample(mine, rng_seed=100 + i)
-            results.append((i, mine, out._asdict(),
-                            sampler.gather(out.node, 'x'),
-                            sampler.gather(out.node, 'y')))
+            assert out.node.device == device
+            results.append((i, mine, _on_cpu(out._asdict()),
+                            sampler.gather(out.node, 'x').cpu(),
+                            sampler.gather(out.node, 'y').cpu()))
         torch.save(results, os.path.join(out_dir, f'{rank}.pt'))
     finally:
         dist.destroy_process_group()
@@ -77,19 +97,31 @@ def weights(edge_index):
     return w
 
 
-def run(world, fanout, replace, assignment, weighted=False, disjoint=False):
+def on_parts(worker, world, name, *args, weighted=False, assignment='hash',
+             labels=True):
+    # Writes `world` parts of the test graph (its features, its labels
+    # unless told otherwise, its weights as edge_attr where `weighted`),
+    # runs worker(rank, world, root, init, out_dir, *args) in `world`
+    # processes and returns what each rank saved to out_dir/<name><rank>.pt.
     edge_index, x, y = graph()
     chunk = (edge_index[0], edge_index[1]) + (
         (weights(edge_index), ) if weighted else ())
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, 'part')
         write_partitions(root, N, [chunk], world, assignment=assignment,
-                         node_feats=x, labels=y)
-        mp.spawn(_worker, args=(world, root, os.path.join(tmp, 'init'),
-                                fanout, replace, tmp, weighted, disjoint),
-                 nprocs=world)
-        return [torch.load(os.path.join(tmp, f'{r}.pt')) for r in
-                range(world)], edge_index, x, y
+                         node_feats=x, labels=y if labels else None)
+        mp.spawn(worker, args=(world, root, os.path.join(tmp, 'init'), tmp,
+                               *args), nprocs=world)
+        return [torch.load(os.path.join(tmp, f'{name}{r}.pt'))
+                for r in range(world)]
+
+
+def run(world, fanout, replace, assignment, weighted=False, disjoint=False,
+        backend='gloo'):
+    results = on_parts(_worker, world, '', fanout, replace, weighted,
+                       disjoint, backend, weighted=weighted,
+                       assignment=assignment)
+    return (results, ) + graph()
 
 
 # (each case starts `world` processes: ~2-3 s)
@@ -111,8 +143,13 @@ CASES = [(1, 'range', [4, 3], False, False, False),
                          CASES)
 def test_batches_equal_the_whole_graph(world, assignment, fanout, replace,
                                        weighted, disjoint):
+    check_whole_graph(world, assignment, fanout, replace, weighted, disjoint)
+
+
+def check_whole_graph(world, assignment, fanout, replace, weighted, disjoint,
+                      backend='gloo'):
     results, edge_index, x, y = run(world, fanout, replace, assignment,
-                                    weighted, disjoint)
+                                    weighted, disjoint, backend)
     g = build_csc(edge_index, N)
     cum = None
     if weighted:  # FusedNeighborLoader(weight_attr=...)'s rule graph
@@ -177,15 +214,7 @@ def test_loader_batches_equal_fused_neighbor_loader(world, disjoint,
     edge_index, x, y = graph()
     data = Data(x=x, y=y, edge_index=edge_index, num_nodes=N)
     train = (torch.arange(N) % 3 == 0).nonzero().view(-1)
-    with tempfile.TemporaryDirectory() as tmp:
-        root = os.path.join(tmp, 'part')
-        write_partitions(root, N, [(edge_index[0], edge_index[1])], world,
-                         assignment='hash', node_feats=x, labels=y)
-        mp.spawn(_loader_worker, args=(world, root, os.path.join(tmp, 'init'),
-                                       tmp, disjoint, cache_rows),
-                 nprocs=world)
-        got = [torch.load(os.path.join(tmp, f'loader{r}.pt'))
-               for r in range(world)]
+    got = on_parts(_loader_worker, world, 'loader', disjoint, cache_rows)
     assert len({n for n, _ in got}) == 1  # as many batches on every rank
     for rank, (num_batches, batches) in enumerate(got):
         want = list(FusedNeighborLoader(
@@ -302,15 +331,7 @@ def test_cache_of_hot_remote_rows(cache_rows):
     # in-edges come from, and its bytes are counted: per row its id (8),
     # x (5 floats) and y (8).
     edge_index, x, y = graph()
-    world = 3
-    with tempfile.TemporaryDirectory() as tmp:
-        root = os.path.join(tmp, 'part')
-        write_partitions(root, N, [(edge_index[0], edge_index[1])], world,
-                         assignment='hash', node_feats=x, labels=y)
-        mp.spawn(_cache_worker, args=(world, root, os.path.join(tmp, 'init'),
-                                      tmp, cache_rows), nprocs=world)
-        got = [torch.load(os.path.join(tmp, f'cache{r}.pt'))
-               for r in range(world)]
+    got = on_parts(_cache_worker, 3, 'cache', cache_rows)
     for rank, g in enumerate(got):
         for node, plain_x, cached_x, cached_y in g['results']:
             assert torch.equal(plain_x, x[node])
@@ -342,15 +363,8 @@ def _mismatch_worker(rank, world, root, init, out_dir):
 
 
 def test_cache_rows_must_agree():
-    edge_index, x, y = graph()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = os.path.join(tmp, 'part')
-        write_partitions(root, N, [(edge_index[0], edge_index[1])], 2,
-                         node_feats=x)
-        mp.spawn(_mismatch_worker, args=(2, root, os.path.join(tmp, 'init'),
-                                         tmp), nprocs=2)
-        outcomes = [torch.load(os.path.join(tmp, f'mismatch{r}.pt'))
-                    for r in range(2)]
+    outcomes = on_parts(_mismatch_worker, 2, 'mismatch', assignment='range',
+                        labels=False)
     assert all("'cache_rows' differs between the ranks" in o
                for o in outcomes)
 
@@ -400,17 +414,8 @@ def test_temporal_batches_equal_the_whole_graph(world, fanout, replace,
     from pyg_fusesample.sampler.rule_graph import (temporal_csc,
                                                    weighted_temporal_csc)
     edge_index, x, y = graph()
-    chunk = (edge_index[0], edge_index[1]) + (
-        (weights(edge_index), ) if weighted else ())
-    with tempfile.TemporaryDirectory() as tmp:
-        root = os.path.join(tmp, 'part')
-        write_partitions(root, N, [chunk], world, assignment='hash',
-                         node_feats=x, labels=y)
-        mp.spawn(_temporal_worker,
-                 args=(world, root, os.path.join(tmp, 'init'), tmp, fanout,
-                       replace, strategy, weighted), nprocs=world)
-        results = [torch.load(os.path.join(tmp, f'temporal{r}.pt'))
-                   for r in range(world)]
+    results = on_parts(_temporal_worker, world, 'temporal', fanout, replace,
+                       strategy, weighted, weighted=weighted)
     g = build_csc(edge_index, N)
     t = slot_values(g, edge_times(edge_index))
     rule = weighted_temporal_csc(g, slot_values(g, weights(edge_index)), t) \
@@ -490,15 +495,7 @@ def test_temporal_loader_equals_fused_neighbor_loader(strategy):
     train = (torch.arange(N) % 3 == 0).nonzero().view(-1)
     times = seed_times(0, train.numel())
     world = 2
-    with tempfile.TemporaryDirectory() as tmp:
-        root = os.path.join(tmp, 'part')
-        write_partitions(root, N, [(edge_index[0], edge_index[1])], world,
-                         assignment='hash', node_feats=x, labels=y)
-        mp.spawn(_temporal_loader_worker,
-                 args=(world, root, os.path.join(tmp, 'init'), tmp,
-                       strategy), nprocs=world)
-        got = [torch.load(os.path.join(tmp, f'tloader{r}.pt'))
-               for r in range(world)]
+    got = on_parts(_temporal_loader_worker, world, 'tloader', strategy)
     for rank, batches in enumerate(got):
         mine = rank_seeds(torch.arange(train.numel()), rank, world,
                           shuffle=False)
@@ -510,3 +507,270 @@ def test_temporal_loader_equals_fused_neighbor_loader(strategy):
         for a, b in zip(batches, want):
             for key in ('x', 'y', 'edge_index', 'n_id', 'e_id', 'batch'):
                 assert torch.equal(a[key], b[key]), key
+
+
+# ---------------------------------------------------------------- devices
+
+two_gpus = pytest.mark.skipif(
+    torch.cuda.device_count() < 2,
+    reason='needs 2 GPUs: NCCL processes, one GPU each')
+
+# FusedDistNeighborLoader's options per case (both loaders: the
+# distributed one over 2 parts, FusedNeighborLoader on the whole graph)
+PARITY = {
+    'uniform': dict(num_neighbors=[4, 3]),
+    'all': dict(num_neighbors=[-1, 3]),
+    'replace': dict(num_neighbors=[4, 3], replace=True),
+    'weighted': dict(num_neighbors=[4, 3], weighted=True),
+    'temporal': dict(num_neighbors=[4, 3], temporal=True),
+    'cache': dict(num_neighbors=[4, 3], cache_rows=50),
+    'pinned': dict(num_neighbors=[4, 3], pinned=True, cache_rows=20),
+}
+PARITY_CASES = [(device, case) for device in ('cpu', 'cuda')
+                for case in PARITY if device == 'cuda' or case != 'pinned']
+
+
+def _parity_worker(rank, world, root, init, out_dir, backend, case):
+    from pyg_fusesample.distributed import FusedDistNeighborLoader
+    _join(rank, world, init, backend=backend)
+    try:
+        opts = PARITY[case]
+        device = torch.device('cuda', rank) if backend == 'nccl' else \
+            torch.device('cpu')
+        part = read_partition(root, rank, device=device,
+                              pin_features=opts.get('pinned', False))
+        edge_index, _, _ = graph()
+        train = (torch.arange(N) % 3 == 0).nonzero().view(-1)
+        kw = {}
+        if opts.get('temporal'):
+            kw = dict(edge_time=edge_times(edge_index)[
+                part.csc[None].edge_id.cpu()],
+                      input_time=seed_times(0, train.numel()))
+        loader = FusedDistNeighborLoader(
+            part, opts['num_neighbors'], input_nodes=train, batch_size=16,
+            shuffle=True, seed=5, replace=opts.get('replace', False),
+            edge_weight=opts.get('weighted', False),
+            cache_rows=opts.get('cache_rows', 0), **kw)
+        batches, where = [], set()
+        for b in loader:
+            batch = {}
+            for key, value in b.to_dict().items():
+                if isinstance(value, torch.Tensor):
+                    if key != 'input_id':
+                        where.add(str(value.device))
+                    value = value.cpu()
+                batch[key] = value
+            batches.append(batch)
+        s = loader.sampler
+        torch.save(dict(batches=batches, where=where,
+                        sent=s.bytes_sent_to, received=s.bytes_received_from,
+                        exchanges=s.exchanges, host_reads=s.host_reads,
+                        bytes_sent=s.bytes_sent,
+                        bytes_received=s.bytes_received),
+                   os.path.join(out_dir, f'parity{rank}.pt'))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize('device,case', [
+    pytest.param(d, c, marks=[pytest.mark.cuda, two_gpus]) if d == 'cuda'
+    else (d, c) for d, c in PARITY_CASES])
+def test_loader_batches_equal_on_the_device(device, case):
+    # 2 processes, each holding a part on its device (CUDA: NCCL, rank r on
+    # GPU r; the CPU: gloo): every batch equals FusedNeighborLoader's on the
+    # whole graph (on the CPU and on the device), and every tensor of a
+    # batch is on the rank's device; the bytes one rank counts as sent to
+    # another are the bytes that one counts as received, and a batch takes
+    # 4 all-to-alls and 2 host reads a hop and 2 + 2 for x and y.
+    from torch_geometric.data import Data
+
+    from pyg_fusesample import FusedNeighborLoader
+    from pyg_fusesample.loader import rank_seeds
+    world, opts = 2, PARITY[case]
+    edge_index, x, y = graph()
+    weighted, temporal = opts.get('weighted', False), opts.get('temporal',
+                                                               False)
+    got = on_parts(_parity_worker, world, 'parity',
+                   'nccl' if device == 'cuda' else 'gloo', case,
+                   weighted=weighted)
+    train = (torch.arange(N) % 3 == 0).nonzero().view(-1)
+    times = seed_times(0, train.numel())
+    data = Data(x=x, y=y, edge_index=edge_index, num_nodes=N)
+    kw = {}
+    if weighted:
+        data.w = weights(edge_index)
+        kw['weight_attr'] = 'w'
+    if temporal:
+        data.time = edge_times(edge_index)
+        kw['time_attr'] = 'time'
+    keys = ('x', 'y', 'edge_index', 'n_id', 'e_id', 'input_id') + (
+        ('batch', ) if temporal else ())
+    hops = len(opts['num_neighbors'])
+    for rank, g in enumerate(got):
+        assert g['where'] == {f'cuda:{rank}' if device == 'cuda' else 'cpu'}
+        mine = rank_seeds(torch.arange(train.numel()), rank, world,
+                          shuffle=False)
+        if temporal:
+            kw['input_time'] = times[mine]
+        for ref_device in {'cpu', device}:
+            want = list(FusedNeighborLoader(
+                data.clone().to(ref_device), opts['num_neighbors'],
+                input_nodes=train[mine], batch_size=16, shuffle=True, seed=5,
+                replace=opts.get('replace', False), **kw))
+            assert len(g['batches']) == len(want) > 0
+            for a, b in zip(g['batches'], want):
+                for key in keys:
+                    assert torch.equal(a[key], b[key].cpu()), (ref_device,
+                                                               key)
+                assert a['batch_size'] == b.batch_size
+                assert list(a['num_sampled_nodes']) == list(
+                    b.num_sampled_nodes)
+                assert list(a['num_sampled_edges']) == list(
+                    b.num_sampled_edges)
+        batches = len(g['batches'])
+        assert g['exchanges'] == batches * (4 * hops + 2 + 2)
+        assert g['host_reads'] == batches * (2 * hops + 1)
+        assert g['bytes_sent'] == sum(g['sent']) > 0
+        assert g['sent'][rank] == g['received'][rank] == 0
+    for r in range(world):
+        for p in range(world):
+            assert got[r]['sent'][p] == got[p]['received'][r]
+    assert sum(g['bytes_sent'] for g in got) == \
+        sum(g['bytes_received'] for g in got)
+
+
+def _bytes_worker(rank, world, root, init, out_dir, fanout):
+    _join(rank, world, init)
+    try:
+        sampler = DistNeighborSampler(read_partition(root, rank), fanout)
+        results = []
+        for i in range(len(seed_batches())):
+            mine = seed_batches()[(i + rank) % len(seed_batches())]
+            sampler.reset_counters()
+            out = sampler.sample(mine, rng_seed=100 + i)
+            counted = (list(sampler.bytes_sent_to),
+                       list(sampler.bytes_received_from), sampler.exchanges,
+                       sampler.host_reads)
+            sampler.reset_counters()
+            feats = sampler.gather_all(out.node, ['x', 'y'])
+            gathered = (list(sampler.bytes_sent_to),
+                        list(sampler.bytes_received_from),
+                        sampler.exchanges, sampler.host_reads,
+                        sampler.remote_rows_fetched)
+            results.append((out._asdict(), counted, gathered, feats))
+        torch.save(results, os.path.join(out_dir, f'bytes{rank}.pt'))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize('world,fanout', [(2, [4, 3]), (3, [-1, 2])])
+def test_byte_counters(world, fanout):
+    # gloo: every rank's counted bytes per peer are those its batches and
+    # its peers' batches imply. Per hop and peer: 8 bytes of sizes; 16 a
+    # frontier node the peer owns (the request); 8 a frontier node of the
+    # peer's that this rank owns (its draw count); 16 a draw this rank
+    # makes for the peer. Per gather of x (5 floats) and y (int64): 8 bytes
+    # of sizes, 8 an id asked for, 28 a row sent.
+    edge_index, x, y = graph()
+    got = on_parts(_bytes_worker, world, 'bytes', fanout)
+    from pyg_fusesample.distributed import assign_nodes
+    owner = assign_nodes(N, world, 'hash')
+    hops = len(fanout)
+    for i in range(len(seed_batches())):
+        outs = [got[r][i][0] for r in range(world)]
+
+        def frontier(out, h):
+            start = sum(out['num_sampled_nodes'][:h])
+            return out['node'][start:start + out['num_sampled_nodes'][h]]
+
+        def targets(out, h):  # the target of every draw of hop h
+            start = sum(out['num_sampled_edges'][:h])
+            col = out['col'][start:start + out['num_sampled_edges'][h]]
+            return out['node'][col]
+
+        for r in range(world):
+            _, (sent, received, exchanges, reads), gathered, feats = got[r][i]
+            assert (exchanges, reads) == (4 * hops, 2 * hops)
+            for p in range(world):
+                if p == r:
+                    assert sent[p] == received[p] == 0
+                    continue
+                want = 0
+                for h in range(hops):
+                    want += 8
+                    want += 16 * int((owner[frontier(outs[r], h)] == p).sum())
+                    want += 8 * int((owner[frontier(outs[p], h)] == r).sum())
+                    want += 16 * int((owner[targets(outs[p], h)] == r).sum())
+                assert sent[p] == want
+                assert received[p] == got[p][i][1][0][r]
+            g_sent, g_received, g_exchanges, g_reads, fetched = gathered
+            assert (g_exchanges, g_reads) == (4, 1)
+            node = outs[r]['node']
+            assert fetched == int((owner[node] != r).sum())
+            for p in range(world):
+                if p != r:
+                    asked = int((owner[node] == p).sum())
+                    served = int((owner[outs[p]['node']] == r).sum())
+                    assert g_sent[p] == 8 + 8 * asked + 28 * served
+                    assert g_received[p] == 8 + 8 * served + 28 * asked
+            assert torch.equal(feats['x'], x[node])
+            assert torch.equal(feats['y'], y[node])
+
+
+def test_partition_to_the_cpu(tmp_path):
+    # Partition.to keeps a part's fields; the CPU reads as before;
+    # pin_features needs a GPU.
+    edge_index, x, y = graph()
+    write_partitions(str(tmp_path), N, [(edge_index[0], edge_index[1])], 2,
+                     node_feats=x, labels=y)
+    part = read_partition(str(tmp_path), 1)
+    moved = read_partition(str(tmp_path), 1, device='cpu')
+    assert moved.device == torch.device('cpu')
+    assert moved.nbytes() == part.nbytes()
+    assert torch.equal(moved.csc[None].row, part.csc[None].row)
+    assert torch.equal(moved.node_feats[None]['x'], part.node_feats[None]['x'])
+    with pytest.raises(ValueError, match='needs a CUDA device'):
+        part.to('cpu', pin_features=True)
+
+
+@pytest.mark.cuda
+def test_device_and_backend_must_agree(tmp_path):
+    # A part on a GPU under a gloo group, or on the CPU under an NCCL one,
+    # is refused with a message saying what to do; so is a part on another
+    # GPU than the process's.
+    edge_index, x, y = graph()
+    write_partitions(str(tmp_path / 'p'), N,
+                     [(edge_index[0], edge_index[1])], 1, node_feats=x)
+    part = read_partition(str(tmp_path / 'p'), 0)
+    torch.cuda.set_device(0)
+    for backend in ('gloo', 'nccl'):
+        dist.init_process_group(backend,
+                                init_method=f'file://{tmp_path}/{backend}',
+                                rank=0, world_size=1)
+        try:
+            wrong = part.to('cuda:0') if backend == 'gloo' else part
+            with pytest.raises(ValueError, match=f'backend is {backend}'):
+                DistNeighborSampler(wrong, [2])
+            if backend == 'nccl':
+                sampler = DistNeighborSampler(part.to('cuda:0'), [2])
+                out = sampler.sample(torch.tensor([1, 2]), 0)
+                assert out.node.device == torch.device('cuda:0')
+                if torch.cuda.device_count() > 1:
+                    with pytest.raises(ValueError, match='current CUDA'):
+                        DistNeighborSampler(part.to('cuda:1'), [2])
+        finally:
+            dist.destroy_process_group()
+
+
+@pytest.mark.cuda
+@two_gpus
+@pytest.mark.parametrize('fanout,replace,weighted,disjoint', [
+    ([4, 3], False, False, False), ([-1, 3], True, False, False),
+    ([3, 3, 3], False, True, True), ([0, 5], False, False, False)])
+def test_batches_equal_the_whole_graph_on_gpus(fanout, replace, weighted,
+                                               disjoint):
+    # 2 NCCL processes, one GPU each: the sampler's batches (repeated seeds,
+    # the hub, isolated nodes, an empty batch among them) and gathers equal
+    # the op's on the whole graph
+    check_whole_graph(2, 'hash', fanout, replace, weighted, disjoint,
+                      backend='nccl')

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from example_runner import EXAMPLES, REPO
 
@@ -20,10 +21,10 @@ EPOCH = re.compile(r'^SYNTHETIC products-like: epoch (\d+): loss ([\d.]+), '
                    re.M)
 
 
-def torchrun(*args, nodes=None, timeout=240):
+def torchrun(*args, nodes=None, timeout=240, device='cpu'):
     cmd = [sys.executable, '-m', 'torch.distributed.run']
     cmd += nodes or ['--standalone', '--nproc_per_node', '2']
-    cmd += [str(SCRIPT), '--device', 'cpu', '--synthetic', '--scale', '0.01',
+    cmd += [str(SCRIPT), '--device', device, '--synthetic', '--scale', '0.01',
             *map(str, args)]
     return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -42,6 +43,24 @@ def epochs(out):
 
 def test_two_processes_print_the_accuracy(tmp_path):
     out = finish(torchrun('--epochs', '1', '--partition-dir', tmp_path))
+    (epoch, loss, steps, acc), = epochs(out)
+    assert epoch == 1 and steps > 0 and 0 < float(acc) <= 1
+
+
+two_gpus = pytest.mark.skipif(
+    torch.cuda.device_count() < 2, reason='needs 2 GPUs (one per rank)')
+
+
+@pytest.mark.cuda
+@two_gpus
+@pytest.mark.parametrize('pin', [False, True])
+def test_two_gpus_print_the_accuracy(tmp_path, pin):
+    # NCCL, rank r's part on GPU r (its features pinned in host memory with
+    # --pin-features)
+    out = finish(torchrun('--epochs', '1', '--partition-dir', tmp_path,
+                          *(['--pin-features'] if pin else []),
+                          device='cuda'))
+    assert '(cuda, nccl)' in out
     (epoch, loss, steps, acc), = epochs(out)
     assert epoch == 1 and steps > 0 and 0 < float(acc) <= 1
 
@@ -81,7 +100,11 @@ def test_two_nodes_share_only_the_process_group(tmp_path):
 
 
 @pytest.mark.parametrize('args,message', [
-    (['--device', 'cuda', '--synthetic'], 'CPU only'),
+    pytest.param(['--device', 'cuda', '--synthetic'], 'no CUDA GPU',
+                 marks=pytest.mark.skipif(torch.cuda.is_available(),
+                                          reason='a GPU is visible')),
+    (['--device', 'cpu', '--synthetic', '--pin-features'], 'needs --device '
+     'cuda'),
     ([], '--partition-root DIR'),
 ])
 def test_bad_arguments(args, message):

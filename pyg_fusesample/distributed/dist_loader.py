@@ -32,8 +32,11 @@ class FusedDistNeighborLoader:
 
     .. code-block:: python
 
-        dist.init_process_group('gloo')
+        dist.init_process_group('gloo')   # CPU parts
         part = read_partition(root, dist.get_rank())
+        # (GPUs: torch.cuda.set_device(local_rank);
+        #  dist.init_process_group('nccl');
+        #  part = read_partition(root, rank, device=f'cuda:{local_rank}'))
         loader = FusedDistNeighborLoader(part, [15, 10], input_nodes=train,
                                          batch_size=1024, shuffle=True,
                                          seed=epoch_seed)
@@ -81,9 +84,19 @@ class FusedDistNeighborLoader:
     rank's seeds), ``batch_size``, ``num_sampled_nodes`` and
     ``num_sampled_edges``; ``edge_index`` is registered for the mini-batch
     layers (:mod:`pyg_fusesample.nn`), as the fused loaders register theirs.
-    This version runs on the CPU (gloo); see
-    :class:`~pyg_fusesample.distributed.DistNeighborSampler` for what it
-    does not do yet.
+
+    Devices: the loader samples where :obj:`part` is, and its batches'
+    tensors are there (``input_id`` stays on the CPU, as
+    ``FusedNeighborLoader``'s): on the CPU under a ``gloo`` group, or on
+    this rank's GPU under an ``nccl`` group, the part moved there by
+    ``read_partition(root, rank, device=torch.device('cuda', local_rank))``
+    (or :meth:`Partition.to`; ``pin_features=True`` keeps the node features
+    in pinned host memory). A batch of ``L`` hops takes ``4 L + 2 + F``
+    all-to-alls (``F``: the features gathered, ``x`` and ``y``) and
+    ``2 L + 1`` host reads of their sizes; the sampler
+    (``loader.sampler``) counts them and the bytes sent and received
+    (:class:`~pyg_fusesample.distributed.DistNeighborSampler`, which also
+    says what is not done yet).
     """
     def __init__(self, part: Partition, num_neighbors: Sequence[int],
                  input_nodes: Optional[Tensor] = None, batch_size: int = 1,
@@ -146,8 +159,9 @@ class FusedDistNeighborLoader:
             None if self.input_time is None else self.input_time[positions])
         data = Data(edge_index=torch.stack([out.row, out.col]),
                     num_nodes=out.node.numel())
+        feats = self.sampler.gather_all(out.node, self._feature_names)
         for name in self._feature_names:
-            data[name] = self.sampler.gather(out.node, name)
+            data[name] = feats[name]
         data.n_id, data.e_id = out.node, out.edge
         data.input_id, data.batch_size = positions, seeds.numel()
         data.num_sampled_nodes = out.num_sampled_nodes

@@ -1,7 +1,7 @@
 r"""Neighbour sampling over a partitioned graph: each rank holds one part
 (:func:`~pyg_fusesample.distributed.read_partition`), and a batch's frontier
-nodes are sampled by the ranks that own them, one all-to-all exchange per
-hop over ``torch.distributed``.
+nodes are sampled by the ranks that own them, all-to-all exchanges over
+``torch.distributed`` every hop.
 
 A batch comes out as :func:`~pyg_fusesample.ops.neighbor_sample` would give
 it on the whole graph with the same seeds and RNG seed, whatever the
@@ -12,30 +12,62 @@ key (RNG seed, hop, position) with :func:`~pyg_fusesample.ops.keyed_draws`
 (the single-process op's key and draws, on the same in-edge order: the
 partition's in-edges of a node are in edge id order, as the whole graph's
 CSC holds them); the requester puts the draws back in frontier order and
-deduplicates them as the op does. Per hop: one exchange of request sizes,
-one of (node, position) pairs, one of draw counts and one of draws (their
-sizes known from the counts); features: one exchange of ids and one of
-rows.
+deduplicates them as the op does.
+
+Exchanges (``all_to_all_single``), per hop four: the request sizes; the
+requests ((node, position) pairs, 16 bytes a frontier node, 24 with the
+root seed's time); the draw counts (8 bytes a frontier node; their sizes
+are the requests'); the draws ((source, edge id), 16 bytes a sampled edge).
+Per feature gather (:meth:`DistNeighborSampler.gather_all`): the ids'
+sizes, the ids (8 bytes a node), then one of rows per feature (sizes
+known). Every rank counts the bytes it sends to and receives from the
+others (``bytes_sent``, ``bytes_received``, per peer ``bytes_sent_to`` /
+``bytes_received_from``; a rank's rows to itself do not cross a link and
+are not counted) and the all-to-alls (``exchanges``).
+
+Host reads: ``all_to_all_single`` takes its split sizes as host integers,
+so where the receivers do not know them yet, the sizes are read back to
+the host (``.tolist()``): one read per such exchange, two per hop (the
+request sizes; then the draws' sizes both ways, derived from the draw
+counts) and one per gather (the ids' sizes), counted in ``host_reads``. On
+a GPU each one waits for the device. The other synchronisations of a hop:
+the check that every requested node is owned here (one), the
+deduplication (a boolean mask and ``torch.unique``: two) and
+:func:`~pyg_fusesample.ops.keyed_draws`' own (sizing its output).
+
+Devices: the sampler runs where its part is (:meth:`~pyg_fusesample.
+distributed.Partition.to`, ``read_partition(..., device=...)``): on the CPU
+over ``gloo``, or on a GPU over ``nccl``, one GPU per rank (the process's
+current CUDA device). Every tensor it makes is made there, the exchanges
+send that device's tensors (NCCL: CUDA tensors, the sizes included; gloo:
+CPU tensors), and the batches come out there. Node features may stay in
+pinned host memory behind a part on a GPU (``part.to(device,
+pin_features=True)``): the GPU reads the rows it sends in place. A part on
+a GPU under a gloo group, or on the CPU under an NCCL group, is refused.
 
 Every call is collective: all ranks of the group call :meth:`sample` (and
 :meth:`gather`) the same number of times, in the same order, with batches
 of any size (an empty one included). A rank that dies, or does not answer
 within the process group's timeout (``init_process_group(timeout=...)``),
-ends the others' calls with a ``RuntimeError`` saying so, never a hang.
+ends the others' calls with a ``RuntimeError`` saying so, never a hang
+(gloo; under NCCL torch's watchdog ends the waiting processes at the
+timeout, by default by aborting them: ``TORCH_NCCL_ASYNC_ERROR_HANDLING``).
 
 This version samples homogeneous graphs, uniformly or by edge weight,
 disjoint or not, with the time rule (``edge_time``: edge-level times, e.g.
-those ``read_partition`` reads from PyG's files), on the CPU (``gloo``), and can
-keep the rows of hot remote nodes (``cache_rows``); CUDA tensors and
-heterogeneous partitions raise :class:`NotImplementedError`.
+those ``read_partition`` reads from PyG's files), and can keep the rows of
+hot remote nodes (``cache_rows``); heterogeneous partitions raise
+:class:`NotImplementedError`.
 """
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+import contextlib
+import math
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from ..ops import keyed_draws
+from ..ops import gather_rows, keyed_draws
 from ..sampler.graph_store import CSCGraph
 from ..sampler.rule_graph import (temporal_csc, weighted_csc,
                                   weighted_temporal_csc)
@@ -48,7 +80,7 @@ class DistSample(NamedTuple):
     NeighborSampleOutput` gives it: ``node`` (seeds first, then each hop's
     new nodes), ``row`` / ``col`` (local ids of source / target, grouped by
     hop, targets in node order, draws in draw order), ``edge`` (global edge
-    ids), per-hop counts."""
+    ids), per-hop counts. Tensors on the sampler's device."""
     node: Tensor
     row: Tensor
     col: Tensor
@@ -60,11 +92,15 @@ class DistSample(NamedTuple):
 
 class DistNeighborSampler:
     r"""Samples batches from the partition :obj:`part` held by this rank
-    (see the module: the result is the whole graph's, for any partition).
+    (see the module: the result is the whole graph's, for any partition),
+    on the part's device: the CPU under a ``gloo`` group, this rank's GPU
+    under an ``nccl`` group.
 
     Args:
         part (Partition): this rank's part (``part.part_id`` must be the
-            rank in :obj:`group`, ``part.num_parts`` its size).
+            rank in :obj:`group`, ``part.num_parts`` its size), on the CPU
+            or on this process's current GPU (:meth:`Partition.to`), node
+            features there too or in pinned host memory (GPU only).
         num_neighbors (List[int]): fan-out per hop (``-1``: all in-edges).
         replace (bool): draw with replacement.
         edge_weight (bool): draw in-edges by weight, the partition's
@@ -91,6 +127,14 @@ class DistNeighborSampler:
             up in batches about as often as it is an in-edge's source).
             The same value on every rank (checked). Default: ``0``, none.
         group: the process group (default: the world).
+
+    Counters (from the end of construction, the cache's own fetch not
+    counted; :meth:`reset_counters` zeroes them): ``bytes_sent`` /
+    ``bytes_received`` (to / from the other ranks, sizes included),
+    ``bytes_sent_to[r]`` / ``bytes_received_from[r]`` per peer,
+    ``exchanges`` (all-to-alls), ``host_reads`` (exchange sizes read back
+    to the host), ``remote_rows_fetched`` (rows :meth:`gather` received
+    from other ranks).
     """
     def __init__(self, part: Partition, num_neighbors: Sequence[int],
                  replace: bool = False, edge_weight: bool = False,
@@ -112,6 +156,8 @@ class DistNeighborSampler:
                 f"rank {self.rank} of {self.world_size} holds part "
                 f"{part.part_id} of {part.num_parts}: each rank must hold "
                 f"the part of its own rank")
+        self.device = _placement(part)
+        self.backend = _backend(group, self.device)
         self.num_neighbors = [int(k) for k in num_neighbors]
         if any(k < -1 for k in self.num_neighbors):
             raise ValueError(f"'num_neighbors' must be >= -1, got "
@@ -130,52 +176,104 @@ class DistNeighborSampler:
         self.temporal_strategy = temporal_strategy
         self.csc, self.weight_cumsum, self.edge_time = _rule_csc(
             csc, self.nodes.numel(), edge_weight, edge_time)
-        for t in (self.nodes, csc.colptr):
-            if t.device.type != 'cpu':
-                raise NotImplementedError(
-                    "distributed sampling runs on the CPU (gloo) in this "
-                    "version")
-        # rows received from other ranks by gather (the cache's own fetch
-        # not counted)
-        self.remote_rows_fetched = 0
         self.cache_ids: Optional[Tensor] = None
         self.cache: dict = {}
+        self.reset_counters()
         self._build_cache(int(cache_rows))
+        self.reset_counters()
+
+    # ------------------------------------------------------------ counters
+    def reset_counters(self) -> None:
+        r"""Zeroes the byte, exchange, host read and remote row counters."""
+        self.bytes_sent_to = [0] * self.world_size
+        self.bytes_received_from = [0] * self.world_size
+        self.exchanges = 0
+        self.host_reads = 0
+        self.remote_rows_fetched = 0
+
+    @property
+    def bytes_sent(self) -> int:
+        r"""Bytes this rank sent to the other ranks in exchanges."""
+        return sum(self.bytes_sent_to)
+
+    @property
+    def bytes_received(self) -> int:
+        r"""Bytes this rank received from the other ranks in exchanges."""
+        return sum(self.bytes_received_from)
 
     # ------------------------------------------------------------ exchange
-    def _exchange(self, send: Tensor, counts: Tensor) -> Tuple[Tensor, Tensor]:
-        # Rows of `send` (grouped by destination rank, counts[r] for rank r)
-        # to their ranks; returns the rows received (grouped by source rank)
-        # and how many came from each.
+    @contextlib.contextmanager
+    def _collective(self):
         try:
-            recv_counts = torch.empty_like(counts)
-            dist.all_to_all_single(recv_counts, counts, group=self.group)
-            recv = send.new_empty((int(recv_counts.sum()), ) +
-                                  send.shape[1:])
-            dist.all_to_all_single(recv, send.contiguous(),
-                                   recv_counts.tolist(), counts.tolist(),
-                                   group=self.group)
-        except RuntimeError as e:  # (gloo's DistError and the like)
+            yield
+        except RuntimeError as e:  # (gloo's / NCCL's DistError and the like)
             raise RuntimeError(
                 f"DistNeighborSampler, rank {self.rank} of "
                 f"{self.world_size}: an exchange with the other ranks "
                 f"failed: a rank died, or did not answer within the process "
                 f"group's timeout ({type(e).__name__}: {e})") from e
-        return recv, recv_counts
 
-    def _by_owner(self, ids: Tensor) -> Tuple[Tensor, Tensor]:
-        # (a stable order of ids grouped by owner, rows per owner)
+    def _count(self, row_bytes: int, out_splits: List[int],
+               in_splits: List[int]) -> None:
+        self.exchanges += 1
+        for r in range(self.world_size):
+            if r != self.rank:
+                self.bytes_sent_to[r] += out_splits[r] * row_bytes
+                self.bytes_received_from[r] += in_splits[r] * row_bytes
+
+    def _read(self, t: Tensor) -> List:
+        # A host read of exchange sizes (a wait for the device on a GPU).
+        with self._collective():
+            out = t.tolist()
+        self.host_reads += 1
+        return out
+
+    def _sizes(self, counts: Tensor) -> Tuple[List[int], List[int], Tensor]:
+        # counts[r]: the rows this rank is about to send rank r. One
+        # exchange of the counts and one host read: returns the rows to
+        # send and the rows to come from each rank as host lists, and the
+        # latter on the device.
+        recv = torch.empty_like(counts)
+        with self._collective():
+            dist.all_to_all_single(recv, counts, group=self.group)
+        self._count(counts.element_size(), [1] * self.world_size,
+                    [1] * self.world_size)
+        out, come = self._read(torch.stack([counts, recv]))
+        return out, come, recv
+
+    def _send(self, send: Tensor, out_splits: List[int],
+              in_splits: List[int]) -> Tensor:
+        # Rows of `send`, grouped by destination (out_splits[r] rows for
+        # rank r), to their ranks; returns the rows received, grouped by
+        # source (in_splits[r] from rank r). One exchange, its sizes known
+        # on both sides.
+        recv = send.new_empty((sum(in_splits), ) + send.shape[1:])
+        with self._collective():
+            dist.all_to_all_single(recv, send.contiguous(), in_splits,
+                                   out_splits, group=self.group)
+        self._count(math.prod(send.shape[1:]) * send.element_size(),
+                    out_splits, in_splits)
+        return recv
+
+    def _by_owner(self, ids: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        # (a stable order of ids grouped by owner, rows per owner, the owner
+        # of each id in that order)
         owner = self.owner[ids]
         perm = torch.sort(owner, stable=True).indices
-        return perm, torch.bincount(owner, minlength=self.world_size)
+        counts = torch.zeros(self.world_size, dtype=torch.long,
+                             device=self.device).index_add_(
+                                 0, owner, torch.ones_like(owner))
+        return perm, counts, owner[perm]
 
     def _local(self, ids: Tensor) -> Tensor:
         # Rows of owned global ids in this part (a request for a node the
-        # part does not own is a bug of the caller: refused).
+        # part does not own is a bug of the caller: refused; one host
+        # read).
+        n = self.nodes.numel()
         local = torch.searchsorted(self.nodes, ids)
-        if ids.numel() and (local.max() >= self.nodes.numel() or not
-                            torch.equal(self.nodes[local.clamp_max(
-                                self.nodes.numel() - 1)], ids)):
+        if ids.numel() and (n == 0 or bool(
+                ((local >= n) | (self.nodes[local.clamp_max(n - 1)] != ids)
+                 ).any())):
             raise RuntimeError(f"rank {self.rank} was asked for nodes it "
                                f"does not own")
         return local
@@ -183,37 +281,40 @@ class DistNeighborSampler:
     # ------------------------------------------------------------ sampling
     def sample(self, seed: Tensor, rng_seed: int,
                seed_time: Optional[Tensor] = None) -> DistSample:
-        r"""The batch of :obj:`seed` (global ids, on the CPU) under
-        :obj:`rng_seed` (collective); with ``edge_time``, :obj:`seed_time`
-        (int64, one per seed) bounds each seed's subtree."""
-        seed = seed.to(torch.long)
+        r"""The batch of :obj:`seed` (global ids, moved to the sampler's
+        device) under :obj:`rng_seed` (collective); with ``edge_time``,
+        :obj:`seed_time` (int64, one per seed) bounds each seed's
+        subtree."""
+        dev = self.device
+        seed = seed.to(device=dev, dtype=torch.long).reshape(-1)
         if (seed_time is None) != (self.edge_time is None):
             raise ValueError("'seed_time' is needed with edge_time (and only "
                              "then)" if seed_time is None else
                              "'seed_time' given, but the sampler has no "
                              "edge_time")
         if seed_time is not None:
-            seed_time = seed_time.to(torch.long).reshape(-1)
+            seed_time = seed_time.to(device=dev, dtype=torch.long).reshape(-1)
             if seed_time.numel() != seed.numel():
                 raise ValueError(f"'seed_time' must have one entry per seed "
                                  f"({seed.numel()}), got {seed_time.numel()}")
         # The batch's nodes as keys: the node, or (seed index, node) when
         # disjoint (a node is new once per seed's subtree).
-        N = self.owner.numel()
+        N, W = self.owner.numel(), self.world_size
         key = seed if not self.disjoint else \
-            torch.arange(seed.numel()) * N + seed
+            torch.arange(seed.numel(), device=dev) * N + seed
         rows, cols, edges = [], [], []
         nsn, nse = [seed.numel()], []
         begin, end = 0, seed.numel()
         for hop, k in enumerate(self.num_neighbors):
             frontier = key[begin:end] % N
-            position = torch.arange(begin, end)
-            perm, counts = self._by_owner(frontier)
+            position = torch.arange(begin, end, device=dev)
+            perm, counts, owner = self._by_owner(frontier)
             fields = [frontier[perm], position[perm]]
             if seed_time is not None:  # (each node's root seed's time)
                 fields.append(seed_time[key[begin:end] // N][perm])
-            asked, asked_counts = self._exchange(torch.stack(fields, 1),
-                                                 counts)
+            # the requests: their sizes (a host read), then the requests
+            sent, asked_counts, asked_dev = self._sizes(counts)
+            asked = self._send(torch.stack(fields, 1), sent, asked_counts)
             # Serve the requests received: draws per request, in order.
             draws = keyed_draws(
                 self.csc.colptr, self.csc.row, self.csc.edge_id,
@@ -222,13 +323,20 @@ class DistNeighborSampler:
                 self.weight_cumsum, self.edge_time,
                 None if seed_time is None else asked[:, 2].contiguous(),
                 self.temporal_strategy)
-            reply_sizes = torch.zeros_like(asked_counts).index_add_(
+            # the draw counts back (sizes: the requests'), then the draws'
+            # sizes both ways from them (a host read), then the draws
+            got_count = self._send(draws.count, asked_counts, sent)
+            reply = torch.zeros(W, dtype=torch.long, device=dev).index_add_(
                 0, torch.repeat_interleave(
-                    torch.arange(self.world_size), asked_counts), draws.count)
-            got_count, _ = self._exchange(draws.count, asked_counts)
-            got, _ = self._exchange(torch.stack([draws.row, draws.edge], 1),
-                                    reply_sizes)
-            src, edge, col = _in_frontier_order(got, got_count, perm, begin)
+                    torch.arange(W, device=dev), asked_dev,
+                    output_size=asked.size(0)), draws.count)
+            coming = torch.zeros(W, dtype=torch.long, device=dev).index_add_(
+                0, owner, got_count)
+            reply_sizes, got_sizes = self._read(torch.stack([reply, coming]))
+            got = self._send(torch.stack([draws.row, draws.edge], 1),
+                             reply_sizes, got_sizes)
+            src, edge, col = _in_frontier_order(got, got_count, perm, begin,
+                                                sum(got_sizes))
             if self.disjoint:  # (the root of the draw's target)
                 src = key[col] // N * N + src
             key, row, new = _relabel(key, src)
@@ -239,7 +347,7 @@ class DistNeighborSampler:
             nse.append(src.numel())
             begin, end = end, key.numel()
         cat = lambda ts: torch.cat(ts) if ts else \
-            torch.empty(0, dtype=torch.long)  # noqa: E731
+            torch.empty(0, dtype=torch.long, device=dev)  # noqa: E731
         return DistSample(key % N, cat(rows), cat(cols), cat(edges), nsn, nse,
                           key // N if self.disjoint else None)
 
@@ -247,16 +355,31 @@ class DistNeighborSampler:
     def gather(self, ids: Tensor, name: str = 'x') -> Tensor:
         r"""Rows of node feature :obj:`name` (``'x'``, ``'y'``, ...) of the
         global ids :obj:`ids`, each from its owner, or from this rank's
-        cache of hot remote rows (collective)."""
-        table = self._table(name)
+        cache of hot remote rows (collective), on the sampler's device."""
+        return self.gather_all(ids, [name])[name]
+
+    def gather_all(self, ids: Tensor, names: Sequence[str]
+                   ) -> Dict[str, Tensor]:
+        r"""Rows of every node feature in :obj:`names` of the global ids
+        :obj:`ids`, as :meth:`gather` gives them, with one exchange of the
+        ids for all of them (collective: every rank passes the same names
+        in the same order): ``2 + len(names)`` all-to-alls."""
+        ids = ids.to(device=self.device, dtype=torch.long).reshape(-1)
+        tables = {name: self._table(name) for name in names}
         if self.cache_ids is None or self.cache_ids.numel() == 0:
-            return self._fetch(ids, table, count=True)
+            return self._fetch(ids, tables, count=True)
         pos = torch.searchsorted(self.cache_ids, ids).clamp_max(
             self.cache_ids.numel() - 1)
         hit = self.cache_ids[pos] == ids
-        out = table.new_empty((ids.numel(), ) + table.shape[1:])
-        out[hit] = self.cache[name][pos[hit]]
-        out[~hit] = self._fetch(ids[~hit], table, count=True)
+        miss = ~hit
+        fetched = self._fetch(ids[miss], tables, count=True)
+        out = {}
+        for name, table in tables.items():
+            rows = torch.empty((ids.numel(), ) + table.shape[1:],
+                               dtype=table.dtype, device=self.device)
+            rows[hit] = self.cache[name][pos[hit]]
+            rows[miss] = fetched[name]
+            out[name] = rows
         return out
 
     def cache_nbytes(self) -> int:
@@ -274,15 +397,20 @@ class DistNeighborSampler:
                            f"(it has {sorted(feats)})")
         return feats[name]
 
-    def _fetch(self, ids: Tensor, table: Tensor, count: bool) -> Tensor:
-        # Rows of `ids` from their owners (collective: two exchanges).
-        perm, counts = self._by_owner(ids)
-        asked, asked_counts = self._exchange(ids[perm], counts)
-        rows, _ = self._exchange(table[self._local(asked)], asked_counts)
+    def _fetch(self, ids: Tensor, tables: Dict[str, Tensor],
+               count: bool) -> Dict[str, Tensor]:
+        # Rows of `ids` from their owners, for every table (collective: the
+        # ids' sizes, the ids, one exchange of rows per table).
+        perm, counts, _ = self._by_owner(ids)
+        sent, asked_counts, _ = self._sizes(counts)
+        local = self._local(self._send(ids[perm], sent, asked_counts))
         if count:
-            self.remote_rows_fetched += int(counts.sum() - counts[self.rank])
-        out = torch.empty_like(rows)
-        out[perm] = rows
+            self.remote_rows_fetched += sum(sent) - sent[self.rank]
+        out = {}
+        for name, table in tables.items():
+            rows = self._send(_rows_at(table, local), asked_counts, sent)
+            out[name] = torch.empty_like(rows)
+            out[name][perm] = rows
         return out
 
     def _build_cache(self, cache_rows: int) -> None:
@@ -292,18 +420,20 @@ class DistNeighborSampler:
         if cache_rows < 0:
             raise ValueError(f"'cache_rows' must be >= 0, got {cache_rows}")
         if self.world_size > 1:
-            both = torch.tensor([cache_rows, -cache_rows])
+            both = torch.tensor([cache_rows, -cache_rows],
+                                device=self.device)
             try:
                 dist.all_reduce(both, dist.ReduceOp.MAX, group=self.group)
+                largest, smallest = both.tolist()
             except RuntimeError as e:
                 raise RuntimeError(
                     f"DistNeighborSampler, rank {self.rank}: agreeing on "
                     f"'cache_rows' with the other ranks failed "
                     f"({type(e).__name__}: {e})") from e
-            if int(both[0]) != -int(both[1]):
+            if largest != -smallest:
                 raise ValueError(
                     f"'cache_rows' differs between the ranks (this rank: "
-                    f"{cache_rows}, the largest: {int(both[0])}): every "
+                    f"{cache_rows}, the largest: {largest}): every "
                     f"rank must pass the same value")
         if cache_rows == 0:
             return
@@ -314,9 +444,79 @@ class DistNeighborSampler:
         hot = ids[torch.sort(hits, descending=True, stable=True).indices[
             :cache_rows]]
         self.cache_ids = torch.sort(hot).values
-        self.cache = {name: self._fetch(self.cache_ids, self._table(name),
-                                        count=False)
-                      for name in sorted(self.part.node_feats[None])}
+        self.cache = self._fetch(
+            self.cache_ids, {name: self._table(name) for name in
+                             sorted(self.part.node_feats[None])},
+            count=False)
+
+
+# The device each backend exchanges tensors of.
+_BACKEND_DEVICE = {'gloo': 'cpu', 'nccl': 'cuda'}
+
+
+def _placement(part: Partition) -> torch.device:
+    # The sampler's device: the part's graph's, every tensor the sampler
+    # reads there (node features may be in pinned host memory behind a
+    # GPU), and on a GPU the process's current one (NCCL's).
+    device = part.nodes[None].device
+    csc = part.csc[None]
+    for name, t in (('node_map', part.node_map[None]),
+                    ('csc.colptr', csc.colptr), ('csc.row', csc.row),
+                    ('csc.edge_id', csc.edge_id),
+                    ('csc.edge_attr', csc.edge_attr),
+                    ('csc.edge_time', csc.edge_time)):
+        if t is not None and t.device != device:
+            raise ValueError(f"DistNeighborSampler: the part's {name} is on "
+                             f"{t.device} but its nodes are on {device}: "
+                             f"move the whole part (part.to(device))")
+    for name, t in part.node_feats[None].items():
+        pinned = device.type == 'cuda' and t.device.type == 'cpu' and \
+            t.is_pinned()
+        if t.device != device and not pinned:
+            raise ValueError(
+                f"DistNeighborSampler: the part's node feature {name!r} is "
+                f"on {t.device} but its graph is on {device}: features go "
+                f"with the graph, or behind a GPU in pinned host memory "
+                f"(part.to(device, pin_features=True))")
+    if device.type == 'cuda' and device.index != torch.cuda.current_device():
+        raise ValueError(
+            f"DistNeighborSampler: the part is on {device} but this "
+            f"process's current CUDA device is cuda:"
+            f"{torch.cuda.current_device()}: one GPU per rank, made current "
+            f"with torch.cuda.set_device({device.index}) before "
+            f"init_process_group")
+    return device
+
+
+def _backend(group, device: torch.device) -> str:
+    # The group's backend for the part's device, refused where it cannot
+    # exchange that device's tensors.
+    name = str(dist.get_backend(group)).lower()
+    if ':' in name:  # one backend per device type: 'cpu:gloo,cuda:nccl'
+        per = dict(item.split(':', 1) for item in name.split(','))
+        if device.type not in per:
+            raise ValueError(f"DistNeighborSampler: the process group's "
+                             f"backend {name!r} has none for the part's "
+                             f"device ({device})")
+        name = per[device.type]
+    want = _BACKEND_DEVICE.get(name)
+    if want is not None and want != device.type:
+        hint = ("init_process_group('nccl') with one GPU per rank, or "
+                "keep the part on the CPU") if device.type == 'cuda' else (
+            "move the part to this rank's GPU (part.to(device), "
+            "read_partition(..., device=...)), or use gloo")
+        raise ValueError(f"DistNeighborSampler: the part is on {device} but "
+                         f"the process group's backend is {name}, which "
+                         f"exchanges {want.upper()} tensors: {hint}")
+    return name
+
+
+def _rows_at(table: Tensor, local: Tensor) -> Tensor:
+    # table[local] on local's device; a pinned host table behind a GPU is
+    # read in place (local is checked: in range).
+    if table.device == local.device:
+        return table[local]
+    return gather_rows(table, local, check_index=False)
 
 
 def _rule_csc(csc: PartCSC, num_targets: int, edge_weight: bool,
@@ -362,22 +562,24 @@ def _weights(csc: PartCSC) -> Tensor:
 
 
 def _in_frontier_order(got: Tensor, got_count: Tensor, perm: Tensor,
-                       begin: int) -> Tuple[Tensor, Tensor, Tensor]:
+                       begin: int, total: int
+                       ) -> Tuple[Tensor, Tensor, Tensor]:
     # The draws came back grouped by owner, each owner's in our request
     # order (`perm`: frontier index of every request): reorder them target
-    # by target in frontier order. Returns (sources, edge ids, the local id
-    # of each draw's target).
-    n = perm.numel()
+    # by target in frontier order. `total`: the number of draws (known on
+    # the host: no read here). Returns (sources, edge ids, the local id of
+    # each draw's target).
+    n, dev = perm.numel(), got_count.device
     count = torch.empty_like(got_count)
     count[perm] = got_count
     start = torch.empty_like(got_count)
     start[perm] = torch.cumsum(got_count, 0) - got_count
-    total = int(count.sum())
-    first = torch.repeat_interleave(start, count)
-    within = torch.arange(total) - torch.repeat_interleave(
-        torch.cumsum(count, 0) - count, count)
+    first = torch.repeat_interleave(start, count, output_size=total)
+    within = torch.arange(total, device=dev) - torch.repeat_interleave(
+        torch.cumsum(count, 0) - count, count, output_size=total)
     index = first + within
-    col = torch.repeat_interleave(torch.arange(begin, begin + n), count)
+    col = torch.repeat_interleave(torch.arange(begin, begin + n, device=dev),
+                                  count, output_size=total)
     return got[index, 0], got[index, 1], col
 
 
@@ -388,9 +590,12 @@ def _relabel(node: Tensor, src: Tensor) -> Tuple[Tensor, Tensor, int]:
     known = torch.isin(src, node)
     fresh = src[~known]
     if fresh.numel():
+        dev = src.device
         uniq, inverse = torch.unique(fresh, return_inverse=True)
-        first = torch.full((uniq.numel(), ), fresh.numel(), dtype=torch.long)
-        first.scatter_reduce_(0, inverse, torch.arange(fresh.numel()), 'amin')
+        first = torch.full((uniq.numel(), ), fresh.numel(), dtype=torch.long,
+                           device=dev)
+        first.scatter_reduce_(0, inverse,
+                              torch.arange(fresh.numel(), device=dev), 'amin')
         new = uniq[torch.argsort(first)]
         node = torch.cat([node, new])
     else:

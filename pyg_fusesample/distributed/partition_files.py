@@ -95,6 +95,13 @@ class PartCSC:
     def num_edges(self) -> int:
         return self.row.numel()
 
+    def to(self, device) -> 'PartCSC':
+        r"""These in-edges with every tensor on :obj:`device` (a new
+        :class:`PartCSC`; a tensor already there is shared, not copied)."""
+        move = lambda t: None if t is None else t.to(device)  # noqa: E731
+        return PartCSC(move(self.colptr), move(self.row), move(self.edge_id),
+                       self.size, move(self.edge_attr), move(self.edge_time))
+
 
 @dataclass(eq=False)
 class Partition:
@@ -131,6 +138,49 @@ class Partition:
     @property
     def is_hetero(self) -> bool:
         return self.node_types is not None
+
+    @property
+    def device(self) -> torch.device:
+        r"""Where the part's graph is (its owned ids; :meth:`to` moves
+        them all together)."""
+        return next(iter(self.nodes.values())).device
+
+    def to(self, device, pin_features: bool = False) -> 'Partition':
+        r"""This part on :obj:`device` (a new :class:`Partition`; a tensor
+        already there is shared, not copied): the CSC of every edge type
+        (with its ``edge_attr`` and ``edge_time``), the owned ids, the node
+        and edge maps (read with ``with_edge_map=False`` to keep the ``8 E``
+        bytes of edge maps off the GPU) and the node features.
+
+        With :obj:`pin_features` (a CUDA :obj:`device`), the node features
+        stay in the host's memory instead, pinned (page-locked copies), and
+        the GPU reads the rows it sends in place over the host link
+        (:func:`~pyg_fusesample.ops.gather_rows` through unified
+        addressing): the graph on the GPU, features as large as the host
+        allows. A distributed sampler then gathers from there; its cache of
+        hot remote rows (``cache_rows``) lives on the GPU."""
+        device = torch.device(device)
+        if pin_features and device.type != 'cuda':
+            raise ValueError(f"Partition.to: 'pin_features' keeps the node "
+                             f"features in pinned host memory for a GPU to "
+                             f"read; it needs a CUDA device, got {device}")
+
+        def feature(t: Tensor) -> Tensor:
+            if not pin_features:
+                return t.to(device)
+            return t if t.device.type == 'cpu' and t.is_pinned() else \
+                t.cpu().pin_memory()
+
+        def move(d):
+            return {k: v.to(device) for k, v in d.items()}
+        return Partition(
+            self.part_id, self.num_parts, self.node_types, self.edge_types,
+            move(self.nodes),
+            {t: {name: feature(v) for name, v in f.items()}
+             for t, f in self.node_feats.items()},
+            {t: c.to(device) for t, c in self.csc.items()},
+            move(self.node_map),
+            None if self.edge_map is None else move(self.edge_map))
 
     def nbytes(self) -> Dict[str, int]:
         r"""Bytes held, by kind: ``node_map``, ``edge_map``, ``nodes``,
@@ -347,7 +397,8 @@ def _same_set(ids: Tensor, expected: Tensor, path: str, key: str,
 
 
 def read_partition(root: str, part_id: int, labels=None,
-                   with_edge_map: bool = True) -> Partition:
+                   with_edge_map: bool = True, device=None,
+                   pin_features: bool = False) -> Partition:
     r"""Reads part :obj:`part_id` of the partition at :obj:`root` (PyG's
     ``Partitioner`` format; see the module's docstring), checked against
     ``META.json`` and the node and edge maps: a file missing or unreadable,
@@ -364,6 +415,12 @@ def read_partition(root: str, part_id: int, labels=None,
             owned rows are kept.
         with_edge_map (bool): keep the edge maps (``8 E`` bytes) after
             checking the part's edges against them.
+        device (torch.device, optional): where the part goes once read and
+            checked (:meth:`Partition.to`; default: the CPU), e.g. this
+            rank's GPU (``torch.device('cuda', local_rank)``) for sampling
+            over NCCL. The files are read on the CPU first.
+        pin_features (bool): with a CUDA :obj:`device`, keep the node
+            features in pinned host memory (:meth:`Partition.to`).
     """
     meta = read_meta(root)
     num_parts = meta['num_parts']
@@ -540,11 +597,14 @@ def read_partition(root: str, part_id: int, labels=None,
             pos = torch.searchsorted(gid[perm], csc[t].edge_id)
             csc[t].edge_attr = by_id[pos]
 
-    return Partition(part_id, num_parts,
+    part = Partition(part_id, num_parts,
                      meta['node_types'] if hetero else None,
                      meta['edge_types'] if hetero else None, nodes,
                      node_feats, csc, node_map,
                      edge_map if with_edge_map else None)
+    if device is None and not pin_features:
+        return part
+    return part.to('cpu' if device is None else device, pin_features)
 
 
 # ---------------------------------------------------------------- writing

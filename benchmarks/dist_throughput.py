@@ -1,0 +1,527 @@
+"""Training throughput on a partitioned graph against the replicated run
+(issue 45's GPU target: the partitioned run at >= 0.7x the replicated DDP
+run's throughput, with its all-to-all bytes per batch reported against the
+link bandwidth measured in the same run).
+
+Run under ``torchrun``, one process per GPU (NCCL), both variants in one
+run, rank 0 appending one CSV row per variant:
+
+    torchrun --standalone --nproc_per_node 4 benchmarks/dist_throughput.py \\
+        --out benchmarks/results/h200x4/dist_throughput.csv
+
+and on the CPU as gloo processes at a tiny scale (a smoke test; the numbers
+mean nothing):
+
+    torchrun --standalone --nproc_per_node 2 benchmarks/dist_throughput.py \\
+        --device cpu --scale 0.001 --steps 3 --warmup 1 --batch-size 64 \\
+        --num-neighbors 5 5 --hidden 32 --out /tmp/dist_throughput.csv
+
+**Data.** Every rank generates the same SYNTHETIC graph
+(``pyg_fusesample.datasets``: ``papers100m_like``, or ``products_like`` with
+``--graph products``) at ``--scale`` (seeded; the ranks check that their
+copies agree), each with its share of the host's cores. Rank 0 writes
+``P`` parts of it (``write_partitions``, hash assignment, edges in chunks)
+into a temporary folder (or ``--partition-dir``, reused when it holds them
+already) while the others wait at a barrier. The default scale (0.05 of
+papers100M: 5.55M nodes, 81M edges, 128 features) takes well under three
+minutes of generation and partitioning on a GPU host.
+
+**Variants** (the same model, optimizer, fan-out and batch size a rank):
+
+* ``partitioned``: rank ``r`` reads part ``r`` onto its GPU
+  (``read_partition(..., device=...)``, without the edge map) and trains
+  from ``FusedDistNeighborLoader`` batches over its share of the training
+  seeds, sampled across the parts (all-to-all exchanges over NCCL);
+* ``replicated``: every rank holds the whole graph on its GPU and trains
+  from a ``FusedNeighborLoader`` over its shard of the seeds
+  (``rank_seeds`` / ``rank_seed``, as ``examples/multi_gpu_sage.py``; the
+  loader's defaults, which prefetch on a background thread on a GPU).
+
+Model: PyG's ``GraphSAGE`` (``--hidden`` 256, one layer per hop, fan-out
+``--num-neighbors`` 15 10 5), DDP, AdamW; ``--batch-size`` 1024 seeds a
+rank; trimmed by the batches' per-hop counts unless ``--no-trim``.
+
+**Measured.** A step is the loader's next batch + forward + loss + backward
++ optimizer step. Every step starts at a barrier and ends with the device
+synchronised; its time is the slowest rank's. Per variant, after
+``--warmup`` steps: the median step time over ``--steps`` (>= 30 by
+default), the seeds a second over all ranks (all ranks' seeds over the sum
+of the step times), the ratio of the partitioned throughput to the
+replicated (``vs_replicated``), the peak device memory in the timed steps
+(largest rank); for the partitioned variant the all-to-all traffic per batch
+from the sampler's counters (exchanges, host reads of their sizes, bytes
+sent to and received from the other ranks: the mean over the ranks and the
+largest rank's), and, measured in the same run, the link: the bandwidth of
+a timed ``all_to_all_single`` of ``--link-mib`` MiB a rank (the bytes that
+leave a rank over the time, GB/s) and the latency of a small one (a
+rank's sizes), so that ``a2a_link_ms`` (the largest rank's bytes a batch
+at that bandwidth) and ``a2a_floor_ms`` (plus the exchanges' latencies)
+bound the exchanges' share of a step.
+"""
+import argparse
+import datetime
+import os
+import os.path as osp
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from pyg_fusesample.bench.csv_schema import append_rows  # noqa: E402
+from pyg_fusesample.environment import device_name, versions  # noqa: E402
+
+COLUMNS = [
+    'time', 'device', 'device_name', 'backend', 'torch', 'cuda', 'nccl',
+    'world_size', 'graph', 'synthetic', 'scale', 'num_nodes', 'num_edges',
+    'num_features', 'fanout', 'batch_size', 'hidden', 'trim', 'variant',
+    'cache_rows', 'steps', 'warmup', 'step_ms', 'step_ms_mean',
+    'seeds_per_s', 'vs_replicated', 'sampled_edges_per_batch',
+    'a2a_exchanges_per_batch', 'a2a_host_reads_per_batch',
+    'a2a_sent_bytes_per_batch', 'a2a_max_sent_bytes_per_batch',
+    'a2a_received_bytes_per_batch', 'link_mib', 'link_gbps',
+    'a2a_latency_us', 'a2a_link_ms', 'a2a_floor_ms', 'peak_mem_mb',
+    'held_mb', 'generate_s', 'partition_s', 'load_s', 'note',
+]
+# held_mb: what the largest rank holds of the graph on its device: the
+# whole graph's x, y and edge_index (replicated), or its part's nbytes()
+# plus its cache of remote rows (partitioned). peak_mem_mb: CUDA's
+# max_memory_allocated in the timed steps (largest rank); on the CPU the
+# process's peak RSS. Bytes per batch: per rank, to / from the other ranks.
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__.split('\n\n')[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument('--device', choices=['cuda', 'cpu'], default='cuda',
+                   help='cuda: NCCL, GPU LOCAL_RANK a rank; cpu: gloo')
+    p.add_argument('--graph', choices=['papers100m', 'products'],
+                   default='papers100m')
+    p.add_argument('--scale', type=float, default=None,
+                   help='node count times the real graph\'s (default: 0.05 '
+                        'for papers100m, 0.5 for products)')
+    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--variants', nargs='+',
+                   choices=['partitioned', 'replicated'],
+                   default=['partitioned', 'replicated'])
+    p.add_argument('--num-neighbors', type=int, nargs='+',
+                   default=[15, 10, 5])
+    p.add_argument('--batch-size', type=int, default=1024,
+                   help='seeds a batch a rank')
+    p.add_argument('--hidden', type=int, default=256)
+    p.add_argument('--lr', type=float, default=0.001)
+    p.add_argument('--trim', action=argparse.BooleanOptionalAction,
+                   default=True, help="call GraphSAGE with the batches' "
+                                      "per-hop counts (trim_to_layer)")
+    p.add_argument('--cache-rows', type=int, default=0,
+                   help='partitioned: rows of hot remote nodes a rank keeps')
+    p.add_argument('--steps', type=int, default=30)
+    p.add_argument('--warmup', type=int, default=5)
+    p.add_argument('--link-mib', type=float, default=None,
+                   help='MiB a rank sends in the timed all-to-all (default: '
+                        '256 on GPUs, 4 on the CPU)')
+    p.add_argument('--partition-dir', default=None,
+                   help='where rank 0 writes the parts (kept and reused); '
+                        'default: a temporary folder, removed at the end')
+    p.add_argument('--timeout', type=float, default=1800.0,
+                   help='seconds a collective may wait (rank 0 partitions '
+                        'while the others wait)')
+    p.add_argument('--out', default=None, help='CSV to append rows to')
+    args = p.parse_args(argv)
+    if args.scale is None:
+        args.scale = 0.05 if args.graph == 'papers100m' else 0.5
+    if args.link_mib is None:
+        args.link_mib = 256.0 if args.device == 'cuda' else 4.0
+    if args.steps < 1 or args.warmup < 0:
+        p.error('--steps must be >= 1 and --warmup >= 0')
+    return args
+
+
+# ------------------------------------------------------------------ setup
+def setup(args):
+    rank, local = (int(os.environ.get(k, 0)) for k in ('RANK',
+                                                       'LOCAL_RANK'))
+    timeout = datetime.timedelta(seconds=args.timeout)
+    if args.device == 'cuda':
+        if not torch.cuda.is_available():
+            raise SystemExit('dist_throughput.py: --device cuda, but no '
+                             'CUDA GPU is visible (--device cpu: gloo)')
+        if local >= torch.cuda.device_count():
+            raise SystemExit(f'dist_throughput.py: local rank {local} has '
+                             f'no GPU of its own')
+        device = torch.device('cuda', local)
+        torch.cuda.set_device(device)
+        dist.init_process_group('nccl', timeout=timeout, device_id=device)
+    else:
+        device = torch.device('cpu')
+        dist.init_process_group('gloo', timeout=timeout)
+    return rank, device
+
+
+def host_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(
+        os, 'sched_getaffinity') else (os.cpu_count() or 1)
+
+
+def cores_a_rank() -> int:
+    local_world = int(os.environ.get('LOCAL_WORLD_SIZE', 1))
+    return max(1, host_cores() // local_world)
+
+
+def generate(args):
+    # The SYNTHETIC graph, the same on every rank (seeded; checked by the
+    # caller), generated with this rank's share of the cores.
+    from pyg_fusesample.datasets import papers100m_like, products_like
+    make = papers100m_like if args.graph == 'papers100m' else products_like
+    threads = torch.get_num_threads()
+    torch.set_num_threads(cores_a_rank())
+    try:
+        return make(scale=args.scale, seed=args.seed)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def fingerprint(data) -> tuple:
+    ei = data.edge_index
+    return (data.num_nodes, ei.size(1), int(ei[0, ::997].sum()),
+            int(ei[1, ::991].sum()), float(data.x[::4099].double().sum()),
+            int(data.train_mask.sum()))
+
+
+def write_parts(args, data, world: int, rank: int):
+    # Rank 0 writes the parts (edges in chunks) while the others wait;
+    # returns (the folder, seconds, whether it is temporary).
+    from pyg_fusesample.distributed import write_partitions
+    seconds, temporary = 0.0, args.partition_dir is None
+    if rank == 0:
+        if temporary:
+            root = osp.join(tempfile.mkdtemp(prefix='dist_throughput_'),
+                            'parts')
+        else:
+            root = osp.join(args.partition_dir,
+                            f'{args.graph}_scale{args.scale:g}_seed'
+                            f'{args.seed}_parts{world}')
+        if not osp.exists(osp.join(root, 'META.json')):
+            if osp.exists(root):  # (a write cut short)
+                shutil.rmtree(root)
+            t0 = time.perf_counter()
+            ei, chunk = data.edge_index, 1 << 24
+            edges = ((ei[0, s:s + chunk], ei[1, s:s + chunk])
+                     for s in range(0, ei.size(1), chunk))
+            # (the host's cores but one a waiting rank: the others wait)
+            threads = torch.get_num_threads()
+            torch.set_num_threads(max(1, host_cores() - world + 1))
+            try:
+                write_partitions(root, data.num_nodes, edges, world,
+                                 assignment='hash', node_feats=data.x,
+                                 labels=data.y)
+            finally:
+                torch.set_num_threads(threads)
+            seconds = time.perf_counter() - t0
+        box = [root]
+    else:
+        box = [None]
+    dist.broadcast_object_list(box, src=0)
+    return box[0], seconds, temporary
+
+
+# ------------------------------------------------------------------ link
+def sync(device):
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+def timed_collective(fn, device, repeats: int, warmup: int = 2) -> float:
+    # Median over `repeats` of the slowest rank's time (s) of fn, each call
+    # started at a barrier and ended with the device synchronised.
+    times = []
+    for i in range(warmup + repeats):
+        dist.barrier()
+        sync(device)
+        t0 = time.perf_counter()
+        fn()
+        sync(device)
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+    worst = torch.tensor(times, dtype=torch.float64, device=device)
+    dist.all_reduce(worst, dist.ReduceOp.MAX)
+    return statistics.median(worst.tolist())
+
+
+def measure_link(args, device, world: int) -> dict:
+    # Bandwidth: an all-to-all of --link-mib MiB a rank (equal splits, its
+    # own split included), the bytes that leave a rank over the time.
+    # Latency: an all-to-all of one int64 per rank (an exchange's sizes).
+    per = max(1, int(args.link_mib * 2**20) // (4 * world))  # floats a peer
+    send = torch.ones(per * world, dtype=torch.float32, device=device)
+    recv = torch.empty_like(send)
+    seconds = timed_collective(lambda: dist.all_to_all_single(recv, send),
+                               device, repeats=5)
+    small = torch.ones(world, dtype=torch.long, device=device)
+    small_recv = torch.empty_like(small)
+    latency = timed_collective(
+        lambda: dist.all_to_all_single(small_recv, small), device,
+        repeats=50, warmup=5)
+    remote = 4 * per * (world - 1)
+    return dict(link_mib=f'{4 * per * world / 2**20:.1f}',
+                link_gbps=remote / seconds / 1e9 if world > 1 else 0.0,
+                latency_s=latency)
+
+
+# ------------------------------------------------------------------ steps
+def build_model(args, in_channels: int, num_classes: int, device):
+    from torch.nn.parallel import DistributedDataParallel
+    from torch_geometric.nn.models import GraphSAGE
+    torch.manual_seed(args.seed)  # the same initial weights on every rank
+    model = GraphSAGE(in_channels, args.hidden, len(args.num_neighbors),
+                      num_classes, dropout=0.5).to(device)
+    torch.manual_seed(args.seed + 1 + dist.get_rank())  # each one's dropout
+    model = DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == 'cuda' else None)
+    return model, torch.optim.AdamW(model.parameters(), lr=args.lr)
+
+
+def forever(loader):
+    while True:
+        for batch in loader:
+            yield batch
+
+
+def train_steps(args, loader, model, optimizer, device, before_timed=None):
+    # warm-up, then the timed steps; returns (median ms, mean ms, seeds a
+    # second over all ranks, sampled edges a batch (mean over this rank's),
+    # peak memory MiB (largest rank)).
+    batches = forever(loader)
+    model.train()
+    times, seeds, edges = [], 0, 0
+    for i in range(args.warmup + args.steps):
+        if i == args.warmup:
+            if before_timed is not None:
+                before_timed()
+            if device.type == 'cuda':
+                torch.cuda.reset_peak_memory_stats(device)
+        dist.barrier()
+        sync(device)
+        t0 = time.perf_counter()
+        batch = next(batches).to(device)
+        n = batch.batch_size
+        kwargs = dict(num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                      num_sampled_edges_per_hop=batch.num_sampled_edges) \
+            if args.trim else {}
+        optimizer.zero_grad(set_to_none=True)
+        out = model(batch.x, batch.edge_index, **kwargs)[:n]
+        loss = F.cross_entropy(out, batch.y[:n])
+        loss.backward()
+        optimizer.step()
+        sync(device)
+        if i >= args.warmup:
+            times.append(time.perf_counter() - t0)
+            seeds += n
+            edges += int(batch.edge_index.size(1))
+    peak = torch.cuda.max_memory_allocated(device) / 2**20 \
+        if device.type == 'cuda' else \
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    worst = torch.tensor(times, dtype=torch.float64, device=device)
+    dist.all_reduce(worst, dist.ReduceOp.MAX)
+    all_seeds = torch.tensor([seeds], dtype=torch.float64, device=device)
+    dist.all_reduce(all_seeds)
+    top = torch.tensor([peak], dtype=torch.float64, device=device)
+    dist.all_reduce(top, dist.ReduceOp.MAX)
+    worst = worst.tolist()
+    return dict(step_ms=statistics.median(worst) * 1e3,
+                step_ms_mean=statistics.fmean(worst) * 1e3,
+                seeds_per_s=float(all_seeds) / sum(worst),
+                sampled_edges_per_batch=edges / args.steps,
+                peak_mem_mb=float(top))
+
+
+def mib(nbytes) -> float:
+    return nbytes / 2**20
+
+
+def replicated(args, data, device, rank: int, world: int) -> dict:
+    from torch_geometric.data import Data
+
+    from pyg_fusesample import FusedNeighborLoader
+    from pyg_fusesample.loader import rank_seed, rank_seeds
+    t0 = time.perf_counter()
+    whole = Data(x=data.x, y=data.y, edge_index=data.edge_index,
+                 num_nodes=data.num_nodes).to(device)
+    load = time.perf_counter() - t0
+    held = sum(t.numel() * t.element_size()
+               for t in (whole.x, whole.y, whole.edge_index))
+    shard = rank_seeds(data.train_mask, rank, world, seed=args.seed,
+                       drop_last=True)
+    loader = FusedNeighborLoader(
+        whole, args.num_neighbors, input_nodes=shard,
+        batch_size=args.batch_size, shuffle=True, drop_last=True,
+        seed=rank_seed(args.seed, rank))
+    model, optimizer = build_model(args, data.x.size(1),
+                                   int(data.y.max()) + 1, device)
+    out = train_steps(args, loader, model, optimizer, device)
+    out.update(held_mb=mib(held), load_s=load,
+               note="FusedNeighborLoader's defaults (prefetch='thread' on "
+                    "a GPU)")
+    return out
+
+
+def partitioned(args, data, root: str, device, rank: int,
+                world: int) -> dict:
+    from pyg_fusesample.distributed import (FusedDistNeighborLoader,
+                                            read_partition)
+    t0 = time.perf_counter()
+    part = read_partition(root, rank, with_edge_map=False, device=device)
+    sync(device)
+    load = time.perf_counter() - t0
+    loader = FusedDistNeighborLoader(
+        part, args.num_neighbors, input_nodes=data.train_mask,
+        batch_size=args.batch_size, shuffle=True, drop_last=True,
+        seed=args.seed, cache_rows=args.cache_rows)
+    sampler = loader.sampler
+    model, optimizer = build_model(args, data.x.size(1),
+                                   int(data.y.max()) + 1, device)
+    out = train_steps(args, loader, model, optimizer, device,
+                      before_timed=sampler.reset_counters)
+    mine = [sampler.bytes_sent / args.steps,
+            sampler.bytes_received / args.steps,
+            sampler.exchanges / args.steps, sampler.host_reads / args.steps,
+            mib(sum(part.nbytes().values()) + sampler.cache_nbytes())]
+    everyone = [None] * world
+    dist.all_gather_object(everyone, mine)
+    sent, received, exchanges, reads, held = zip(*everyone)
+    out.update(a2a_sent_bytes_per_batch=statistics.fmean(sent),
+               a2a_max_sent_bytes_per_batch=max(sent),
+               a2a_received_bytes_per_batch=statistics.fmean(received),
+               a2a_exchanges_per_batch=max(exchanges),
+               a2a_host_reads_per_batch=max(reads), held_mb=max(held),
+               load_s=load, note='FusedDistNeighborLoader, hash parts')
+    del loader, sampler, part
+    return out
+
+
+def nccl_version() -> str:
+    try:
+        return '.'.join(map(str, torch.cuda.nccl.version()))
+    except Exception:  # (a CPU build)
+        return ''
+
+
+# ------------------------------------------------------------------ main
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    rank, device = setup(args)
+    try:
+        return run(args, rank, device)
+    finally:
+        dist.destroy_process_group()
+
+
+def run(args, rank: int, device) -> int:
+    world = dist.get_world_size()
+
+    def say(msg):
+        if rank == 0:
+            print(f'[SYNTHETIC {args.graph}_like scale {args.scale:g}] '
+                  f'{msg}', flush=True)
+    t0 = time.perf_counter()
+    data = generate(args)
+    generated = time.perf_counter() - t0
+    prints = [None] * world
+    dist.all_gather_object(prints, fingerprint(data))
+    if len(set(prints)) != 1:
+        raise SystemExit(f'dist_throughput.py: the ranks generated '
+                         f'different graphs: {prints}')
+    say(f'{data.num_nodes:,} nodes, {data.edge_index.size(1):,} edges, '
+        f'{int(data.train_mask.sum()):,} training seeds; generated in '
+        f'{generated:.1f} s, {world} ranks ({device.type}, '
+        f'{dist.get_backend()})')
+    root, part_s, temporary = (None, 0.0, False)
+    if 'partitioned' in args.variants:
+        root, part_s, temporary = write_parts(args, data, world, rank)
+        say(f'{world} parts in {root} ({part_s:.1f} s)')
+    link = measure_link(args, device, world)
+    say(f"link: {link['link_gbps']:.2f} GB/s a rank (all-to-all of "
+        f"{link['link_mib']} MiB), {link['latency_s'] * 1e6:.1f} us a small "
+        f"all-to-all")
+    results = {}
+    try:
+        for variant in args.variants:
+            results[variant] = (partitioned(args, data, root, device, rank,
+                                            world)
+                                if variant == 'partitioned' else
+                                replicated(args, data, device, rank, world))
+            if device.type == 'cuda':
+                torch.cuda.empty_cache()
+            r = results[variant]
+            say(f"{variant}: {r['step_ms']:.2f} ms a step (median of "
+                f"{args.steps}), {r['seeds_per_s']:,.0f} seeds/s")
+    finally:
+        dist.barrier()
+        if rank == 0 and temporary and root is not None:
+            shutil.rmtree(osp.dirname(root), ignore_errors=True)
+    rows = []
+    base = results.get('replicated')
+    for variant, r in results.items():
+        row = dict(
+            time=time.strftime('%Y-%m-%d %H:%M:%S'), device=device.type,
+            device_name=device_name(device), backend=dist.get_backend(),
+            nccl=nccl_version(), world_size=world,
+            graph=f'{args.graph}_like', synthetic=True, scale=args.scale,
+            num_nodes=data.num_nodes, num_edges=data.edge_index.size(1),
+            num_features=data.x.size(1),
+            fanout='-'.join(map(str, args.num_neighbors)),
+            batch_size=args.batch_size, hidden=args.hidden, trim=args.trim,
+            variant=variant,
+            cache_rows=args.cache_rows if variant == 'partitioned' else '',
+            steps=args.steps, warmup=args.warmup,
+            link_mib=link['link_mib'], link_gbps=f"{link['link_gbps']:.3f}",
+            a2a_latency_us=f"{link['latency_s'] * 1e6:.1f}",
+            generate_s=f'{generated:.1f}',
+            partition_s=f'{part_s:.1f}' if variant == 'partitioned' else '',
+            **versions())
+        for key in ('step_ms', 'step_ms_mean', 'peak_mem_mb', 'held_mb',
+                    'load_s'):
+            row[key] = f'{r[key]:.3f}'
+        row['seeds_per_s'] = f"{r['seeds_per_s']:.1f}"
+        row['sampled_edges_per_batch'] = f"{r['sampled_edges_per_batch']:.1f}"
+        row['note'] = r['note']
+        if base is not None:
+            row['vs_replicated'] = f"{r['seeds_per_s'] / base['seeds_per_s']:.4f}"
+        if variant == 'partitioned':
+            for key in ('a2a_sent_bytes_per_batch',
+                        'a2a_max_sent_bytes_per_batch',
+                        'a2a_received_bytes_per_batch',
+                        'a2a_exchanges_per_batch',
+                        'a2a_host_reads_per_batch'):
+                row[key] = f'{r[key]:.1f}'
+            if link['link_gbps'] > 0:
+                link_ms = r['a2a_max_sent_bytes_per_batch'] / (
+                    link['link_gbps'] * 1e9) * 1e3
+                row['a2a_link_ms'] = f'{link_ms:.4f}'
+                row['a2a_floor_ms'] = (
+                    f"{link_ms + r['a2a_exchanges_per_batch'] * link['latency_s'] * 1e3:.4f}")
+        rows.append(row)
+    if rank == 0:
+        if base is not None and 'partitioned' in results:
+            p = results['partitioned']
+            say(f"partitioned / replicated throughput: "
+                f"{p['seeds_per_s'] / base['seeds_per_s']:.3f}; "
+                f"all-to-all {p['a2a_max_sent_bytes_per_batch'] / 2**20:.2f}"
+                f" MiB a batch (largest rank) in "
+                f"{p['a2a_exchanges_per_batch']:.0f} exchanges")
+        if args.out:
+            append_rows(args.out, rows, columns=COLUMNS)
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,55 @@
+"""benchmarks/dist_throughput.py (issue 45's throughput target) in its
+smoke form: 2 gloo processes under torchrun on a tiny SYNTHETIC
+papers100M-like graph, both variants in one run; rank 0 appends one CSV
+row per variant with the run's setting, the step times, the ratio and, for
+the partitioned variant, the all-to-all traffic a batch and the link
+measured in the same run."""
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_dist_throughput_smoke(tmp_path):
+    out = tmp_path / 'throughput.csv'
+    cmd = [sys.executable, '-m', 'torch.distributed.run', '--standalone',
+           '--nproc_per_node', '2',
+           str(REPO / 'benchmarks' / 'dist_throughput.py'), '--device', 'cpu',
+           '--scale', '0.001', '--steps', '3', '--warmup', '1',
+           '--batch-size', '64', '--num-neighbors', '5', '5', '--hidden',
+           '32', '--out', str(out)]
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS='1')
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert 'partitioned / replicated throughput' in done.stdout
+    rows = list(csv.DictReader(out.open()))
+    assert [r['variant'] for r in rows] == ['partitioned', 'replicated']
+    for r in rows:
+        assert (r['device'], r['backend'], r['world_size']) == ('cpu', 'gloo',
+                                                               '2')
+        assert (r['graph'], r['scale'], r['fanout'], r['batch_size']) == (
+            'papers100m_like', '0.001', '5-5', '64')
+        assert r['synthetic'] == 'True' and r['torch'] and r['device_name']
+        assert r['steps'] == '3' and float(r['step_ms']) > 0
+        assert float(r['seeds_per_s']) > 0 and float(r['link_gbps']) > 0
+        assert float(r['held_mb']) > 0 and float(r['peak_mem_mb']) > 0
+    part, repl = rows
+    assert float(repl['vs_replicated']) == 1.0
+    assert abs(float(part['vs_replicated']) - float(part['seeds_per_s']) /
+               float(repl['seeds_per_s'])) < 1e-3
+    # 2 hops: 4 all-to-alls and 2 host reads each, and x and y gathered
+    # (the ids' sizes and ids, a row exchange each)
+    assert float(part['a2a_exchanges_per_batch']) == 4 * 2 + 2 + 2
+    assert float(part['a2a_host_reads_per_batch']) == 2 * 2 + 1
+    sent = float(part['a2a_sent_bytes_per_batch'])
+    # (mean over the ranks: what all send is what all receive)
+    assert sent == float(part['a2a_received_bytes_per_batch']) > 0
+    assert float(part['a2a_max_sent_bytes_per_batch']) >= sent
+    assert float(part['a2a_link_ms']) > 0
+    assert float(part['a2a_floor_ms']) > float(part['a2a_link_ms'])
+    assert float(part['held_mb']) < float(repl['held_mb'])
+    assert repl['a2a_sent_bytes_per_batch'] == ''
