@@ -11,6 +11,7 @@ from ..loader.distributed import node_index, rank_seeds
 from ..loader.seeded_batches import SeededBatchSampler, resolve_generator
 from ..sparse.target_layout import register_batch
 from .dist_sampler import DistNeighborSampler
+from .hetero_batch import feature_names_of, hetero_batch
 from .partition_files import Partition
 
 
@@ -49,7 +50,11 @@ class FusedDistNeighborLoader:
         num_neighbors (List[int]): fan-out per hop (``-1``: all in-edges).
         input_nodes (Tensor, optional): the seeds of all ranks, global ids
             or a boolean mask over the graph's nodes (default: every node),
-            sharded here (:obj:`shard_inputs`).
+            sharded here (:obj:`shard_inputs`); for a heterogeneous
+            partition ``(node_type, ids or mask)`` or a node type, as
+            ``FusedNeighborLoader`` takes them (fan-outs then a list for
+            every edge type or a dict edge type -> list; batches are
+            ``HeteroData``, uniform sampling only).
         batch_size (int): seeds per batch.
         shuffle (bool): shuffle this rank's seeds every epoch.
         drop_last (bool): drop this rank's last, smaller batch.
@@ -118,7 +123,11 @@ class FusedDistNeighborLoader:
             disjoint=disjoint, edge_time=edge_time,
             temporal_strategy=temporal_strategy, cache_rows=cache_rows,
             group=group)
-        num_nodes = part.node_map[None].numel()
+        self.seed_type, self._seed_offset = None, 0
+        if self.sampler.typed is not None:
+            input_nodes, num_nodes = self._typed_inputs(input_nodes)
+        else:
+            num_nodes = part.node_map[None].numel()
         input_nodes = node_index(input_nodes, num_nodes,
                                  type(self).__name__).cpu()
         if input_nodes.numel() and (int(input_nodes.min()) < 0 or
@@ -142,8 +151,11 @@ class FusedDistNeighborLoader:
         self.batches = SeededBatchSampler(
             input_nodes.numel(), batch_size, shuffle, drop_last,
             resolve_generator(seed, generator))
-        feats = part.node_feats[None]
-        self._feature_names = [n for n in ('x', 'y') if n in feats]
+        if self.seed_type is not None:
+            self._feature_names = feature_names_of(self.sampler)
+        else:
+            feats = part.node_feats[None]
+            self._feature_names = [n for n in ('x', 'y') if n in feats]
 
     def __len__(self) -> int:
         return len(self.batches)
@@ -152,11 +164,32 @@ class FusedDistNeighborLoader:
         for positions, key, _ in self.batches.slices(*self.batches.plan()):
             yield self._batch(positions, key)
 
+    def _typed_inputs(self, input_nodes):
+        # (node type, ids or mask) -> (ids or mask, the type's node count);
+        # the seeds go to the sampler in its one id space.
+        typed = self.sampler.typed
+        if isinstance(input_nodes, str):
+            input_nodes = (input_nodes, None)
+        if not (isinstance(input_nodes, (tuple, list))
+                and len(input_nodes) == 2
+                and isinstance(input_nodes[0], str)):
+            raise ValueError(f"{type(self).__name__}: a heterogeneous "
+                             f"partition takes 'input_nodes' as (node_type, "
+                             f"ids or mask) or a node type, got "
+                             f"{type(input_nodes).__name__}")
+        self.seed_type, nodes = input_nodes
+        i = typed.type_of(self.seed_type)
+        self._seed_offset = typed.node_offset[i]
+        return nodes, typed.node_offset[i + 1] - typed.node_offset[i]
+
     def _batch(self, positions: Tensor, key: int) -> Data:
         seeds = self.input_nodes[positions]
         out = self.sampler.sample(
-            seeds, key,
+            seeds + self._seed_offset, key,
             None if self.input_time is None else self.input_time[positions])
+        if self.seed_type is not None:
+            return hetero_batch(self.sampler, out, self.seed_type, positions,
+                                self._feature_names)
         data = Data(edge_index=torch.stack([out.row, out.col]),
                     num_nodes=out.node.numel())
         feats = self.sampler.gather_all(out.node, self._feature_names)

@@ -68,11 +68,13 @@ import torch.distributed as dist
 from torch import Tensor
 
 from ..ops import gather_rows, keyed_draws
+from ..ops.keyed_draws import KeyedDraws
 from ..sampler.graph_store import CSCGraph
 from ..sampler.rule_graph import (temporal_csc, weighted_csc,
                                   weighted_temporal_csc)
 from ..sampler.sampling_rule import check_weight
 from .partition_files import PartCSC, Partition
+from .typed_part import TypedPart, typed_fanouts, typed_part
 
 
 class DistSample(NamedTuple):
@@ -141,10 +143,6 @@ class DistNeighborSampler:
                  disjoint: bool = False, edge_time: Optional[Tensor] = None,
                  temporal_strategy: str = 'uniform', cache_rows: int = 0,
                  group=None):
-        if part.is_hetero:
-            raise NotImplementedError(
-                "distributed sampling of heterogeneous partitions is not "
-                "supported yet")
         if not dist.is_initialized():
             raise RuntimeError("DistNeighborSampler needs an initialised "
                                "torch.distributed process group")
@@ -158,15 +156,8 @@ class DistNeighborSampler:
                 f"the part of its own rank")
         self.device = _placement(part)
         self.backend = _backend(group, self.device)
-        self.num_neighbors = [int(k) for k in num_neighbors]
-        if any(k < -1 for k in self.num_neighbors):
-            raise ValueError(f"'num_neighbors' must be >= -1, got "
-                             f"{self.num_neighbors}")
         self.replace, self.disjoint = bool(replace), bool(disjoint)
         self.part = part
-        self.nodes = part.nodes[None]  # owned global ids, ascending
-        self.owner = part.node_map[None]  # global id -> part
-        csc = part.csc[None]
         if edge_time is not None and not disjoint:
             raise ValueError("temporal sampling (edge_time) needs "
                              "disjoint=True, as FusedNeighborLoader's")
@@ -174,6 +165,36 @@ class DistNeighborSampler:
             raise ValueError(f"'temporal_strategy' must be 'uniform' or "
                              f"'last', got {temporal_strategy!r}")
         self.temporal_strategy = temporal_strategy
+        # A heterogeneous part is read as one typed CSC over one id space
+        # (typed_part.py); `fanouts[h][t]`: hop h's fan-out of edge type t.
+        self.typed: Optional[TypedPart] = None
+        if part.is_hetero:
+            rules = [name for name, on in (
+                ('edge_weight', edge_weight), ('edge_time', edge_time is not
+                                               None),
+                ('cache_rows', int(cache_rows) != 0)) if on]
+            if rules:
+                raise NotImplementedError(
+                    f"DistNeighborSampler: {', '.join(rules)} on a "
+                    f"heterogeneous partition is not supported yet "
+                    f"(uniform sampling, with or without replacement, "
+                    f"disjoint or not)")
+            self.typed = typed_part(part)
+            self.fanouts = typed_fanouts(num_neighbors,
+                                         self.typed.edge_types)
+            self.num_neighbors = num_neighbors
+            self.nodes, self.owner = self.typed.nodes, self.typed.owner
+            csc = self.typed.csc
+        else:
+            self.num_neighbors = [int(k) for k in num_neighbors]
+            if any(k < -1 for k in self.num_neighbors):
+                raise ValueError(f"'num_neighbors' must be >= -1, got "
+                                 f"{self.num_neighbors}")
+            self.fanouts = [[k] for k in self.num_neighbors]
+            self.nodes = part.nodes[None]  # owned global ids, ascending
+            self.owner = part.node_map[None]  # global id -> part
+            csc = part.csc[None]
+        # (the rules are for homogeneous parts: refused above otherwise)
         self.csc, self.weight_cumsum, self.edge_time = _rule_csc(
             csc, self.nodes.numel(), edge_weight, edge_time)
         self.cache_ids: Optional[Tensor] = None
@@ -305,7 +326,7 @@ class DistNeighborSampler:
         rows, cols, edges = [], [], []
         nsn, nse = [seed.numel()], []
         begin, end = 0, seed.numel()
-        for hop, k in enumerate(self.num_neighbors):
+        for hop in range(len(self.fanouts)):
             frontier = key[begin:end] % N
             position = torch.arange(begin, end, device=dev)
             perm, counts, owner = self._by_owner(frontier)
@@ -316,13 +337,10 @@ class DistNeighborSampler:
             sent, asked_counts, asked_dev = self._sizes(counts)
             asked = self._send(torch.stack(fields, 1), sent, asked_counts)
             # Serve the requests received: draws per request, in order.
-            draws = keyed_draws(
-                self.csc.colptr, self.csc.row, self.csc.edge_id,
+            draws = self._serve(
                 self._local(asked[:, 0].contiguous()),
-                asked[:, 1].contiguous(), k, self.replace, rng_seed, hop,
-                self.weight_cumsum, self.edge_time,
-                None if seed_time is None else asked[:, 2].contiguous(),
-                self.temporal_strategy)
+                asked[:, 1].contiguous(), hop, rng_seed,
+                None if seed_time is None else asked[:, 2].contiguous())
             # the draw counts back (sizes: the requests'), then the draws'
             # sizes both ways from them (a host read), then the draws
             got_count = self._send(draws.count, asked_counts, sent)
@@ -351,6 +369,38 @@ class DistNeighborSampler:
         return DistSample(key % N, cat(rows), cat(cols), cat(edges), nsn, nse,
                           key // N if self.disjoint else None)
 
+    def _serve(self, local: Tensor, position: Tensor, hop: int,
+               rng_seed: int, seed_time: Optional[Tensor]) -> KeyedDraws:
+        # The draws of hop `hop` for the requests received (owned nodes
+        # `local`, their positions in the requesters' batches), request
+        # after request, each request's edge types in order, as the whole
+        # graph's op draws a target's segments (typed_part.py: segment
+        # j * T + t, key field hop * T + t; T = 1 for a homogeneous part).
+        ks = self.fanouts[hop]
+        T = len(ks)
+        if T == 1:
+            return keyed_draws(
+                self.csc.colptr, self.csc.row, self.csc.edge_id, local,
+                position, ks[0], self.replace, rng_seed, hop,
+                self.weight_cumsum, self.edge_time, seed_time,
+                self.temporal_strategy)
+        m, dev = local.numel(), local.device
+        counts, rows, edges, owners = [], [], [], []
+        for t, k in enumerate(ks):
+            d = keyed_draws(self.csc.colptr, self.csc.row, self.csc.edge_id,
+                            local * T + t, position, k, self.replace,
+                            rng_seed, hop * T + t)
+            counts.append(d.count)
+            rows.append(d.row)
+            edges.append(d.edge)
+            owners.append(torch.repeat_interleave(
+                torch.arange(m, device=dev), d.count,
+                output_size=d.row.numel()))
+        # (a stable sort by request keeps each request's types in order)
+        order = torch.sort(torch.cat(owners), stable=True).indices
+        return KeyedDraws(torch.stack(counts).sum(0),
+                          torch.cat(rows)[order], torch.cat(edges)[order])
+
     # ------------------------------------------------------------ features
     def gather(self, ids: Tensor, name: str = 'x') -> Tensor:
         r"""Rows of node feature :obj:`name` (``'x'``, ``'y'``, ...) of the
@@ -358,14 +408,25 @@ class DistNeighborSampler:
         cache of hot remote rows (collective), on the sampler's device."""
         return self.gather_all(ids, [name])[name]
 
-    def gather_all(self, ids: Tensor, names: Sequence[str]
-                   ) -> Dict[str, Tensor]:
+    def gather_all(self, ids: Tensor, names: Sequence[str],
+                   node_type: Optional[str] = None) -> Dict[str, Tensor]:
         r"""Rows of every node feature in :obj:`names` of the global ids
         :obj:`ids`, as :meth:`gather` gives them, with one exchange of the
         ids for all of them (collective: every rank passes the same names
-        in the same order): ``2 + len(names)`` all-to-alls."""
+        in the same order): ``2 + len(names)`` all-to-alls. A
+        heterogeneous part's features are per :obj:`node_type` (its
+        type-local ids)."""
         ids = ids.to(device=self.device, dtype=torch.long).reshape(-1)
-        tables = {name: self._table(name) for name in names}
+        if (node_type is None) != (self.typed is None):
+            raise ValueError("'node_type' names the node type of 'ids' in a "
+                             "heterogeneous partition (and only there)")
+        tables = {name: self._table(name, node_type) for name in names}
+        if self.typed is not None:
+            # (routed in the one id space; rows at the type's local rows)
+            i = self.typed.type_of(node_type)
+            return self._fetch(ids + self.typed.node_offset[i], tables,
+                               count=True,
+                               row_offset=self.typed.local_offset[i])
         if self.cache_ids is None or self.cache_ids.numel() == 0:
             return self._fetch(ids, tables, count=True)
         pos = torch.searchsorted(self.cache_ids, ids).clamp_max(
@@ -390,20 +451,22 @@ class DistNeighborSampler:
         return self.cache_ids.numel() * self.cache_ids.element_size() + sum(
             t.numel() * t.element_size() for t in self.cache.values())
 
-    def _table(self, name: str) -> Tensor:
-        feats = self.part.node_feats[None]
+    def _table(self, name: str, node_type: Optional[str] = None) -> Tensor:
+        feats = self.part.node_feats.get(node_type, {})
         if name not in feats:
-            raise KeyError(f"the partition has no node feature {name!r} "
-                           f"(it has {sorted(feats)})")
+            raise KeyError(f"the partition has no node feature {name!r}"
+                           f"{_at(node_type)} (it has {sorted(feats)})")
         return feats[name]
 
     def _fetch(self, ids: Tensor, tables: Dict[str, Tensor],
-               count: bool) -> Dict[str, Tensor]:
+               count: bool, row_offset: int = 0) -> Dict[str, Tensor]:
         # Rows of `ids` from their owners, for every table (collective: the
-        # ids' sizes, the ids, one exchange of rows per table).
+        # ids' sizes, the ids, one exchange of rows per table); a table's
+        # row of owned node j is j - row_offset (a node type's rows).
         perm, counts, _ = self._by_owner(ids)
         sent, asked_counts, _ = self._sizes(counts)
-        local = self._local(self._send(ids[perm], sent, asked_counts))
+        local = self._local(self._send(ids[perm], sent, asked_counts)) \
+            - row_offset
         if count:
             self.remote_rows_fetched += sum(sent) - sent[self.rank]
         out = {}
@@ -458,26 +521,28 @@ def _placement(part: Partition) -> torch.device:
     # The sampler's device: the part's graph's, every tensor the sampler
     # reads there (node features may be in pinned host memory behind a
     # GPU), and on a GPU the process's current one (NCCL's).
-    device = part.nodes[None].device
-    csc = part.csc[None]
-    for name, t in (('node_map', part.node_map[None]),
-                    ('csc.colptr', csc.colptr), ('csc.row', csc.row),
-                    ('csc.edge_id', csc.edge_id),
-                    ('csc.edge_attr', csc.edge_attr),
-                    ('csc.edge_time', csc.edge_time)):
+    device = part.device
+    tensors = [(f'node_map{_at(t)}', m) for t, m in part.node_map.items()]
+    tensors += [(f'nodes{_at(t)}', n) for t, n in part.nodes.items()]
+    for t, csc in part.csc.items():
+        tensors += [(f'csc{_at(t)}.{name}', getattr(csc, name)) for name in
+                    ('colptr', 'row', 'edge_id', 'edge_attr', 'edge_time')]
+    for name, t in tensors:
         if t is not None and t.device != device:
             raise ValueError(f"DistNeighborSampler: the part's {name} is on "
                              f"{t.device} but its nodes are on {device}: "
                              f"move the whole part (part.to(device))")
-    for name, t in part.node_feats[None].items():
-        pinned = device.type == 'cuda' and t.device.type == 'cpu' and \
-            t.is_pinned()
-        if t.device != device and not pinned:
-            raise ValueError(
-                f"DistNeighborSampler: the part's node feature {name!r} is "
-                f"on {t.device} but its graph is on {device}: features go "
-                f"with the graph, or behind a GPU in pinned host memory "
-                f"(part.to(device, pin_features=True))")
+    for key, feats in part.node_feats.items():
+        for name, t in feats.items():
+            pinned = device.type == 'cuda' and t.device.type == 'cpu' and \
+                t.is_pinned()
+            if t.device != device and not pinned:
+                raise ValueError(
+                    f"DistNeighborSampler: the part's node feature "
+                    f"{name!r}{_at(key)} is on {t.device} but its graph is on "
+                    f"{device}: features go with the graph, or behind a GPU "
+                    f"in pinned host memory (part.to(device, "
+                    f"pin_features=True))")
     if device.type == 'cuda' and device.index != torch.cuda.current_device():
         raise ValueError(
             f"DistNeighborSampler: the part is on {device} but this "
@@ -486,6 +551,11 @@ def _placement(part: Partition) -> torch.device:
             f"with torch.cuda.set_device({device.index}) before "
             f"init_process_group")
     return device
+
+
+def _at(key) -> str:
+    # ' of <type>' for a heterogeneous part's key ('' for None)
+    return '' if key is None else f' of {key!r}'
 
 
 def _backend(group, device: torch.device) -> str:
