@@ -22,6 +22,14 @@ Two torchrun "nodes" on one host, sharing nothing but the process group
         examples/distributed_sage.py --device cpu --synthetic --scale 0.01
     (and the same with --node_rank 1, in another shell)
 
+``--graph mag`` trains PyG's ``to_hetero`` GraphSAGE on a heterogeneous
+partition instead (the SYNTHETIC mag-like graph with ``--synthetic``: papers,
+authors, institutions, fields; paper labels), seeds the papers, as
+``examples/ogbn_mag_sage.py`` does on one process:
+
+    torchrun --standalone --nproc_per_node 2 examples/distributed_sage.py \
+        --device cpu --synthetic --graph mag --scale 0.01 --epochs 1
+
 A partition of a real data set, written by PyG's ``Partitioner`` (or
 ``pyg_fusesample.distributed.write_partitions``) with labels, is read with
 ``--partition-root DIR`` (one part per rank; its ``META.json`` must say as
@@ -52,6 +60,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
+from torch_geometric.nn import to_hetero
 from torch_geometric.nn.models import GraphSAGE
 
 from pyg_fusesample.distributed import (FusedDistNeighborLoader,
@@ -73,6 +82,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument('--synthetic', action='store_true',
                    help='generate the SYNTHETIC products-like graph')
     p.add_argument('--scale', type=float, default=0.01)
+    p.add_argument('--graph', choices=['products', 'mag'],
+                   default='products',
+                   help='the SYNTHETIC graph of --synthetic: products-like '
+                        '(homogeneous) or mag-like (heterogeneous, paper '
+                        'labels)')
     p.add_argument('--partition-dir', default=None,
                    help='where --synthetic writes its parts, a folder per '
                         'node below it (default: the temporary folder)')
@@ -93,26 +107,47 @@ def synthetic_partition(args, rank: int) -> str:
     # Every node generates the same graph (seeded) and its first process
     # writes the parts into the node's own folder; nothing is shared but
     # the process group.
-    from pyg_fusesample.datasets import products_like
     node = int(os.environ.get('GROUP_RANK', os.environ.get('NODE_RANK', 0)))
     base = args.partition_dir or osp.join(
         tempfile.gettempdir(), f'pyg_fusesample_dist_sage_{os.getuid()}')
-    root = osp.join(base, f'scale{args.scale:g}_seed{args.seed}_parts'
-                          f'{dist.get_world_size()}_node{node}')
+    root = osp.join(base, f'{args.graph}_scale{args.scale:g}_seed{args.seed}'
+                          f'_parts{dist.get_world_size()}_node{node}')
     if int(os.environ.get('LOCAL_RANK', 0)) == 0 and \
             not osp.exists(osp.join(root, 'META.json')):
-        data = products_like(scale=args.scale, seed=args.seed)
         if osp.exists(root):  # (a run cut short: no META.json)
             import shutil
             shutil.rmtree(root)
-        write_partitions(root, data.num_nodes,
-                         [(data.edge_index[0], data.edge_index[1])],
-                         dist.get_world_size(), assignment='hash',
-                         node_feats=data.x, labels=data.y)
-        masks = {k: data[k] for k in ('train_mask', 'val_mask', 'test_mask')}
-        torch.save(masks, osp.join(root, 'masks.pt'))
+        if args.graph == 'mag':
+            write_mag(args, root)
+        else:
+            from pyg_fusesample.datasets import products_like
+            data = products_like(scale=args.scale, seed=args.seed)
+            write_partitions(root, data.num_nodes,
+                             [(data.edge_index[0], data.edge_index[1])],
+                             dist.get_world_size(), assignment='hash',
+                             node_feats=data.x, labels=data.y)
+            torch.save({k: data[k] for k in ('train_mask', 'val_mask',
+                                             'test_mask')},
+                       osp.join(root, 'masks.pt'))
     dist.barrier()
     return root
+
+
+def write_mag(args, root: str):
+    # The SYNTHETIC mag-like graph (features for every node type, as PyG's
+    # to_hetero_mag.py takes metapath2vec ones), the papers' labels and
+    # masks.
+    from pyg_fusesample.datasets import mag_like
+    data = mag_like(scale=args.scale, seed=args.seed, features='all')
+    write_partitions(
+        root, {nt: data[nt].num_nodes for nt in data.node_types},
+        {et: [tuple(data[et].edge_index)] for et in data.edge_types},
+        dist.get_world_size(), assignment='hash',
+        node_feats={nt: data[nt].x for nt in data.node_types},
+        labels={'paper': data['paper'].y})
+    torch.save({k: data['paper'][k] for k in ('train_mask', 'val_mask',
+                                              'test_mask')},
+               osp.join(root, 'masks.pt'))
 
 
 def splits(root: str, num_nodes: int, seed: int):
@@ -156,13 +191,22 @@ def load_checkpoint(path: str, model, optimizer, rank: int,
     return state['epoch']
 
 
+def forward(model, batch, seed_type):
+    # The seeds' outputs and labels (a HeteroData batch: its seed type's).
+    if seed_type is None:
+        return (model(batch.x, batch.edge_index)[:batch.batch_size],
+                batch.y[:batch.batch_size])
+    store = batch[seed_type]
+    out = model(batch.x_dict, batch.edge_index_dict)[seed_type]
+    return out[:store.batch_size], store.y[:store.batch_size]
+
+
 @torch.no_grad()
 def accuracy(model, loader, device: torch.device) -> float:
     model.eval()
     counts = torch.zeros(2, device=device)
     for batch in loader:
-        out = model(batch.x, batch.edge_index)[:batch.batch_size]
-        y = batch.y[:batch.batch_size]
+        out, y = forward(model, batch, loader.seed_type)
         counts[0] += (out.argmax(-1) == y).sum()
         counts[1] += y.numel()
     dist.all_reduce(counts)
@@ -214,33 +258,63 @@ def rank_device(args) -> torch.device:
 def run(args, device: torch.device):
     rank, world = dist.get_rank(), dist.get_world_size()
     root = args.partition_root or synthetic_partition(args, rank)
-    label = '' if args.partition_root else 'SYNTHETIC products-like: '
+    label = '' if args.partition_root else \
+        f'SYNTHETIC {args.graph}-like: '
     say = (lambda msg: print(f'{label}{msg}', flush=True)) if rank == 0 \
         else (lambda msg: None)
     # (the part read on the CPU, checked, then moved to this rank's GPU)
     part = read_partition(root, rank, with_edge_map=False,
                           device=device, pin_features=args.pin_features)
-    num_nodes = part.node_map[None].numel()
-    if 'y' not in part.node_feats[None]:
+    # The labelled node type (a heterogeneous part: the one with labels)
+    # seeds the batches.
+    seed_type = None
+    if part.is_hetero:
+        labelled = [nt for nt in part.node_types
+                    if 'y' in part.node_feats.get(nt, {})]
+        seed_type = labelled[0] if labelled else None
+    key = seed_type if part.is_hetero else None
+    if key not in part.node_map or 'y' not in part.node_feats.get(key, {}):
         raise SystemExit(f'{root}: the partition holds no labels')
+    num_nodes = part.node_map[key].numel()
     train_nodes, test_nodes = splits(root, num_nodes, args.seed)
+    if seed_type is not None:
+        train_nodes, test_nodes = (seed_type, train_nodes), \
+            (seed_type, test_nodes)
     # (the labels a rank holds may miss a class: the largest of all)
     # (on the device: NCCL reduces CUDA tensors; pinned labels are not)
-    classes = part.node_feats[None]['y'].max().view(1).to(device) + 1
+    classes = part.node_feats[key]['y'].max().view(1).to(device) + 1
     dist.all_reduce(classes, op=dist.ReduceOp.MAX)
+    held = sum(n.numel() for n in part.nodes.values())
     say(f'{world} ranks ({device.type}, {dist.get_backend()}), '
-        f'{num_nodes:,} nodes; rank 0 holds '
-        f'{part.nodes[None].numel():,} nodes and '
-        f'{part.csc[None].num_edges:,} in-edges '
+        f'{sum(m.numel() for m in part.node_map.values()):,} nodes; rank 0 '
+        f'holds {held:,} nodes and '
+        f'{sum(c.num_edges for c in part.csc.values()):,} in-edges '
         f'({sum(part.nbytes().values()) / 2**20:.1f} MiB)')
 
     torch.manual_seed(args.seed)  # the same initial weights everywhere
-    model = GraphSAGE(part.node_feats[None]['x'].size(1), args.hidden,
-                      len(args.num_neighbors), int(classes),
-                      dropout=0.5).to(device)
+    if part.is_hetero:
+        # PyG's to_hetero of a lazy GraphSAGE (to_hetero_mag.py's model),
+        # its shapes from one batch (collective), before DDP sees them
+        model = to_hetero(GraphSAGE(-1, args.hidden, len(args.num_neighbors),
+                                    int(classes), dropout=0.5),
+                          (part.node_types, part.edge_types),
+                          aggr='sum').to(device)
+        first = next(iter(FusedDistNeighborLoader(
+            part, args.num_neighbors, input_nodes=train_nodes,
+            batch_size=args.batch_size, seed=args.seed)))
+        model.eval()  # (no dropout draws: every rank's RNG stays seeded)
+        with torch.no_grad():
+            model(first.x_dict, first.edge_index_dict)
+    else:
+        model = GraphSAGE(part.node_feats[None]['x'].size(1), args.hidden,
+                          len(args.num_neighbors), int(classes),
+                          dropout=0.5).to(device)
     torch.manual_seed(args.seed + 1 + rank)  # each rank's dropout
+    # (to_hetero: the last layer's convs into other types than the seeds'
+    # get no gradient)
     model = DistributedDataParallel(
-        model, device_ids=[device.index] if device.type == 'cuda' else None)
+        model, device_ids=[device.index] if device.type == 'cuda' else None,
+        find_unused_parameters=part.is_hetero)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     start = 0
     if args.resume:
@@ -260,8 +334,8 @@ def run(args, device: torch.device):
             1, device=device), 0
         for batch in loader:
             optimizer.zero_grad()
-            out = model(batch.x, batch.edge_index)[:batch.batch_size]
-            loss = F.cross_entropy(out, batch.y[:batch.batch_size])
+            out, y = forward(model, batch, seed_type)
+            loss = F.cross_entropy(out, y)
             loss.backward()
             optimizer.step()
             total += loss.detach()

@@ -4,7 +4,8 @@ a run stopped after an epoch and resumed from its checkpoint prints the
 same later losses and accuracies as an uninterrupted run; two torchrun
 "nodes" on one host (each writing its own partition files, sharing only the
 process group) train as the single-node run does; bad arguments stop it
-with a message. SYNTHETIC products-like at scale 0.01."""
+with a message. SYNTHETIC products-like at scale 0.01, and the mag-like
+(heterogeneous) form at scale 0.003 (run, resume)."""
 import re
 import socket
 import subprocess
@@ -16,15 +17,15 @@ import torch
 from example_runner import EXAMPLES, REPO
 
 SCRIPT = EXAMPLES / 'distributed_sage.py'
-EPOCH = re.compile(r'^SYNTHETIC products-like: epoch (\d+): loss ([\d.]+), '
-                   r'(\d+) steps a rank, [\d.]+ s, test accuracy ([\d.]+)$',
-                   re.M)
+EPOCH = re.compile(r'^SYNTHETIC (?:products|mag)-like: epoch (\d+): loss '
+                   r'([\d.]+), (\d+) steps a rank, [\d.]+ s, test accuracy '
+                   r'([\d.]+)$', re.M)
 
 
-def torchrun(*args, nodes=None, timeout=240, device='cpu'):
+def torchrun(*args, nodes=None, timeout=240, device='cpu', scale='0.01'):
     cmd = [sys.executable, '-m', 'torch.distributed.run']
     cmd += nodes or ['--standalone', '--nproc_per_node', '2']
-    cmd += [str(SCRIPT), '--device', device, '--synthetic', '--scale', '0.01',
+    cmd += [str(SCRIPT), '--device', device, '--synthetic', '--scale', scale,
             *map(str, args)]
     return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -65,14 +66,25 @@ def test_two_gpus_print_the_accuracy(tmp_path, pin):
     assert epoch == 1 and steps > 0 and 0 < float(acc) <= 1
 
 
-def test_resume_gives_the_uninterrupted_run(tmp_path):
-    parts = ['--partition-dir', tmp_path / 'parts']
-    full = epochs(finish(torchrun('--epochs', '3', *parts)))
+def test_mag_like_prints_the_accuracy(tmp_path):
+    # a heterogeneous partition: PyG's to_hetero GraphSAGE, paper seeds
+    out = finish(torchrun('--epochs', '1', '--graph', 'mag', '--partition-dir',
+                          tmp_path, scale='0.003'))
+    assert 'SYNTHETIC mag-like: 2 ranks' in out
+    (epoch, loss, steps, acc), = epochs(out)
+    assert epoch == 1 and steps > 0 and 0 <= float(acc) <= 1
+
+
+@pytest.mark.parametrize('graph', ['products', 'mag'])
+def test_resume_gives_the_uninterrupted_run(tmp_path, graph):
+    parts = ['--partition-dir', tmp_path / 'parts', '--graph', graph]
+    scale = '0.003' if graph == 'mag' else '0.01'
+    full = epochs(finish(torchrun('--epochs', '3', *parts, scale=scale)))
     ckpt = tmp_path / 'ckpt.pt'
     first = epochs(finish(torchrun('--epochs', '1', '--checkpoint', ckpt,
-                                   *parts)))
+                                   *parts, scale=scale)))
     rest = finish(torchrun('--epochs', '3', '--checkpoint', ckpt, '--resume',
-                           *parts))
+                           *parts, scale=scale))
     assert 'resumed after epoch 1' in rest
     assert first + epochs(rest) == full
     assert len(full) == 3

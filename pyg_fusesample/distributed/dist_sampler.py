@@ -56,8 +56,9 @@ timeout, by default by aborting them: ``TORCH_NCCL_ASYNC_ERROR_HANDLING``).
 This version samples homogeneous graphs, uniformly or by edge weight,
 disjoint or not, with the time rule (``edge_time``: edge-level times, e.g.
 those ``read_partition`` reads from PyG's files), and can keep the rows of
-hot remote nodes (``cache_rows``); heterogeneous partitions raise
-:class:`NotImplementedError`.
+hot remote nodes (``cache_rows``); heterogeneous partitions uniformly (with
+or without replacement, disjoint or not: typed_part.py), their weights,
+times and cache raising :class:`NotImplementedError`.
 """
 import contextlib
 import math
@@ -103,7 +104,11 @@ class DistNeighborSampler:
             rank in :obj:`group`, ``part.num_parts`` its size), on the CPU
             or on this process's current GPU (:meth:`Partition.to`), node
             features there too or in pinned host memory (GPU only).
-        num_neighbors (List[int]): fan-out per hop (``-1``: all in-edges).
+        num_neighbors (List[int] or Dict[EdgeType, List[int]]): fan-out
+            per hop (``-1``: all in-edges); for a heterogeneous part one
+            list for every edge type or a dict edge type -> list. A
+            heterogeneous part's seeds and batches are in its one id space
+            (:class:`~pyg_fusesample.distributed.typed_part.TypedPart`).
         replace (bool): draw with replacement.
         edge_weight (bool): draw in-edges by weight, the partition's
             ``edge_attr`` (one finite non-negative weight per edge; zero:
