@@ -77,12 +77,21 @@ class FusedDistNeighborLoader:
             with an edge-level ``time_attr``.
         input_time (Tensor, optional): with :obj:`edge_time`, one time per
             entry of :obj:`input_nodes` (ids given, not a mask), sharded
-            with them.
+            with them; with node-level times (:obj:`time_attr`) the seeds'
+            own times by default.
         temporal_strategy (str): ``'uniform'`` or ``'last'``.
         cache_rows (int): rows of hot remote nodes each rank keeps and
             gathers from (see :class:`~pyg_fusesample.distributed.
             DistNeighborSampler`; the same on every rank). Default: ``0``.
         group: the process group (default: the world).
+        time_attr (str, optional): temporal sampling by the partition's
+            own times, as ``FusedNeighborLoader(time_attr=...)`` samples the
+            whole graph: ``'edge_time'``, the edge-level times PyG's
+            ``Partitioner`` writes (``part.csc[None].edge_time``), or
+            ``'time'``, the node-level ones (``part.node_time[None]``, every
+            node's: an in-edge's time is its source's), else the edge-level
+            ones where the partition has no node-level times. Instead of
+            :obj:`edge_time`.
 
     Batches hold ``x``, ``y`` (where the partition stores them),
     ``edge_index``, ``n_id``, ``e_id``, ``input_id`` (positions in this
@@ -112,8 +121,14 @@ class FusedDistNeighborLoader:
                  disjoint: bool = False, edge_time: Optional[Tensor] = None,
                  input_time: Optional[Tensor] = None,
                  temporal_strategy: str = 'uniform', cache_rows: int = 0,
-                 group=None):
-        if (edge_time is None) != (input_time is None):
+                 group=None, time_attr: Optional[str] = None):
+        node_time = None
+        if time_attr is not None:
+            if edge_time is not None:
+                raise ValueError("give 'time_attr' (the partition's times) "
+                                 "or 'edge_time', not both")
+            edge_time, node_time = partition_times(part, time_attr)
+        if (edge_time is None) != (input_time is None) and node_time is None:
             raise ValueError("'edge_time' and 'input_time' come together "
                              "(temporal sampling)")
         # (temporal sampling is disjoint, as FusedNeighborLoader's)
@@ -134,6 +149,10 @@ class FusedDistNeighborLoader:
                                     int(input_nodes.max()) >= num_nodes):
             raise ValueError(f"'input_nodes' holds ids outside [0, "
                              f"{num_nodes})")
+        if input_time is None and node_time is not None:
+            # (node-level time: the seeds' own times, as the whole graph's
+            # loader gives them)
+            input_time = node_time.cpu()[input_nodes]
         if input_time is not None:
             input_time = input_time.cpu().to(torch.long).reshape(-1)
             if input_time.numel() != input_nodes.numel():
@@ -210,3 +229,28 @@ class FusedDistNeighborLoader:
                 f'world_size={self.sampler.world_size}, '
                 f'num_neighbors={self.sampler.num_neighbors}, '
                 f'batch_size={self.batches.batch_size})')
+
+
+def partition_times(part: Partition, time_attr: str):
+    r"""The partition's times for temporal sampling (see
+    :class:`FusedDistNeighborLoader`'s ``time_attr``): (each in-edge's
+    time in ``part.csc[None]``'s order, every node's time or ``None`` for
+    edge-level times)."""
+    if time_attr not in ('time', 'edge_time'):
+        raise ValueError(f"'time_attr' must be 'time' (node-level times, or "
+                         f"the edge-level ones) or 'edge_time', got "
+                         f"{time_attr!r}")
+    if part.is_hetero:
+        raise NotImplementedError("temporal sampling of a heterogeneous "
+                                  "partition is not supported yet")
+    csc, node_time = part.csc[None], part.node_time.get(None)
+    if time_attr == 'time' and node_time is not None:
+        # (an in-edge's time is its source's, as for the whole graph)
+        return node_time[csc.row.to(torch.long)], node_time
+    if csc.edge_time is None:
+        what = 'times' if time_attr == 'time' else 'edge-level times'
+        raise ValueError(f"time_attr={time_attr!r}: the partition holds no "
+                         f"{what} (PyG's Partitioner writes node-level ones "
+                         f"as node_feats.pt's 'time', edge-level ones as "
+                         f"edge_feats.pt's 'edge_time')")
+    return csc.edge_time, None

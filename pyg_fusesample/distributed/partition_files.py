@@ -28,7 +28,10 @@ beside it); :func:`write_partitions` stores them in ``feats`` as ``'y'``,
 which PyG's ``LocalFeatureStore.from_partition`` loads as one more attribute.
 Edge-level times (``edge_feats.pt``'s ``edge_time``, in ``graph.pt``'s edge
 order) are read into :attr:`PartCSC.edge_time`; node-level times (``time``
-in ``node_feats.pt``) are not read, and no time is written.
+in ``node_feats.pt``: every node's of the graph, or of the node type, in
+every part, as PyG's ``Partitioner`` writes them) into
+:attr:`Partition.node_time`, and :func:`write_partitions` writes them
+(``node_time``).
 
 :func:`read_partition` returns one rank's :class:`Partition` as the
 samplers read it: ids as in the whole graph (type-local for heterogeneous
@@ -54,7 +57,7 @@ import os
 import os.path as osp
 import pickle
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
                     Tuple, Union)
 
@@ -134,6 +137,10 @@ class Partition:
     csc: Dict[TypeKey, PartCSC]
     node_map: Dict[TypeKey, Tensor]
     edge_map: Optional[Dict[TypeKey, Tensor]]
+    # PyG's node-level times (node_feats.pt's 'time'): every node's of the
+    # whole graph (of each node type), as PyG's Partitioner stores them in
+    # every part
+    node_time: Dict[TypeKey, Tensor] = field(default_factory=dict)
 
     @property
     def is_hetero(self) -> bool:
@@ -180,11 +187,13 @@ class Partition:
              for t, f in self.node_feats.items()},
             {t: c.to(device) for t, c in self.csc.items()},
             move(self.node_map),
-            None if self.edge_map is None else move(self.edge_map))
+            None if self.edge_map is None else move(self.edge_map),
+            move(self.node_time))
 
     def nbytes(self) -> Dict[str, int]:
         r"""Bytes held, by kind: ``node_map``, ``edge_map``, ``nodes``,
-        ``csc``, ``node_feats``, ``edge_attr``, ``edge_time``."""
+        ``csc``, ``node_feats``, ``edge_attr``, ``edge_time``,
+        ``node_time``."""
         size = lambda t: t.numel() * t.element_size()  # noqa: E731
         out = dict(
             node_map=sum(size(t) for t in self.node_map.values()),
@@ -197,7 +206,8 @@ class Partition:
             edge_attr=sum(size(c.edge_attr) for c in self.csc.values()
                           if c.edge_attr is not None),
             edge_time=sum(size(c.edge_time) for c in self.csc.values()
-                          if c.edge_time is not None))
+                          if c.edge_time is not None),
+            node_time=sum(size(t) for t in self.node_time.values()))
         return out
 
 
@@ -526,10 +536,17 @@ def read_partition(root: str, part_id: int, labels=None,
                              f"META.json's 'node_types' {node_types}")
     else:
         nfeat = {None: nfeat}
-    node_feats = {}
+    node_feats, node_time = {}, {}
     for t in node_types:
         where = f'{path} [{t}]' if hetero else path
         entry = nfeat[t]
+        if entry.get('time') is not None:  # (every node's of the type)
+            value = _field(entry, 'time', where)
+            if value.dim() != 1 or value.numel() != num_nodes[t]:
+                raise ValueError(f"{where}: 'time' must hold every node's "
+                                 f"time ({num_nodes[t]}), got "
+                                 f"{_describe(value)}")
+            node_time[t] = value.to(torch.long)
         gid = _field(entry, 'global_id', where) - node_offset[t]
         if hetero and 'id' in entry and not torch.equal(
                 _field(entry, 'id', where), gid):
@@ -601,7 +618,7 @@ def read_partition(root: str, part_id: int, labels=None,
                      meta['node_types'] if hetero else None,
                      meta['edge_types'] if hetero else None, nodes,
                      node_feats, csc, node_map,
-                     edge_map if with_edge_map else None)
+                     edge_map if with_edge_map else None, node_time)
     if device is None and not pin_features:
         return part
     return part.to('cpu' if device is None else device, pin_features)
@@ -692,6 +709,7 @@ def write_partitions(
     node_feats: Union[None, Rows, Dict[str, Rows]] = None,
     labels: Union[None, Rows, Dict[str, Rows]] = None,
     node_chunk: int = 1 << 20,
+    node_time: Union[None, Rows, Dict[str, Rows]] = None,
 ) -> Dict[str, Any]:
     r"""Writes a graph in PyG's ``Partitioner`` format (loadable by
     ``LocalGraphStore.from_partition`` / ``LocalFeatureStore.from_partition``
@@ -725,6 +743,10 @@ def write_partitions(
             heterogeneous graph (types left out have none). Stored as
             ``feats['x']`` and ``feats['y']``.
         node_chunk (int): nodes per feature read.
+        node_time: node-level times (int64, rows by id range as the
+            features; per type for a heterogeneous graph), stored as PyG's
+            ``Partitioner`` stores them: every node's (of the type) in every
+            part's ``node_feats.pt`` as ``'time'`` (``8 N`` bytes a part).
     """
     hetero = isinstance(num_nodes, dict)
     if isinstance(num_parts, bool) or not isinstance(num_parts, int) \
@@ -780,6 +802,13 @@ def write_partitions(
         node_map[t] = rule.long().cpu()
     feats = {'x': per_type(node_feats, 'node_feats'),
              'y': per_type(labels, 'labels')}
+    times = {}
+    for t, value in per_type(node_time, 'node_time').items():
+        if t not in sizes:
+            raise ValueError(f"write_partitions: 'node_time' names the node "
+                             f"type {t!r}, not one of {list(sizes)}")
+        times[t] = _rows(value, 0, sizes[t], 'node_time').to(
+            torch.long).reshape(-1)
 
     os.makedirs(root, exist_ok=True)
     spool = _Spool(osp.join(root, '.spool'))
@@ -797,7 +826,7 @@ def write_partitions(
         for p in range(num_parts):
             _write_part(osp.join(root, f'part_{p}'), p, spool, sizes,
                         edge_iters, node_offset, edge_offset, no_attr,
-                        no_feats, hetero)
+                        no_feats, hetero, times)
         # the maps last: the edge maps are whole-graph tensors
         if hetero:
             os.makedirs(osp.join(root, 'node_map'), exist_ok=True)
@@ -906,7 +935,7 @@ def _spool_nodes(spool: _Spool, sizes, node_map, feats, num_parts,
 
 
 def _write_part(path, p, spool, sizes, edge_iters, node_offset, edge_offset,
-                no_attr, no_feats, hetero):
+                no_attr, no_feats, hetero, times):
     os.makedirs(path, exist_ok=True)
     empty = torch.empty(0, dtype=torch.int64)
     graph, efeat = {}, {}
@@ -937,6 +966,8 @@ def _write_part(path, p, spool, sizes, edge_iters, node_offset, edge_offset,
             entry['id'] = ids
         entry['feats'] = {name: _cat(pieces, name, empty_rows)
                           for name, empty_rows in no_feats[t].items()}
+        if t in times:
+            entry['time'] = times[t]
         nfeat[t] = entry
     torch.save(nfeat if hetero else nfeat[None],
                osp.join(path, 'node_feats.pt'))
