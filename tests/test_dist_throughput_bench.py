@@ -53,3 +53,26 @@ def test_dist_throughput_smoke(tmp_path):
     assert float(part['a2a_floor_ms']) > float(part['a2a_link_ms'])
     assert float(part['held_mb']) < float(repl['held_mb'])
     assert repl['a2a_sent_bytes_per_batch'] == ''
+
+    # benchmarks/dist_model.py: the bytes its model predicts from the same
+    # batches (sampled here by FusedNeighborLoader) are the run's counted
+    # bytes, within the hash parts' departure from symmetry; projected rows
+    # for other host counts
+    model_csv = tmp_path / 'model.csv'
+    sys.path.insert(0, str(REPO / 'benchmarks'))
+    try:
+        import dist_model
+    finally:
+        sys.path.pop(0)
+    assert dist_model.main(['--measured', str(out), '--batches', '6',
+                            '--hosts', '2', '64', '--out',
+                            str(model_csv)]) == 0
+    model = list(csv.DictReader(model_csv.open()))
+    assert [r['kind'] for r in model] == ['measured', 'model', 'projection',
+                                          'projection']
+    assert abs(float(model[1]['model_over_measured']) - 1) < 0.05
+    far = model[3]
+    assert far['hosts'] == '64' and far['messages_per_hop'] == str(4 * 63)
+    # 1/64 of IGB-full's features (1024 float32 a node) a rank
+    assert abs(float(far['mem_features_gb']) -
+               269_346_174 * 1024 * 4 / 64 / 1e9) < 1e-2
