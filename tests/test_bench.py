@@ -157,6 +157,31 @@ def test_layers_fused_rows_against_pyg_layers(tmp_path):
               'arxiv', '--scale', '0.005', '--device', 'cpu'])
 
 
+def test_a_setting_is_written_as_soon_as_it_is_measured(tmp_path,
+                                                          monkeypatch):
+    """A run stopped during a later setting (a time limit, a crash) keeps
+    the CSV rows of the settings measured before it, floors filled."""
+    from pyg_fusesample.bench import runner
+    from pyg_fusesample.bench.__main__ import main
+    measure = runner.run_row
+
+    def failing(bench, graph, fanout, *args, **kwargs):
+        if fanout == [2, 2]:
+            raise RuntimeError('stopped')
+        return measure(bench, graph, fanout, *args, **kwargs)
+    monkeypatch.setattr(runner, 'run_row', failing)
+    out = tmp_path / 'step.csv'
+    with pytest.raises(RuntimeError, match='stopped'):
+        main(['step', '--graph', 'arxiv', '--scale', '0.005', '--device',
+              'cpu', '--variants', 'fused', 'model-only', '--fanouts', '3,2',
+              '2,2', '--batch-sizes', '32', '--steps', '2', '--warmup', '1',
+              '--out', str(out)])
+    rows = read_rows(str(out))
+    assert [(r['fanout'], r['variant']) for r in rows] == [
+        ('3-2', 'fused'), ('3-2', 'model-only')]
+    assert rows[0]['model_ms'] == rows[1]['step_ms']
+
+
 def test_rounds_summary_compares_sage_rows_with_the_captured_step():
     """`bench sage` rows of several rounds: each row over the CapturedStep
     row (fused-sage-graph) of its own round."""

@@ -109,9 +109,12 @@ def _variants(args, parser, supported):
                      f'task; expected some of {list(supported)}')
 
 
-def _measure(args, parser, bench, name):
-    """The rows of every setting x round x variant of one Bench."""
-    from .runner import run_row, time_epoch
+def _measure(args, parser, bench, name, emit=None):
+    """The rows of every setting x round x variant of one Bench; with
+    :obj:`emit`, each setting's rows (model-only floors filled) are passed
+    to it as soon as they are measured, so that a run stopped later (a
+    time limit, a crash) keeps them."""
+    from .runner import fill_model_ms, run_row, time_epoch
     from .timing import warm_up_device
     if getattr(bench, 'sampling', 'uniform') != 'uniform':
         # (a variant this sampling rule rules out was reported by Bench)
@@ -122,6 +125,7 @@ def _measure(args, parser, bench, name):
     rows = []
     for fanout, bs, amp in itertools.product(args.fanouts, args.batch_sizes,
                                              args.amp):
+        first = len(rows)
         if (args.cmd in ('loader', 'step') and args.settle_steps > 0
                 and bench.device.type == 'cuda'):
             # On host-bound GPU rows (a small model, call56/call62) the first
@@ -151,6 +155,9 @@ def _measure(args, parser, bench, name):
                       f"{row['loader_ms']} ms, "
                       f"{row['sampled_edges_per_s']} edges/s", flush=True)
                 rows.append(row)
+        if emit is not None:
+            fill_model_ms(rows[first:])
+            emit(rows[first:])
     return rows
 
 
@@ -375,7 +382,7 @@ def main(argv=None):
     from .csv_schema import append_rows
     from .graph_runs import dataset_kwargs
     from .link import LinkBench
-    from .runner import Bench, fill_model_ms
+    from .runner import Bench
     from .timing import warm_up_device
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -402,19 +409,17 @@ def main(argv=None):
     if task == 'link' and layer_kinds != ['pyg']:
         raise SystemExit('--layers fused is measured for node classification '
                          '(--task node)')
-    rows = []
     for sampling in samplings:  # one graph, several sampling rules
         bench = (LinkBench if task == 'link' else Bench)(
             data, torch.device(args.device), args.seed,
             **({'sampling': sampling} if sampling != 'uniform' else {}))
         for layers in layer_kinds:
             bench.layers = layers
-            rows += _measure(args, sub.choices[args.cmd], bench,
-                             name + ('/link' if task == 'link' else '')
-                             + ('' if sampling == 'uniform'
-                                else f'/{sampling}'))
-    fill_model_ms(rows)
-    append_rows(args.out, rows)
+            # (each setting's rows written as soon as they are measured)
+            _measure(args, sub.choices[args.cmd], bench,
+                     name + ('/link' if task == 'link' else '')
+                     + ('' if sampling == 'uniform' else f'/{sampling}'),
+                     emit=lambda rows: append_rows(args.out, rows))
     base = os.path.splitext(args.out)[0]
     print(write_report(args.out, base + '.md', base + '.png'))
     return 0
