@@ -715,3 +715,57 @@ def test_bad_input_raises(name, device):
         f"{name} raised {outcome['type']}: {outcome['msg']}")
     assert outcome['msg'].strip(), f"{name} raised {outcome['type']} with " \
                                    f"no message"
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('out_channels,bipartite', [(16, False), (256, False),
+                                                     (256, True)])
+def test_autocast_pads_odd_widths_without_changing_the_result(
+        device, out_channels, bipartite, monkeypatch):
+    # Under bf16 autocast SAGEConv casts a 70-wide x into rows padded with
+    # zeros to 72 (aligned GEMMs) and pads W's input width: outputs and
+    # every gradient are those of the unpadded computation (linear_first
+    # or not, x_dst a prefix of x or not).
+    from pyg_fusesample.ops import aggregate_linear as al
+    torch.manual_seed(0)
+    data = power_law_graph(400, 6, 70, 3, seed=0)
+    b = next(iter(FusedNeighborLoader(data, num_neighbors=[5, 3],
+                                      batch_size=32))).to(device)
+    conv = SAGEConv(70, out_channels).to(device)
+    T = b.num_sampled_nodes[0] + b.num_sampled_nodes[1]
+
+    cast, pads = al._cast, []
+
+    def spy(t, dtype, pad):
+        pads.append(pad)
+        return cast(t, dtype, pad)
+    monkeypatch.setattr(al, '_cast', spy)
+
+    def run(align):
+        monkeypatch.setattr(al, '_ALIGN', align)
+        c = copy.deepcopy(conv)
+        x = b.x.detach().clone().requires_grad_()
+        x_dst = x[:T].detach().clone().requires_grad_() if bipartite else None
+        with torch.autocast(device, dtype=torch.bfloat16):
+            out = c((x, x_dst) if bipartite else x,
+                    b.edge_index.narrow(1, 0, b.num_sampled_edges[0]
+                                        + b.num_sampled_edges[1]))
+        out.float().pow(2).sum().backward()
+        grads = {n: p.grad for n, p in c.named_parameters()}
+        grads['x'] = x.grad
+        if bipartite:
+            grads['x_dst'] = x_dst.grad
+        return out, grads
+
+    padded, grads = run(8)
+    assert set(pads) == {2}  # (70 -> 72: the padded path ran)
+    pads.clear()
+    plain, want = run(1)
+    assert set(pads) == {0}
+    assert padded.dtype == torch.bfloat16
+    torch.testing.assert_close(padded, plain, rtol=2e-2, atol=2e-2)
+    assert grads.keys() == want.keys()
+    for name in want:
+        assert grads[name].shape == want[name].shape, name
+        torch.testing.assert_close(grads[name], want[name], rtol=2e-2,
+                                   atol=2e-2)

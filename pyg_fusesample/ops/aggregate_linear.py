@@ -164,15 +164,53 @@ def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,
         # backward) in it with no cast per GEMM; the casts of the fp32
         # parameters are differentiable, so their gradients come back fp32.
         dtype = torch.get_autocast_dtype(device)
-        x, x_dst, weight_l, bias, weight_r = (
+        pad = _width_pad(x, x_dst, dtype)
+        x, x_dst = (None if t is None else _cast(t, dtype, pad)
+                    for t in (x, x_dst))
+        weight_l, bias, weight_r = (
             None if t is None else t.to(dtype)
-            for t in (x, x_dst, weight_l, bias, weight_r))
+            for t in (weight_l, bias, weight_r))
+        if pad:
+            weight_l = F.pad(weight_l, (0, pad))
+            weight_r = None if weight_r is None else F.pad(weight_r,
+                                                           (0, pad))
         with torch.autocast(device, enabled=False):
             return _AggregateLinear.apply(x, x_dst, weight_l, bias,
                                           weight_r, layout, reduce,
                                           linear_first, prefix)
     return _AggregateLinear.apply(x, x_dst, weight_l, bias, weight_r, layout,
                                   reduce, linear_first, prefix)
+
+
+# 16-bit GEMMs whose rows are not a multiple of 16 bytes run cuBLAS's slow
+# unaligned kernels (a 602-wide Reddit row: "align2" tensor-core kernels).
+# Under autocast, x (and x_dst) are cast into rows padded with zero columns
+# to a multiple of 8 values, in the copy the cast makes anyway, and W's
+# input width is padded with zeros too: the products are exactly the
+# unpadded ones (zero terms); the pads' gradients are dropped by the
+# backward of the copy and of F.pad.
+_ALIGN = 8
+
+
+def _width_pad(x: Tensor, x_dst: Optional[Tensor], dtype) -> int:
+    # Zero columns to add: 16-bit values, widths of 64 and more (a narrow
+    # input's GEMMs are cheap), x_dst (if any) of x's width.
+    F_in = x.size(1)
+    if torch.finfo(dtype).bits != 16 or F_in < 64 or (
+            x_dst is not None and x_dst.size(1) != F_in):
+        return 0
+    return -F_in % _ALIGN
+
+
+def _cast(t: Tensor, dtype, pad: int) -> Tensor:
+    # t in `dtype`, `pad` zero columns after its own: one copy
+    # (differentiable: the gradient of t is the first columns').
+    if pad == 0:
+        return t.to(dtype)
+    out = t.new_empty((t.size(0), t.size(1) + pad), dtype=dtype)
+    out[:, t.size(1):] = 0
+    out[:, :t.size(1)] = t
+    return out
 
 
 def _traced(layout: TargetLayout, x: Tensor, reduce: str, weight_l: Tensor,
