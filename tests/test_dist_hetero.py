@@ -5,7 +5,9 @@ FusedNeighborLoader's on the whole graph for rank r's share of the seeds
 (every node type's n_id, x, y, num_sampled_nodes; every edge type's
 edge_index, e_id, num_sampled_edges; input_id, batch_size), for one fan-out
 list, a dict of fan-outs per edge type (an edge type left at 0, -1),
-replacement and disjoint batches; the rules not supported yet are refused."""
+replacement and disjoint batches, weights (zero weights among them),
+node-level times (two node types timed, two not) and edge-level times; the
+cache of hot rows, not supported yet, is refused."""
 import os
 import tempfile
 
@@ -22,8 +24,29 @@ from pyg_fusesample.distributed import (DistNeighborSampler,
 from test_dist_sampler import _join
 
 
-def graph():
-    return mag_like(scale=0.001, seed=3, features='all')
+def graph(rule=None):
+    data = mag_like(scale=0.001, seed=3, features='all')
+    g = torch.Generator().manual_seed(8)
+    if rule == 'weighted':
+        for et in data.edge_types:
+            w = torch.rand(data[et].num_edges, generator=g,
+                           dtype=torch.float64)
+            w[torch.rand(w.numel(), generator=g) < 0.2] = 0  # never drawn
+            data[et].edge_weight = w
+    elif rule == 'node_time':  # papers and authors have times, not the rest
+        for nt in ('paper', 'author'):
+            data[nt].time = torch.randint(0, 40, (data[nt].num_nodes, ),
+                                          generator=g)
+    elif rule == 'edge_time':
+        for et in data.edge_types:
+            data[et].time = torch.randint(0, 40, (data[et].num_edges, ),
+                                          generator=g)
+    return data
+
+
+def seed_times(num):
+    return torch.randint(10, 50, (num, ),
+                         generator=torch.Generator().manual_seed(9))
 
 
 def fanouts(kind, data):
@@ -37,15 +60,34 @@ def fanouts(kind, data):
     return out
 
 
-def _worker(rank, world, root, init, out_dir, kind, replace, disjoint):
+def rule_kwargs(rule, data, train, distributed):
+    # the loaders' arguments of a sampling rule (the distributed loader's
+    # or FusedNeighborLoader's)
+    if rule == 'weighted':
+        return {'edge_weight': True} if distributed else {
+            'weight_attr': 'edge_weight'}
+    if rule == 'node_time':
+        return {'time_attr': 'time'}
+    if rule == 'edge_time':
+        return {'time_attr': 'edge_time' if distributed else 'time',
+                'input_time': seed_times(train.numel())}
+    return {}
+
+
+def _worker(rank, world, root, init, out_dir, kind, replace, disjoint,
+            rule):
     _join(rank, world, init)
     try:
-        data = graph()
+        data = graph(rule)
         part = read_partition(root, rank)
+        if rule == 'edge_time':  # (the whole graph's, at the part's edges)
+            for et in data.edge_types:
+                part.csc[et].edge_time = data[et].time[part.csc[et].edge_id]
+        train = data['paper'].train_mask.nonzero().view(-1)
         loader = FusedDistNeighborLoader(
-            part, fanouts(kind, data),
-            input_nodes=('paper', data['paper'].train_mask), batch_size=8,
-            shuffle=True, seed=4, replace=replace, disjoint=disjoint)
+            part, fanouts(kind, data), input_nodes=('paper', train),
+            batch_size=8, shuffle=True, seed=4, replace=replace,
+            disjoint=disjoint, **rule_kwargs(rule, data, train, True))
         batches = [b.to_dict() for b in loader]
         torch.save((len(loader), batches),
                    os.path.join(out_dir, f'{rank}.pt'))
@@ -53,41 +95,52 @@ def _worker(rank, world, root, init, out_dir, kind, replace, disjoint):
         dist.destroy_process_group()
 
 
-def on_parts(world, *args):
-    data = graph()
+def on_parts(world, *args, rule=None):
+    data = graph(rule)
+    weighted = rule == 'weighted'
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, 'part')
         write_partitions(
             root, {nt: data[nt].num_nodes for nt in data.node_types},
-            {et: [tuple(data[et].edge_index)] for et in data.edge_types},
+            {et: [tuple(data[et].edge_index) + (
+                (data[et].edge_weight, ) if weighted else ())]
+             for et in data.edge_types},
             world, assignment='hash',
             node_feats={nt: data[nt].x for nt in data.node_types},
-            labels={'paper': data['paper'].y})
+            labels={'paper': data['paper'].y},
+            node_time={nt: data[nt].time for nt in data.node_types
+                       if 'time' in data[nt]} or None)
         mp.spawn(_worker, args=(world, root, os.path.join(tmp, 'init'), tmp,
-                                *args), nprocs=world)
+                                *args, rule), nprocs=world)
         return [torch.load(os.path.join(tmp, f'{r}.pt'), weights_only=False)
                 for r in range(world)]
 
 
-@pytest.mark.parametrize('world,kind,replace,disjoint', [
-    (1, 'list', False, False), (2, 'list', False, False),
-    (3, 'dict', False, False), (2, 'list', True, False),
-    (2, 'dict', False, True)])
+@pytest.mark.parametrize('world,kind,replace,disjoint,rule', [
+    (1, 'list', False, False, None), (2, 'list', False, False, None),
+    (3, 'dict', False, False, None), (2, 'list', True, False, None),
+    (2, 'dict', False, True, None), (2, 'list', False, False, 'weighted'),
+    (3, 'dict', True, False, 'weighted'), (2, 'list', False, True,
+                                          'node_time'),
+    (2, 'dict', False, True, 'edge_time')])
 def test_hetero_batches_equal_fused_neighbor_loader(world, kind, replace,
-                                                    disjoint):
+                                                    disjoint, rule):
     from pyg_fusesample import FusedNeighborLoader
     from pyg_fusesample.loader import rank_seeds
-    data = graph()
+    data = graph(rule)
     train = data['paper'].train_mask.nonzero().view(-1)
-    got = on_parts(world, kind, replace, disjoint)
+    got = on_parts(world, kind, replace, disjoint, rule=rule)
     assert len({n for n, _ in got}) == 1  # as many batches on every rank
     for rank, (num_batches, batches) in enumerate(got):
+        mine = rank_seeds(torch.arange(train.numel()), rank, world,
+                          shuffle=False)
+        extra = rule_kwargs(rule, data, train, False)
+        if 'input_time' in extra:
+            extra['input_time'] = extra['input_time'][mine]
         want = list(FusedNeighborLoader(
-            data, fanouts(kind, data),
-            input_nodes=('paper', rank_seeds(train, rank, world,
-                                             shuffle=False)),
+            data, fanouts(kind, data), input_nodes=('paper', train[mine]),
             batch_size=8, shuffle=True, seed=4, replace=replace,
-            disjoint=disjoint))
+            disjoint=disjoint, **extra))
         assert num_batches == len(want) == len(batches) > 0
         for a, b in zip(batches, want):
             for nt in data.node_types:
@@ -112,12 +165,15 @@ def _refusal_worker(rank, world, root, init, out_dir, kind, replace,
     try:
         part = read_partition(root, rank)
         said = []
-        for kwargs in ({'edge_weight': True}, {'cache_rows': 5},
-                       {'edge_time': torch.zeros(1, dtype=torch.long),
-                        'disjoint': True}):
-            try:
+        try:
+            DistNeighborSampler(part, [2], cache_rows=5)
+        except NotImplementedError as e:
+            said.append(str(e))
+        for kwargs in ({'edge_weight': True},
+                       {'time_attr': 'time', 'disjoint': True}):
+            try:  # (the partition has no weights, no times)
                 DistNeighborSampler(part, [2], **kwargs)
-            except NotImplementedError as e:
+            except ValueError as e:
                 said.append(str(e))
         try:
             FusedDistNeighborLoader(part, [2], input_nodes=torch.arange(3))
@@ -144,7 +200,8 @@ def test_hetero_refusals():
                                         tmp, 'list', False, False), nprocs=1)
         said = torch.load(os.path.join(tmp, '0.pt'))
     assert len(said) == 5
-    for rule, msg in zip(('edge_weight', 'cache_rows', 'edge_time'), said):
-        assert rule in msg and 'heterogeneous partition' in msg
+    assert 'cache_rows' in said[0] and 'heterogeneous partition' in said[0]
+    assert "no 'edge_attr'" in said[1]
+    assert 'holds no times' in said[2]
     assert '(node_type, ids or mask)' in said[3]
     assert 'venue' in said[4]

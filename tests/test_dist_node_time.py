@@ -115,18 +115,18 @@ def test_reads_pyg_partitioner_node_times(tmp_path, monkeypatch):
 
 
 def test_time_attr_refusals(tmp_path):
-    from pyg_fusesample.distributed.dist_loader import partition_times
+    from pyg_fusesample.distributed.dist_sampler import partition_times
     root = str(tmp_path / 'part')
     edge_index, x, y = graph()
     write_partitions(root, N, [(edge_index[0], edge_index[1])], 1,
                      node_feats=x)
     part = read_partition(root, 0)
     with pytest.raises(ValueError, match='holds no times'):
-        partition_times(part, 'time')
+        partition_times(part, None, 'time')
     with pytest.raises(ValueError, match='no edge-level times'):
-        partition_times(part, 'edge_time')
+        partition_times(part, None, 'edge_time')
     with pytest.raises(ValueError, match="must be 'time'"):
-        partition_times(part, 'year')
+        partition_times(part, None, 'year')
     with pytest.raises(ValueError, match="'node_time' names the node type"):
         write_partitions(str(tmp_path / 'p2'), {'a': 3},
                          {('a', 'to', 'a'): []}, 1,

@@ -87,11 +87,13 @@ class FusedDistNeighborLoader:
         time_attr (str, optional): temporal sampling by the partition's
             own times, as ``FusedNeighborLoader(time_attr=...)`` samples the
             whole graph: ``'edge_time'``, the edge-level times PyG's
-            ``Partitioner`` writes (``part.csc[None].edge_time``), or
-            ``'time'``, the node-level ones (``part.node_time[None]``, every
+            ``Partitioner`` writes (``part.csc[t].edge_time``), or
+            ``'time'``, the node-level ones (``part.node_time``, every
             node's: an in-edge's time is its source's), else the edge-level
-            ones where the partition has no node-level times. Instead of
-            :obj:`edge_time`.
+            ones where the partition has no node-level times
+            (:func:`~pyg_fusesample.distributed.dist_sampler.
+            partition_times`). Instead of :obj:`edge_time`; homogeneous or
+            heterogeneous.
 
     Batches hold ``x``, ``y`` (where the partition stores them),
     ``edge_index``, ``n_id``, ``e_id``, ``input_id`` (positions in this
@@ -122,22 +124,21 @@ class FusedDistNeighborLoader:
                  input_time: Optional[Tensor] = None,
                  temporal_strategy: str = 'uniform', cache_rows: int = 0,
                  group=None, time_attr: Optional[str] = None):
-        node_time = None
-        if time_attr is not None:
-            if edge_time is not None:
-                raise ValueError("give 'time_attr' (the partition's times) "
-                                 "or 'edge_time', not both")
-            edge_time, node_time = partition_times(part, time_attr)
-        if (edge_time is None) != (input_time is None) and node_time is None:
+        if time_attr is None and (edge_time is None) != (input_time is None):
             raise ValueError("'edge_time' and 'input_time' come together "
                              "(temporal sampling)")
         # (temporal sampling is disjoint, as FusedNeighborLoader's)
-        disjoint = disjoint or edge_time is not None
+        disjoint = disjoint or edge_time is not None or time_attr is not None
         self.sampler = DistNeighborSampler(
             part, num_neighbors, replace=replace, edge_weight=edge_weight,
             disjoint=disjoint, edge_time=edge_time,
             temporal_strategy=temporal_strategy, cache_rows=cache_rows,
-            group=group)
+            group=group, time_attr=time_attr)
+        node_time = self.sampler.node_time
+        if time_attr is not None and node_time is None and \
+                input_time is None:
+            raise ValueError("edge-level temporal sampling needs the seeds' "
+                             "times ('input_time')")
         self.seed_type, self._seed_offset = None, 0
         if self.sampler.typed is not None:
             input_nodes, num_nodes = self._typed_inputs(input_nodes)
@@ -152,6 +153,12 @@ class FusedDistNeighborLoader:
         if input_time is None and node_time is not None:
             # (node-level time: the seeds' own times, as the whole graph's
             # loader gives them)
+            if isinstance(node_time, dict):
+                if self.seed_type not in node_time:
+                    raise ValueError(f"the seeds' node type "
+                                     f"{self.seed_type!r} has no times: "
+                                     f"pass them as 'input_time'")
+                node_time = node_time[self.seed_type]
             input_time = node_time.cpu()[input_nodes]
         if input_time is not None:
             input_time = input_time.cpu().to(torch.long).reshape(-1)
@@ -230,27 +237,3 @@ class FusedDistNeighborLoader:
                 f'num_neighbors={self.sampler.num_neighbors}, '
                 f'batch_size={self.batches.batch_size})')
 
-
-def partition_times(part: Partition, time_attr: str):
-    r"""The partition's times for temporal sampling (see
-    :class:`FusedDistNeighborLoader`'s ``time_attr``): (each in-edge's
-    time in ``part.csc[None]``'s order, every node's time or ``None`` for
-    edge-level times)."""
-    if time_attr not in ('time', 'edge_time'):
-        raise ValueError(f"'time_attr' must be 'time' (node-level times, or "
-                         f"the edge-level ones) or 'edge_time', got "
-                         f"{time_attr!r}")
-    if part.is_hetero:
-        raise NotImplementedError("temporal sampling of a heterogeneous "
-                                  "partition is not supported yet")
-    csc, node_time = part.csc[None], part.node_time.get(None)
-    if time_attr == 'time' and node_time is not None:
-        # (an in-edge's time is its source's, as for the whole graph)
-        return node_time[csc.row.to(torch.long)], node_time
-    if csc.edge_time is None:
-        what = 'times' if time_attr == 'time' else 'edge-level times'
-        raise ValueError(f"time_attr={time_attr!r}: the partition holds no "
-                         f"{what} (PyG's Partitioner writes node-level ones "
-                         f"as node_feats.pt's 'time', edge-level ones as "
-                         f"edge_feats.pt's 'edge_time')")
-    return csc.edge_time, None

@@ -56,9 +56,10 @@ timeout, by default by aborting them: ``TORCH_NCCL_ASYNC_ERROR_HANDLING``).
 This version samples homogeneous graphs, uniformly or by edge weight,
 disjoint or not, with the time rule (``edge_time``: edge-level times, e.g.
 those ``read_partition`` reads from PyG's files), and can keep the rows of
-hot remote nodes (``cache_rows``); heterogeneous partitions uniformly (with
-or without replacement, disjoint or not: typed_part.py), their weights,
-times and cache raising :class:`NotImplementedError`.
+hot remote nodes (``cache_rows``); heterogeneous partitions too
+(typed_part.py), with every rule but the cache (``cache_rows`` raises
+:class:`NotImplementedError` there). ``time_attr`` takes the partition's
+own times (:func:`partition_times`).
 """
 import contextlib
 import math
@@ -134,6 +135,11 @@ class DistNeighborSampler:
             up in batches about as often as it is an in-edge's source).
             The same value on every rank (checked). Default: ``0``, none.
         group: the process group (default: the world).
+        time_attr (str, optional): temporal sampling by the partition's
+            own times instead of :obj:`edge_time` (:func:`partition_times`:
+            ``'time'`` node-level, ``'edge_time'`` edge-level); needs
+            :obj:`disjoint`. Node-level times are kept as
+            :attr:`node_time` (the seeds' default times).
 
     Counters (from the end of construction, the cache's own fetch not
     counted; :meth:`reset_counters` zeroes them): ``bytes_sent`` /
@@ -147,7 +153,7 @@ class DistNeighborSampler:
                  replace: bool = False, edge_weight: bool = False,
                  disjoint: bool = False, edge_time: Optional[Tensor] = None,
                  temporal_strategy: str = 'uniform', cache_rows: int = 0,
-                 group=None):
+                 group=None, time_attr: Optional[str] = None):
         if not dist.is_initialized():
             raise RuntimeError("DistNeighborSampler needs an initialised "
                                "torch.distributed process group")
@@ -163,7 +169,10 @@ class DistNeighborSampler:
         self.backend = _backend(group, self.device)
         self.replace, self.disjoint = bool(replace), bool(disjoint)
         self.part = part
-        if edge_time is not None and not disjoint:
+        if time_attr is not None and edge_time is not None:
+            raise ValueError("give 'time_attr' (the partition's times) or "
+                             "'edge_time', not both")
+        if (edge_time is not None or time_attr is not None) and not disjoint:
             raise ValueError("temporal sampling (edge_time) needs "
                              "disjoint=True, as FusedNeighborLoader's")
         if temporal_strategy not in ('uniform', 'last'):
@@ -174,16 +183,10 @@ class DistNeighborSampler:
         # (typed_part.py); `fanouts[h][t]`: hop h's fan-out of edge type t.
         self.typed: Optional[TypedPart] = None
         if part.is_hetero:
-            rules = [name for name, on in (
-                ('edge_weight', edge_weight), ('edge_time', edge_time is not
-                                               None),
-                ('cache_rows', int(cache_rows) != 0)) if on]
-            if rules:
+            if int(cache_rows) != 0:
                 raise NotImplementedError(
-                    f"DistNeighborSampler: {', '.join(rules)} on a "
-                    f"heterogeneous partition is not supported yet "
-                    f"(uniform sampling, with or without replacement, "
-                    f"disjoint or not)")
+                    "DistNeighborSampler: cache_rows on a heterogeneous "
+                    "partition is not supported yet")
             self.typed = typed_part(part)
             self.fanouts = typed_fanouts(num_neighbors,
                                          self.typed.edge_types)
@@ -199,9 +202,15 @@ class DistNeighborSampler:
             self.nodes = part.nodes[None]  # owned global ids, ascending
             self.owner = part.node_map[None]  # global id -> part
             csc = part.csc[None]
-        # (the rules are for homogeneous parts: refused above otherwise)
+        # every node's time of node-level times (by node type for a
+        # heterogeneous part): the seeds' default times
+        self.node_time = None
+        if time_attr is not None:
+            edge_time, self.node_time = partition_times(part, self.typed,
+                                                        time_attr)
         self.csc, self.weight_cumsum, self.edge_time = _rule_csc(
-            csc, self.nodes.numel(), edge_weight, edge_time)
+            csc, self.nodes.numel() * len(self.fanouts[0]) if self.fanouts
+            else self.nodes.numel(), edge_weight, edge_time)
         self.cache_ids: Optional[Tensor] = None
         self.cache: dict = {}
         self.reset_counters()
@@ -394,7 +403,9 @@ class DistNeighborSampler:
         for t, k in enumerate(ks):
             d = keyed_draws(self.csc.colptr, self.csc.row, self.csc.edge_id,
                             local * T + t, position, k, self.replace,
-                            rng_seed, hop * T + t)
+                            rng_seed, hop * T + t, self.weight_cumsum,
+                            self.edge_time, seed_time,
+                            self.temporal_strategy)
             counts.append(d.count)
             rows.append(d.row)
             edges.append(d.edge)
@@ -592,6 +603,47 @@ def _rows_at(table: Tensor, local: Tensor) -> Tensor:
     if table.device == local.device:
         return table[local]
     return gather_rows(table, local, check_index=False)
+
+
+# The time of nodes whose type has no time: never later than a seed (as
+# the whole graph's rule: sampling_rule.py).
+_NO_TIME = torch.iinfo(torch.long).min
+
+
+def partition_times(part: Partition, typed: Optional[TypedPart],
+                    time_attr: str):
+    r"""The partition's times for temporal sampling: (each in-edge's time,
+    in the order of the sampler's CSC -- ``part.csc[None]`` or the typed
+    CSC of a heterogeneous part --, the node-level times or ``None``:
+    every node's, by node type where heterogeneous). ``'edge_time'``: the
+    edge-level times PyG's ``Partitioner`` writes (``edge_feats.pt``);
+    ``'time'``: the node-level ones (``node_feats.pt``; an in-edge's time is
+    its source's, nodes of a type without times never later than a seed),
+    else the edge-level ones."""
+    if time_attr not in ('time', 'edge_time'):
+        raise ValueError(f"'time_attr' must be 'time' (node-level times, or "
+                         f"the edge-level ones) or 'edge_time', got "
+                         f"{time_attr!r}")
+    csc = typed.csc if typed is not None else part.csc[None]
+    if time_attr == 'time' and part.node_time:
+        if typed is None:
+            node_time = part.node_time[None]
+            return node_time[csc.row.to(torch.long)], node_time
+        every = torch.full((typed.node_offset[-1], ), _NO_TIME,
+                           dtype=torch.long, device=csc.row.device)
+        for i, nt in enumerate(typed.node_types):
+            if nt in part.node_time:
+                every[typed.node_offset[i]:typed.node_offset[i + 1]] = \
+                    part.node_time[nt]
+        return every[csc.row], dict(part.node_time)
+    if csc.edge_time is None:
+        what = 'times' if time_attr == 'time' else 'edge-level times'
+        raise ValueError(f"time_attr={time_attr!r}: the partition holds no "
+                         f"{what} (PyG's Partitioner writes node-level ones "
+                         f"as node_feats.pt's 'time', edge-level ones as "
+                         f"edge_feats.pt's 'edge_time'; for a heterogeneous "
+                         f"partition every edge type needs them)")
+    return csc.edge_time, None
 
 
 def _rule_csc(csc: PartCSC, num_targets: int, edge_weight: bool,

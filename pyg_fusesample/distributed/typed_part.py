@@ -78,7 +78,7 @@ def typed_part(part: Partition) -> TypedPart:
                        for nt in node_types])
     T = len(edge_types)
     n_local = local_offset[-1]
-    keys, rows, eids = [], [], []
+    keys, rows, eids, attrs, times = [], [], [], [], []
     for t, et in enumerate(edge_types):
         csc = part.csc[et]
         s, d = node_types.index(et[0]), node_types.index(et[-1])
@@ -89,6 +89,9 @@ def typed_part(part: Partition) -> TypedPart:
         keys.append((local_offset[d] + dst) * T + t)
         rows.append(csc.row.to(torch.long) + node_offset[s])
         eids.append(csc.edge_id.to(torch.long) * T + t)
+        attrs.append(csc.edge_attr)
+        times.append(csc.edge_time)
+    order = None
     if T and sum(k.numel() for k in keys):
         key = torch.cat(keys)
         # (stable: within a segment, the type's CSC order: edge id order)
@@ -98,10 +101,20 @@ def typed_part(part: Partition) -> TypedPart:
         key = row = eid = torch.zeros(0, dtype=torch.long, device=dev)
     colptr = torch.searchsorted(
         key, torch.arange(n_local * T + 1, device=dev))
+
+    def along(values):
+        # an edge attribute of every edge type (weights: [e] or [e, 1]) in
+        # the typed CSC's order; None unless every edge type has it
+        if not values or any(v is None or v.dim() > 2 or (
+                v.dim() == 2 and v.size(1) != 1) for v in values):
+            return None
+        flat = torch.cat([v.reshape(-1) for v in values])
+        return flat if order is None else flat[order]
     return TypedPart(node_types, edge_types, node_offset, local_offset,
                      nodes, owner,
                      PartCSC(colptr, row, eid, (node_offset[-1],
-                                                node_offset[-1])))
+                                                node_offset[-1]),
+                             along(attrs), along(times)))
 
 
 def typed_fanouts(num_neighbors, edge_types: List[Tuple[str, str, str]]
