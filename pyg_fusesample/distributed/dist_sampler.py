@@ -57,9 +57,8 @@ This version samples homogeneous graphs, uniformly or by edge weight,
 disjoint or not, with the time rule (``edge_time``: edge-level times, e.g.
 those ``read_partition`` reads from PyG's files), and can keep the rows of
 hot remote nodes (``cache_rows``); heterogeneous partitions too
-(typed_part.py), with every rule but the cache (``cache_rows`` raises
-:class:`NotImplementedError` there). ``time_attr`` takes the partition's
-own times (:func:`partition_times`).
+(typed_part.py), with every rule and the cache. ``time_attr`` takes the
+partition's own times (:func:`partition_times`).
 """
 import contextlib
 import math
@@ -183,10 +182,6 @@ class DistNeighborSampler:
         # (typed_part.py); `fanouts[h][t]`: hop h's fan-out of edge type t.
         self.typed: Optional[TypedPart] = None
         if part.is_hetero:
-            if int(cache_rows) != 0:
-                raise NotImplementedError(
-                    "DistNeighborSampler: cache_rows on a heterogeneous "
-                    "partition is not supported yet")
             self.typed = typed_part(part)
             self.fanouts = typed_fanouts(num_neighbors,
                                          self.typed.edge_types)
@@ -437,27 +432,40 @@ class DistNeighborSampler:
             raise ValueError("'node_type' names the node type of 'ids' in a "
                              "heterogeneous partition (and only there)")
         tables = {name: self._table(name, node_type) for name in names}
+        row_offset = 0
         if self.typed is not None:
             # (routed in the one id space; rows at the type's local rows)
             i = self.typed.type_of(node_type)
-            return self._fetch(ids + self.typed.node_offset[i], tables,
-                               count=True,
-                               row_offset=self.typed.local_offset[i])
-        if self.cache_ids is None or self.cache_ids.numel() == 0:
-            return self._fetch(ids, tables, count=True)
-        pos = torch.searchsorted(self.cache_ids, ids).clamp_max(
-            self.cache_ids.numel() - 1)
-        hit = self.cache_ids[pos] == ids
+            ids = ids + self.typed.node_offset[i]
+            row_offset = self.typed.local_offset[i]
+        cache_ids, cached = self._cached(node_type)
+        if cache_ids is None or cache_ids.numel() == 0:
+            return self._fetch(ids, tables, count=True,
+                               row_offset=row_offset)
+        pos = torch.searchsorted(cache_ids, ids).clamp_max(
+            cache_ids.numel() - 1)
+        hit = cache_ids[pos] == ids
         miss = ~hit
-        fetched = self._fetch(ids[miss], tables, count=True)
+        fetched = self._fetch(ids[miss], tables, count=True,
+                              row_offset=row_offset)
         out = {}
         for name, table in tables.items():
             rows = torch.empty((ids.numel(), ) + table.shape[1:],
                                dtype=table.dtype, device=self.device)
-            rows[hit] = self.cache[name][pos[hit]]
+            rows[hit] = cached[name][pos[hit]]
             rows[miss] = fetched[name]
             out[name] = rows
         return out
+
+    def _cached(self, node_type: Optional[str]):
+        # (the cached ids of a node type, in the one id space, ascending;
+        # their rows by feature name)
+        if self.typed is None or self.cache_ids is None:
+            return self.cache_ids, self.cache
+        lo, hi = self._cache_blocks[node_type]
+        return self.cache_ids[lo:hi], {
+            name: rows for (nt, name), rows in self.cache.items()
+            if nt == node_type}
 
     def cache_nbytes(self) -> int:
         r"""Bytes of the cache of hot remote rows: its ids and their rows of
@@ -516,17 +524,36 @@ class DistNeighborSampler:
                     f"rank must pass the same value")
         if cache_rows == 0:
             return
-        src = self.part.csc[None].row.to(torch.long)
+        typed = self.typed
+        src = (typed.csc if typed is not None else self.part.csc[None]).row
+        src = src.to(torch.long)
         remote = src[self.owner[src] != self.rank]
         ids, hits = torch.unique(remote, return_counts=True)
         # (most in-edges first, ties by id: unique's order, kept stably)
         hot = ids[torch.sort(hits, descending=True, stable=True).indices[
             :cache_rows]]
         self.cache_ids = torch.sort(hot).values
-        self.cache = self._fetch(
-            self.cache_ids, {name: self._table(name) for name in
-                             sorted(self.part.node_feats[None])},
-            count=False)
+        if typed is None:
+            self.cache = self._fetch(
+                self.cache_ids, {name: self._table(name) for name in
+                                 sorted(self.part.node_feats[None])},
+                count=False)
+            return
+        # A heterogeneous part: the cached ids of each node type are a
+        # block of cache_ids (types are id ranges); each type's rows fetched
+        # in turn, every type on every rank (collective).
+        bounds = torch.searchsorted(self.cache_ids, torch.tensor(
+            typed.node_offset, device=self.device)).tolist()
+        self._cache_blocks = {}
+        for i, nt in enumerate(typed.node_types):
+            lo, hi = bounds[i], bounds[i + 1]
+            self._cache_blocks[nt] = (lo, hi)
+            names = sorted(self.part.node_feats.get(nt, {}))
+            rows = self._fetch(self.cache_ids[lo:hi],
+                               {name: self._table(name, nt)
+                                for name in names},
+                               count=False, row_offset=typed.local_offset[i])
+            self.cache.update({(nt, name): r for name, r in rows.items()})
 
 
 # The device each backend exchanges tensors of.
