@@ -84,7 +84,7 @@ COLUMNS = [
     'world_size', 'graph', 'synthetic', 'scale', 'num_nodes', 'num_edges',
     'num_features', 'fanout', 'batch_size', 'hidden', 'trim', 'variant',
     'cache_rows', 'steps', 'warmup', 'step_ms', 'step_ms_mean',
-    'seeds_per_s', 'vs_replicated', 'sampled_edges_per_batch',
+    'seeds_per_s', 'vs_replicated', 'vs_pyg', 'sampled_edges_per_batch',
     'a2a_exchanges_per_batch', 'a2a_host_reads_per_batch',
     'a2a_sent_bytes_per_batch', 'a2a_max_sent_bytes_per_batch',
     'a2a_received_bytes_per_batch', 'link_mib', 'link_gbps',
@@ -111,7 +111,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         'for papers100m, 0.5 for products)')
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--variants', nargs='+',
-                   choices=['partitioned', 'replicated'],
+                   choices=['partitioned', 'replicated', 'pyg'],
                    default=['partitioned', 'replicated'])
     p.add_argument('--num-neighbors', type=int, nargs='+',
                    default=[15, 10, 5])
@@ -374,6 +374,102 @@ def replicated(args, data, device, rank: int, world: int) -> dict:
     return out
 
 
+def _pyg_warn_shim():
+    # PyG 2.8's torch_geometric.distributed (deprecated since 2.7) calls
+    # warnings.warn(..., stack_level=2), which raises TypeError: its
+    # loaders cannot be made at all. The baseline runs with the keyword
+    # passed on as warnings' own (stacklevel), the rest of PyG's code as
+    # it is.
+    import warnings
+
+    import torch_geometric.distributed.dist_neighbor_loader as loader_mod
+    import torch_geometric.distributed.dist_neighbor_sampler as sampler_mod
+
+    def warn(*args, stack_level=None, **kwargs):
+        if stack_level is not None:
+            kwargs.setdefault('stacklevel', stack_level + 1)
+        warnings.warn(*args, **kwargs)
+    for mod in (loader_mod, sampler_mod):
+        if getattr(mod, 'warn', None) is warnings.warn:
+            mod.warn = warn
+
+
+def _pyg_loader(args, feat_store, graph_store, train, rank, world, port,
+                ctx):
+    from torch_geometric.distributed import DistNeighborLoader
+
+    from pyg_fusesample.loader import rank_seeds
+    return DistNeighborLoader(
+        (feat_store, graph_store), num_neighbors=args.num_neighbors,
+        input_nodes=train[rank_seeds(torch.arange(train.numel()), rank,
+                                     world, shuffle=False, drop_last=True)],
+        batch_size=args.batch_size, shuffle=True, drop_last=True,
+        master_addr='127.0.0.1', master_port=port, current_ctx=ctx,
+        num_workers=0, concurrency=4, async_sampling=True)
+
+
+def pyg_dist(args, data, root: str, device, rank: int, world: int) -> dict:
+    # PyG's DistNeighborLoader (CPU sampling over torch RPC, pyg-lib's
+    # dist_neighbor_sample) on the same parts (PyG's format), this rank's
+    # share of the seeds, batches moved to the GPU; labels from the whole
+    # graph's (PyG's example keeps them apart, label.pt).
+    import torch_geometric.typing as pyg_typing
+    from torch_geometric.distributed import (DistContext, LocalFeatureStore,
+                                             LocalGraphStore)
+    from torch_geometric.distributed.partition import load_partition_info
+    if not pyg_typing.WITH_PYG_LIB:
+        raise SystemExit("dist_throughput.py: variant 'pyg' needs pyg-lib "
+                         "(PyG's DistNeighborLoader samples with it): "
+                         "benchmarks/device/build_pyg_lib.sh builds it")
+    _pyg_warn_shim()
+    t0 = time.perf_counter()
+    graph_store = LocalGraphStore.from_partition(root, pid=rank)
+    feat_store = LocalFeatureStore.from_partition(root, pid=rank)
+    meta, num_parts, part_idx, node_pb, edge_pb = load_partition_info(
+        root, rank)
+    for store in (graph_store, feat_store):
+        store.partition_idx, store.num_partitions = part_idx, num_parts
+        store.meta = meta
+    graph_store.node_pb, graph_store.edge_pb = node_pb, edge_pb
+    feat_store.node_feat_pb, feat_store.edge_feat_pb = node_pb, edge_pb
+    feat_store.labels = data.y
+    load = time.perf_counter() - t0
+    # (RPC on a port of its own, chosen by rank 0)
+    box = [None]
+    if rank == 0:
+        import socket
+        with socket.socket() as sock:
+            sock.bind(('127.0.0.1', 0))
+            box = [sock.getsockname()[1]]
+    dist.broadcast_object_list(box, src=0)
+    ctx = DistContext(rank=rank, global_rank=rank, world_size=world,
+                      global_world_size=world, group_name='pyg-dist')
+    train = data.train_mask.nonzero().view(-1)
+    # (under torchrun every rank would expect torchrun's agent to host the
+    # RPC rendezvous store on that port: rank 0 hosts it instead)
+    agent_store = os.environ.pop('TORCHELASTIC_USE_AGENT_STORE', None)
+    try:
+        loader = _pyg_loader(args, feat_store, graph_store, train, rank,
+                             world, box[0], ctx)
+    finally:
+        if agent_store is not None:
+            os.environ['TORCHELASTIC_USE_AGENT_STORE'] = agent_store
+    model, optimizer = build_model(args, data.x.size(1),
+                                   int(data.y.max()) + 1, device)
+    out = train_steps(args, loader, model, optimizer, device)
+    # (the part's edges and node features, as PyG's stores hold them)
+    held = sum(t.numel() * t.element_size()
+               for attr in graph_store.get_all_edge_attrs()
+               for t in graph_store.get_edge_index(attr)) + sum(
+        t.numel() * t.element_size()
+        for t in map(feat_store.get_tensor,
+                     feat_store.get_all_tensor_attrs()))
+    out.update(held_mb=mib(held), load_s=load,
+               note="PyG's DistNeighborLoader (CPU sampling over RPC, "
+                    "pyg-lib), batches moved to the GPU")
+    return out
+
+
 def partitioned(args, data, root: str, device, rank: int,
                 world: int) -> dict:
     from pyg_fusesample.distributed import (FusedDistNeighborLoader,
@@ -445,7 +541,7 @@ def run(args, rank: int, device) -> int:
         f'{generated:.1f} s, {world} ranks ({device.type}, '
         f'{dist.get_backend()})')
     root, part_s, temporary = (None, 0.0, False)
-    if 'partitioned' in args.variants:
+    if {'partitioned', 'pyg'} & set(args.variants):
         root, part_s, temporary = write_parts(args, data, world, rank)
         say(f'{world} parts in {root} ({part_s:.1f} s)')
     link = measure_link(args, device, world)
@@ -455,10 +551,12 @@ def run(args, rank: int, device) -> int:
     results = {}
     try:
         for variant in args.variants:
-            results[variant] = (partitioned(args, data, root, device, rank,
-                                            world)
-                                if variant == 'partitioned' else
-                                replicated(args, data, device, rank, world))
+            run_variant = {'partitioned': partitioned, 'pyg': pyg_dist}.get(
+                variant)
+            results[variant] = (
+                run_variant(args, data, root, device, rank, world)
+                if run_variant is not None else
+                replicated(args, data, device, rank, world))
             if device.type == 'cuda':
                 torch.cuda.empty_cache()
             r = results[variant]
@@ -486,7 +584,7 @@ def run(args, rank: int, device) -> int:
             link_mib=link['link_mib'], link_gbps=f"{link['link_gbps']:.3f}",
             a2a_latency_us=f"{link['latency_s'] * 1e6:.1f}",
             generate_s=f'{generated:.1f}',
-            partition_s=f'{part_s:.1f}' if variant == 'partitioned' else '',
+            partition_s=f'{part_s:.1f}' if variant != 'replicated' else '',
             **versions())
         for key in ('step_ms', 'step_ms_mean', 'peak_mem_mb', 'held_mb',
                     'load_s'):
@@ -496,6 +594,9 @@ def run(args, rank: int, device) -> int:
         row['note'] = r['note']
         if base is not None:
             row['vs_replicated'] = f"{r['seeds_per_s'] / base['seeds_per_s']:.4f}"
+        if 'pyg' in results:  # (throughput over PyG's DistNeighborLoader's)
+            row['vs_pyg'] = \
+                f"{r['seeds_per_s'] / results['pyg']['seeds_per_s']:.4f}"
         if variant == 'partitioned':
             for key in ('a2a_sent_bytes_per_batch',
                         'a2a_max_sent_bytes_per_batch',
@@ -511,6 +612,9 @@ def run(args, rank: int, device) -> int:
                     f"{link_ms + r['a2a_exchanges_per_batch'] * link['latency_s'] * 1e3:.4f}")
         rows.append(row)
     if rank == 0:
+        if 'pyg' in results and 'partitioned' in results:
+            say(f"partitioned / PyG's DistNeighborLoader throughput: "
+                f"{results['partitioned']['seeds_per_s'] / results['pyg']['seeds_per_s']:.2f}")
         if base is not None and 'partitioned' in results:
             p = results['partitioned']
             say(f"partitioned / replicated throughput: "

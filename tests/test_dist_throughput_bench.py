@@ -76,3 +76,34 @@ def test_dist_throughput_smoke(tmp_path):
     # 1/64 of IGB-full's features (1024 float32 a node) a rank
     assert abs(float(far['mem_features_gb']) -
                269_346_174 * 1024 * 4 / 64 / 1e9) < 1e-2
+
+
+def test_pyg_dist_neighbor_loader_variant(tmp_path):
+    # --variants ... pyg: PyG's own DistNeighborLoader (CPU sampling over
+    # RPC, pyg-lib) on the same parts, in the same run; every row's ratio
+    # to it (vs_pyg). Needs pyg-lib (not in CI: built on the GPU machine).
+    import importlib.util
+    if importlib.util.find_spec('pyg_lib') is None:
+        import pytest
+        pytest.skip('needs pyg-lib (PyG DistNeighborLoader samples with it)')
+    out = tmp_path / 'throughput.csv'
+    cmd = [sys.executable, '-m', 'torch.distributed.run', '--standalone',
+           '--nproc_per_node', '2',
+           str(REPO / 'benchmarks' / 'dist_throughput.py'), '--device', 'cpu',
+           '--scale', '0.001', '--steps', '3', '--warmup', '1',
+           '--batch-size', '64', '--num-neighbors', '5', '5', '--hidden',
+           '32', '--variants', 'partitioned', 'pyg', '--out', str(out)]
+    env = dict(os.environ, OMP_NUM_THREADS='1',
+               PYTHONPATH=os.pathsep.join(
+                   [str(REPO)] + os.environ.get('PYTHONPATH', '').split(
+                       os.pathsep)))
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    rows = list(csv.DictReader(out.open()))
+    assert [r['variant'] for r in rows] == ['partitioned', 'pyg']
+    part, pyg = rows
+    assert float(pyg['vs_pyg']) == 1.0
+    assert abs(float(part['vs_pyg']) - float(part['seeds_per_s']) /
+               float(pyg['seeds_per_s'])) < 1e-3
+    assert float(pyg['step_ms']) > 0 and "DistNeighborLoader" in pyg['note']
