@@ -51,7 +51,6 @@ import os
 import os.path as osp
 import sys
 
-import torch
 
 HERE = osp.dirname(osp.abspath(__file__))
 sys.path.insert(0, osp.dirname(HERE))

@@ -13,7 +13,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_dist_throughput_smoke(tmp_path):
+def smoke(tmp_path, *variants):
+    # The benchmark's smoke form on 2 gloo processes: (its output, the CSV)
     out = tmp_path / 'throughput.csv'
     cmd = [sys.executable, '-m', 'torch.distributed.run', '--standalone',
            '--nproc_per_node', '2',
@@ -21,10 +22,19 @@ def test_dist_throughput_smoke(tmp_path):
            '--scale', '0.001', '--steps', '3', '--warmup', '1',
            '--batch-size', '64', '--num-neighbors', '5', '5', '--hidden',
            '32', '--out', str(out)]
-    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS='1')
+    cmd += ['--variants', *variants] if variants else []
+    env = dict(os.environ, OMP_NUM_THREADS='1',
+               PYTHONPATH=os.pathsep.join(
+                   [str(REPO)] + os.environ.get('PYTHONPATH', '').split(
+                       os.pathsep)))
     done = subprocess.run(cmd, capture_output=True, text=True, env=env,
                           timeout=300, cwd=tmp_path)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    return done, out
+
+
+def test_dist_throughput_smoke(tmp_path):
+    done, out = smoke(tmp_path)
     assert 'partitioned / replicated throughput' in done.stdout
     rows = list(csv.DictReader(out.open()))
     assert [r['variant'] for r in rows] == ['partitioned', 'replicated']
@@ -86,20 +96,7 @@ def test_pyg_dist_neighbor_loader_variant(tmp_path):
     if importlib.util.find_spec('pyg_lib') is None:
         import pytest
         pytest.skip('needs pyg-lib (PyG DistNeighborLoader samples with it)')
-    out = tmp_path / 'throughput.csv'
-    cmd = [sys.executable, '-m', 'torch.distributed.run', '--standalone',
-           '--nproc_per_node', '2',
-           str(REPO / 'benchmarks' / 'dist_throughput.py'), '--device', 'cpu',
-           '--scale', '0.001', '--steps', '3', '--warmup', '1',
-           '--batch-size', '64', '--num-neighbors', '5', '5', '--hidden',
-           '32', '--variants', 'partitioned', 'pyg', '--out', str(out)]
-    env = dict(os.environ, OMP_NUM_THREADS='1',
-               PYTHONPATH=os.pathsep.join(
-                   [str(REPO)] + os.environ.get('PYTHONPATH', '').split(
-                       os.pathsep)))
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                          timeout=300, cwd=tmp_path)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    _, out = smoke(tmp_path, 'partitioned', 'pyg')
     rows = list(csv.DictReader(out.open()))
     assert [r['variant'] for r in rows] == ['partitioned', 'pyg']
     part, pyg = rows
