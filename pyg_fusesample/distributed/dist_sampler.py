@@ -73,7 +73,7 @@ from ..ops.keyed_draws import KeyedDraws
 from ..sampler.graph_store import CSCGraph
 from ..sampler.rule_graph import (temporal_csc, weighted_csc,
                                   weighted_temporal_csc)
-from ..sampler.sampling_rule import check_weight
+from ..sampler.sampling_rule import check_weight, every_node_time
 from .partition_files import PartCSC, Partition
 from .typed_part import TypedPart, typed_fanouts, typed_part
 
@@ -189,11 +189,8 @@ class DistNeighborSampler:
             self.nodes, self.owner = self.typed.nodes, self.typed.owner
             csc = self.typed.csc
         else:
-            self.num_neighbors = [int(k) for k in num_neighbors]
-            if any(k < -1 for k in self.num_neighbors):
-                raise ValueError(f"'num_neighbors' must be >= -1, got "
-                                 f"{self.num_neighbors}")
-            self.fanouts = [[k] for k in self.num_neighbors]
+            self.fanouts = typed_fanouts(num_neighbors, [None])
+            self.num_neighbors = [hop[0] for hop in self.fanouts]
             self.nodes = part.nodes[None]  # owned global ids, ascending
             self.owner = part.node_map[None]  # global id -> part
             csc = part.csc[None]
@@ -203,9 +200,9 @@ class DistNeighborSampler:
         if time_attr is not None:
             edge_time, self.node_time = partition_times(part, self.typed,
                                                         time_attr)
+        # (segments: one per owned node, T per node in a typed CSC)
         self.csc, self.weight_cumsum, self.edge_time = _rule_csc(
-            csc, self.nodes.numel() * len(self.fanouts[0]) if self.fanouts
-            else self.nodes.numel(), edge_weight, edge_time)
+            csc, csc.colptr.numel() - 1, edge_weight, edge_time)
         self.cache_ids: Optional[Tensor] = None
         self.cache: dict = {}
         self.reset_counters()
@@ -632,11 +629,6 @@ def _rows_at(table: Tensor, local: Tensor) -> Tensor:
     return gather_rows(table, local, check_index=False)
 
 
-# The time of nodes whose type has no time: never later than a seed (as
-# the whole graph's rule: sampling_rule.py).
-_NO_TIME = torch.iinfo(torch.long).min
-
-
 def partition_times(part: Partition, typed: Optional[TypedPart],
                     time_attr: str):
     r"""The partition's times for temporal sampling: (each in-edge's time,
@@ -656,12 +648,8 @@ def partition_times(part: Partition, typed: Optional[TypedPart],
         if typed is None:
             node_time = part.node_time[None]
             return node_time[csc.row.to(torch.long)], node_time
-        every = torch.full((typed.node_offset[-1], ), _NO_TIME,
-                           dtype=torch.long, device=csc.row.device)
-        for i, nt in enumerate(typed.node_types):
-            if nt in part.node_time:
-                every[typed.node_offset[i]:typed.node_offset[i + 1]] = \
-                    part.node_time[nt]
+        every = every_node_time(typed.node_types, typed.node_offset,
+                                part.node_time, csc.row.device)
         return every[csc.row], dict(part.node_time)
     if csc.edge_time is None:
         what = 'times' if time_attr == 'time' else 'edge-level times'

@@ -191,6 +191,19 @@ def _per_edge_type(data: HeteroData, typed: TypedCSC, attr: str, kind: str,
     return torch.cat([p.cpu() for p in parts])
 
 
+def every_node_time(node_types, node_offset, times: Dict[str, Tensor],
+                    device=None) -> Tensor:
+    r"""Every node's time in the id space of node types laid end to end
+    (type ``i`` from ``node_offset[i]``), from the times of the node types
+    that have them: nodes of the others are never later than a seed."""
+    node_time = torch.full((node_offset[-1], ), _NO_TIME, dtype=torch.long,
+                           device=device)
+    for i, nt in enumerate(node_types):
+        if nt in times:
+            node_time[node_offset[i]:node_offset[i + 1]] = times[nt]
+    return node_time
+
+
 def _heterogeneous(data: HeteroData, typed: TypedCSC, time_attr, weight_attr,
                    temporal_strategy) -> SamplingRule:
     graph = typed.graph
@@ -220,10 +233,7 @@ def _heterogeneous(data: HeteroData, typed: TypedCSC, time_attr, weight_attr,
                          f"node-level nor an edge-level attribute")
     times = {nt: _check_time(time_attr, data[nt][time_attr], data[nt].num_nodes,
                              f"node type {nt!r}", 'node') for nt in node_level}
-    node_time = torch.full((typed.node_offset[-1],), _NO_TIME, dtype=torch.long)
-    for i, nt in enumerate(typed.node_types):
-        if nt in times:
-            node_time[typed.node_offset[i]:typed.node_offset[i + 1]] = times[nt].cpu()
+    node_time = every_node_time(typed.node_types, typed.node_offset, times)
     time = _Part(('node_time', time_attr),
                  tuple(data[nt][time_attr] for nt in node_level),
                  lambda g: node_time[g.row.cpu().to(torch.long)])
