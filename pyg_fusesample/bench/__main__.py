@@ -109,11 +109,11 @@ def _variants(args, parser, supported):
                      f'task; expected some of {list(supported)}')
 
 
-def _measure(args, parser, bench, name, emit=None):
-    """The rows of every setting x round x variant of one Bench; with
-    :obj:`emit`, each setting's rows (model-only floors filled) are passed
-    to it as soon as they are measured, so that a run stopped later (a
-    time limit, a crash) keeps them."""
+def _measure(args, parser, bench, name, emit):
+    """The rows of every setting x round x variant of one Bench: each
+    setting's rows (model-only floors filled) are passed to :obj:`emit` as
+    soon as they are measured, so that a run stopped later (a time limit,
+    a crash) keeps them."""
     from .runner import fill_model_ms, run_row, time_epoch
     from .timing import warm_up_device
     if getattr(bench, 'sampling', 'uniform') != 'uniform':
@@ -122,10 +122,9 @@ def _measure(args, parser, bench, name, emit=None):
     else:
         variants = _variants(args, parser, bench.VARIANTS)
     warm_up_device(bench.device)
-    rows = []
     for fanout, bs, amp in itertools.product(args.fanouts, args.batch_sizes,
                                              args.amp):
-        first = len(rows)
+        rows = []
         if (args.cmd in ('loader', 'step') and args.settle_steps > 0
                 and bench.device.type == 'cuda'):
             # On host-bound GPU rows (a small model, call56/call62) the first
@@ -155,10 +154,8 @@ def _measure(args, parser, bench, name, emit=None):
                       f"{row['loader_ms']} ms, "
                       f"{row['sampled_edges_per_s']} edges/s", flush=True)
                 rows.append(row)
-        if emit is not None:
-            fill_model_ms(rows[first:])
-            emit(rows[first:])
-    return rows
+        fill_model_ms(rows)
+        emit(rows)
 
 
 def _report(path: str) -> int:

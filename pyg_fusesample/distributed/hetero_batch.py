@@ -7,7 +7,8 @@ type keeps its nodes in batch order (its local ids: their ranks among the
 type's), each edge type its edges in batch order, and the per-hop counts
 count each type's share of each hop.
 """
-from typing import Dict, List, Optional
+from itertools import accumulate
+from typing import Dict, List
 
 import torch
 from torch import Tensor
@@ -32,10 +33,7 @@ def _per_hop(kind: Tensor, bounds: List[int], num_kinds: int) -> Tensor:
 
 
 def _bounds(counts: List[int]) -> List[int]:
-    out = [0]
-    for c in counts:
-        out.append(out[-1] + int(c))
-    return out
+    return [0, *accumulate(int(c) for c in counts)]
 
 
 def hetero_batch(sampler: DistNeighborSampler, out: DistSample,
@@ -47,8 +45,7 @@ def hetero_batch(sampler: DistNeighborSampler, out: DistSample,
     typed = sampler.typed
     NT, T = len(typed.node_types), typed.num_edge_types
     node = out.node
-    offset = torch.tensor(typed.node_offset[1:-1], device=node.device)
-    kind = torch.bucketize(node, offset, right=True)
+    kind = typed.type_index(node)
     # every batch node's rank among the nodes of its type (its local id)
     local = torch.empty_like(node)
     data = HeteroData()
@@ -82,11 +79,9 @@ def hetero_batch(sampler: DistNeighborSampler, out: DistSample,
     return data
 
 
-def feature_names_of(sampler: DistNeighborSampler,
-                     names: Optional[List[str]] = None
-                     ) -> Dict[str, List[str]]:
+def feature_names_of(sampler: DistNeighborSampler) -> Dict[str, List[str]]:
     r"""The node features a batch carries, per node type: ``x`` and ``y``
     where the partition has them."""
-    names = names or ['x', 'y']
-    return {nt: [n for n in names if n in sampler.part.node_feats.get(nt, {})]
+    return {nt: [n for n in ('x', 'y')
+                 if n in sampler.part.node_feats.get(nt, {})]
             for nt in sampler.typed.node_types}

@@ -14,7 +14,8 @@ edge is carried as ``id * T + t`` (``id``: type-local), so one integer says
 both its type and its id.
 """
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from itertools import accumulate
+from typing import List, Tuple
 
 import torch
 from torch import Tensor
@@ -47,16 +48,10 @@ class TypedPart:
                            f"has {self.node_types})")
         return self.node_types.index(node_type)
 
-    def split_nodes(self, node: Tensor) -> Dict[str, Tuple[Tensor, Tensor]]:
-        r"""For ids of the one space: per node type, (the positions in
-        :obj:`node` of that type's ids, in order; their type-local ids)."""
+    def type_index(self, node: Tensor) -> Tensor:
+        r"""The node type (its index) of each id of the one space."""
         offset = torch.tensor(self.node_offset[1:-1], device=node.device)
-        kind = torch.bucketize(node, offset, right=True)
-        out = {}
-        for i, nt in enumerate(self.node_types):
-            where = (kind == i).nonzero().view(-1)
-            out[nt] = (where, node[where] - self.node_offset[i])
-        return out
+        return torch.bucketize(node, offset, right=True)
 
 
 def typed_part(part: Partition) -> TypedPart:
@@ -65,14 +60,10 @@ def typed_part(part: Partition) -> TypedPart:
     node_types, edge_types = list(part.node_types), [
         tuple(et) for et in part.edge_types]
     dev = part.device
-    sizes = [part.node_map[nt].numel() for nt in node_types]
-    node_offset = [0]
-    for n in sizes:
-        node_offset.append(node_offset[-1] + n)
+    node_offset = [0, *accumulate(part.node_map[nt].numel()
+                                  for nt in node_types)]
     owned = [part.nodes[nt].to(torch.long) for nt in node_types]
-    local_offset = [0]
-    for ids in owned:
-        local_offset.append(local_offset[-1] + ids.numel())
+    local_offset = [0, *accumulate(ids.numel() for ids in owned)]
     nodes = torch.cat([ids + off for ids, off in zip(owned, node_offset)])
     owner = torch.cat([part.node_map[nt].to(torch.long)
                        for nt in node_types])
