@@ -720,12 +720,14 @@ def test_bad_input_raises(name, device):
 @pytest.mark.parametrize('device', devices())
 @pytest.mark.parametrize('out_channels,bipartite', [(16, False), (256, False),
                                                      (256, True)])
-def test_autocast_pads_odd_widths_without_changing_the_result(
-        device, out_channels, bipartite, monkeypatch):
-    # Under bf16 autocast SAGEConv casts a 70-wide x into rows padded with
-    # zeros to 72 (aligned GEMMs) and pads W's input width: outputs and
-    # every gradient are those of the unpadded computation (linear_first
-    # or not, x_dst a prefix of x or not).
+@pytest.mark.parametrize('amp', [True, False])
+def test_odd_widths_padded_without_changing_the_result(
+        device, out_channels, bipartite, amp, monkeypatch):
+    # SAGEConv copies a 70-wide x into rows padded with zeros to 16 bytes
+    # (aligned GEMMs: 72 values, in bf16 under autocast and in fp32 on a
+    # GPU; not in fp32 on the CPU) and pads W's input width: outputs and
+    # every gradient are those of the unpadded computation (linear_first or
+    # not, x_dst a prefix of x or not).
     from pyg_fusesample.ops import aggregate_linear as al
     torch.manual_seed(0)
     data = power_law_graph(400, 6, 70, 3, seed=0)
@@ -741,12 +743,12 @@ def test_autocast_pads_odd_widths_without_changing_the_result(
         return cast(t, dtype, pad)
     monkeypatch.setattr(al, '_cast', spy)
 
-    def run(align):
-        monkeypatch.setattr(al, '_ALIGN', align)
+    def run(align_bytes):
+        monkeypatch.setattr(al, '_ALIGN_BYTES', align_bytes)
         c = copy.deepcopy(conv)
         x = b.x.detach().clone().requires_grad_()
         x_dst = x[:T].detach().clone().requires_grad_() if bipartite else None
-        with torch.autocast(device, dtype=torch.bfloat16):
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
             out = c((x, x_dst) if bipartite else x,
                     b.edge_index.narrow(1, 0, b.num_sampled_edges[0]
                                         + b.num_sampled_edges[1]))
@@ -757,15 +759,19 @@ def test_autocast_pads_odd_widths_without_changing_the_result(
             grads['x_dst'] = x_dst.grad
         return out, grads
 
-    padded, grads = run(8)
+    padded, grads = run(16)
+    if not amp and device == 'cpu':
+        assert pads == []  # (fp32 on the CPU: no copy)
+        return
     assert set(pads) == {2}  # (70 -> 72: the padded path ran)
     pads.clear()
-    plain, want = run(1)
-    assert set(pads) == {0}
-    assert padded.dtype == torch.bfloat16
-    torch.testing.assert_close(padded, plain, rtol=2e-2, atol=2e-2)
+    plain, want = run(2 if amp else 4)  # (bf16 / fp32: one value)
+    assert set(pads) == ({0} if amp else set())
+    assert padded.dtype == (torch.bfloat16 if amp else torch.float32)
+    tol = 2e-2 if amp else 1e-5
+    torch.testing.assert_close(padded, plain, rtol=tol, atol=tol)
     assert grads.keys() == want.keys()
     for name in want:
         assert grads[name].shape == want[name].shape, name
-        torch.testing.assert_close(grads[name], want[name], rtol=2e-2,
-                                   atol=2e-2)
+        torch.testing.assert_close(grads[name], want[name], rtol=tol,
+                                   atol=tol)

@@ -482,6 +482,7 @@ class Run:
         self.forward = model
         if variant == 'fused-compiled':
             torch._dynamo.reset()  # one compiled model at a time
+            _dynamo_counters().clear()  # (the note counts this model's)
             self.forward = torch.compile(model, fullgraph=True)
         captured = variant == 'fused-captured'
         self.opt = torch.optim.AdamW(model.parameters(), lr=1e-3,
@@ -789,10 +790,15 @@ def setting_rows(g: Graph, model: str, dname: str, variants: List[str],
     return rows
 
 
+def _dynamo_counters():
+    from torch._dynamo.utils import counters
+    return counters
+
+
 def _compile_note() -> str:
     try:
-        from torch._dynamo.utils import counters
-        return f"dynamo graphs: {counters['stats']['unique_graphs']}"
+        return (f"dynamo graphs: "
+                f"{_dynamo_counters()['stats']['unique_graphs']}")
     except Exception:  # noqa: BLE001 (a note only)
         return ''
 

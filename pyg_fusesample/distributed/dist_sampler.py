@@ -31,9 +31,9 @@ the host (``.tolist()``): one read per such exchange, two per hop (the
 request sizes; then the draws' sizes both ways, derived from the draw
 counts) and one per gather (the ids' sizes), counted in ``host_reads``. On
 a GPU each one waits for the device. The other synchronisations of a hop:
-the check that every requested node is owned here (one), the
-deduplication (a boolean mask and ``torch.unique``: two) and
-:func:`~pyg_fusesample.ops.keyed_draws`' own (sizing its output).
+the deduplication's (the number of new nodes: one) and
+:func:`~pyg_fusesample.ops.keyed_draws`' own (sizing its output); the check
+that every requested node is owned here is read with the draws' sizes.
 
 Devices: the sampler runs where its part is (:meth:`~pyg_fusesample.
 distributed.Partition.to`, ``read_partition(..., device=...)``): on the CPU
@@ -296,14 +296,25 @@ class DistNeighborSampler:
         # Rows of owned global ids in this part (a request for a node the
         # part does not own is a bug of the caller: refused; one host
         # read).
-        n = self.nodes.numel()
-        local = torch.searchsorted(self.nodes, ids)
-        if ids.numel() and (n == 0 or bool(
-                ((local >= n) | (self.nodes[local.clamp_max(n - 1)] != ids)
-                 ).any())):
-            raise RuntimeError(f"rank {self.rank} was asked for nodes it "
-                               f"does not own")
+        local, foreign = self._local_unchecked(ids)
+        if ids.numel() and bool(foreign):
+            self._refuse_foreign()
         return local
+
+    def _local_unchecked(self, ids: Tensor) -> Tuple[Tensor, Tensor]:
+        # (the rows of ids, in range whatever ids are; whether any id is not
+        # owned here, on the device: the caller reads it with sizes it
+        # reads anyway, and refuses the batch before using the rows)
+        n = self.nodes.numel()
+        if n == 0:
+            return torch.zeros_like(ids), torch.tensor(
+                ids.numel() > 0, device=ids.device)
+        local = torch.searchsorted(self.nodes, ids).clamp_max_(n - 1)
+        return local, (self.nodes[local] != ids).any()
+
+    def _refuse_foreign(self):
+        raise RuntimeError(f"rank {self.rank} was asked for nodes it does "
+                           f"not own")
 
     # ------------------------------------------------------------ sampling
     def sample(self, seed: Tensor, rng_seed: int,
@@ -343,9 +354,9 @@ class DistNeighborSampler:
             sent, asked_counts, asked_dev = self._sizes(counts)
             asked = self._send(torch.stack(fields, 1), sent, asked_counts)
             # Serve the requests received: draws per request, in order.
+            local, foreign = self._local_unchecked(asked[:, 0].contiguous())
             draws = self._serve(
-                self._local(asked[:, 0].contiguous()),
-                asked[:, 1].contiguous(), hop, rng_seed,
+                local, asked[:, 1].contiguous(), hop, rng_seed,
                 None if seed_time is None else asked[:, 2].contiguous())
             # the draw counts back (sizes: the requests'), then the draws'
             # sizes both ways from them (a host read), then the draws
@@ -356,7 +367,10 @@ class DistNeighborSampler:
                     output_size=asked.size(0)), draws.count)
             coming = torch.zeros(W, dtype=torch.long, device=dev).index_add_(
                 0, owner, got_count)
-            reply_sizes, got_sizes = self._read(torch.stack([reply, coming]))
+            sizes = self._read(torch.cat([reply, coming, foreign.view(1).long()]))
+            if sizes[-1]:  # (the check of the requests, read with the sizes)
+                self._refuse_foreign()
+            reply_sizes, got_sizes = sizes[:W], sizes[W:2 * W]
             got = self._send(torch.stack([draws.row, draws.edge], 1),
                              reply_sizes, got_sizes)
             src, edge, col = _in_frontier_order(got, got_count, perm, begin,
@@ -711,38 +725,38 @@ def _in_frontier_order(got: Tensor, got_count: Tensor, perm: Tensor,
     # by target in frontier order. `total`: the number of draws (known on
     # the host: no read here). Returns (sources, edge ids, the local id of
     # each draw's target).
-    n, dev = perm.numel(), got_count.device
     count = torch.empty_like(got_count)
     count[perm] = got_count
-    start = torch.empty_like(got_count)
+    start = torch.empty_like(got_count)  # (a target's first draw in `got`)
     start[perm] = torch.cumsum(got_count, 0) - got_count
-    first = torch.repeat_interleave(start, count, output_size=total)
-    within = torch.arange(total, device=dev) - torch.repeat_interleave(
-        torch.cumsum(count, 0) - count, count, output_size=total)
-    index = first + within
-    col = torch.repeat_interleave(torch.arange(begin, begin + n, device=dev),
-                                  count, output_size=total)
-    return got[index, 0], got[index, 1], col
+    target = torch.repeat_interleave(count, output_size=total)
+    # a draw's place: its target's first in `got`, plus its rank among its
+    # target's draws (its place in frontier order minus the target's first)
+    index = (start - (torch.cumsum(count, 0) - count))[target] + \
+        torch.arange(total, device=got.device)
+    drawn = got[index]
+    return drawn[:, 0], drawn[:, 1], target + begin
 
 
 def _relabel(node: Tensor, src: Tensor) -> Tuple[Tensor, Tensor, int]:
     # As the op: sources not yet in the batch are appended in order of first
     # appearance; returns (the node list, every source's local id, how many
-    # were new). (Nodes and sources are keys: see sample.)
-    known = torch.isin(src, node)
-    fresh = src[~known]
-    if fresh.numel():
-        dev = src.device
-        uniq, inverse = torch.unique(fresh, return_inverse=True)
-        first = torch.full((uniq.numel(), ), fresh.numel(), dtype=torch.long,
-                           device=dev)
-        first.scatter_reduce_(0, inverse,
-                              torch.arange(fresh.numel(), device=dev), 'amin')
-        new = uniq[torch.argsort(first)]
-        node = torch.cat([node, new])
-    else:
-        new = fresh
-    # (stable: a seed given twice is its first position, as in the op)
-    ordered, where = torch.sort(node, stable=True)
-    row = where[torch.searchsorted(ordered, src)]
-    return node, row, new.numel()
+    # were new). (Nodes and sources are keys: see sample.) One stable sort
+    # of the batch's keys followed by the sources: the head of each run of
+    # equal keys is the key's first occurrence (a seed given twice is its
+    # first position, as in the op); one host read (the new nodes' count).
+    n, dev = node.numel(), src.device
+    keys = torch.cat([node, src])
+    ordered, where = torch.sort(keys, stable=True)
+    head = torch.ones_like(ordered, dtype=torch.bool)
+    head[1:] = ordered[1:] != ordered[:-1]
+    at = torch.arange(keys.numel(), device=dev)
+    first = where[torch.where(head, at, 0).cummax(0).values]
+    # a source that is its key's first occurrence is new; the new ones are
+    # numbered in source order after the n known nodes
+    fresh = torch.zeros_like(head).scatter_(0, where, head & (where >= n))
+    number = torch.cumsum(fresh, 0) + (n - 1)
+    local = torch.empty_like(first)
+    local[where] = torch.where(first < n, first, number[first])
+    new = src[fresh[n:]]
+    return torch.cat([node, new]), local[n:], new.numel()

@@ -14,7 +14,8 @@ mini-batch) instead of being padded to ``x``'s shape and summed.
 
 With ``linear_first`` (a linear ``aggr``, ``W_l`` narrowing the width) the
 product is ``aggr(x W_l^T)``: the same up to rounding, fewer bytes gathered.
-Under autocast the node runs in autocast's dtype (inputs cast once).
+Under autocast the node runs in autocast's dtype (inputs cast once); wide
+inputs are padded to aligned rows (see ``_width_pad``).
 """
 from typing import Optional
 
@@ -159,12 +160,14 @@ def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,
     elif prefix:  # x's first rows: read through x
         x_dst = None
     device = x.device.type
-    if device in ('cuda', 'cpu') and torch.is_autocast_enabled(device):
-        # Autocast's dtype once, here: the node then runs (forward and
-        # backward) in it with no cast per GEMM; the casts of the fp32
-        # parameters are differentiable, so their gradients come back fp32.
-        dtype = torch.get_autocast_dtype(device)
-        pad = _width_pad(x, x_dst, dtype)
+    autocast = device in ('cuda', 'cpu') and \
+        torch.is_autocast_enabled(device)
+    # Under autocast, autocast's dtype once, here: the node then runs
+    # (forward and backward) in it with no cast per GEMM; the casts of the
+    # fp32 parameters are differentiable, so their gradients come back fp32.
+    dtype = torch.get_autocast_dtype(device) if autocast else x.dtype
+    pad = _width_pad(x, x_dst, dtype) if autocast or x.is_cuda else 0
+    if autocast or pad:
         x, x_dst = (None if t is None else _cast(t, dtype, pad)
                     for t in (x, x_dst))
         weight_l, bias, weight_r = (
@@ -174,6 +177,7 @@ def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,
             weight_l = F.pad(weight_l, (0, pad))
             weight_r = None if weight_r is None else F.pad(weight_r,
                                                            (0, pad))
+    if autocast:
         with torch.autocast(device, enabled=False):
             return _AggregateLinear.apply(x, x_dst, weight_l, bias,
                                           weight_r, layout, reduce,
@@ -182,24 +186,25 @@ def aggregate_linear(layout: TargetLayout, x: Tensor, reduce: str,
                                   reduce, linear_first, prefix)
 
 
-# 16-bit GEMMs whose rows are not a multiple of 16 bytes run cuBLAS's slow
-# unaligned kernels (a 602-wide Reddit row: "align2" tensor-core kernels).
-# Under autocast, x (and x_dst) are cast into rows padded with zero columns
-# to a multiple of 8 values, in the copy the cast makes anyway, and W's
-# input width is padded with zeros too: the products are exactly the
-# unpadded ones (zero terms); the pads' gradients are dropped by the
-# backward of the copy and of F.pad.
-_ALIGN = 8
+# GEMMs whose rows are not a multiple of 16 bytes run cuBLAS's slow
+# unaligned kernels (a 602-wide Reddit row: "align2" tensor-core kernels in
+# bf16, "align1" SIMT ones in fp32: a third of the fp32 Reddit-like step).
+# So on a GPU (and under autocast anywhere) a wide x (and x_dst) is copied
+# into rows padded with zero columns to 16 bytes -- in the copy autocast's
+# cast makes anyway, else one copy of x (a read and a write of x, against
+# the GEMMs' several passes over it) -- and W's input width is padded with
+# zeros too: the products are the unpadded ones (zero terms); the pads'
+# gradients are dropped by the backward of the copy and of F.pad.
+_ALIGN_BYTES = 16
 
 
 def _width_pad(x: Tensor, x_dst: Optional[Tensor], dtype) -> int:
-    # Zero columns to add: 16-bit values, widths of 64 and more (a narrow
-    # input's GEMMs are cheap), x_dst (if any) of x's width.
+    # Zero columns to add: widths of 64 and more (a narrow input's GEMMs
+    # are cheap), x_dst (if any) of x's width.
     F_in = x.size(1)
-    if torch.finfo(dtype).bits != 16 or F_in < 64 or (
-            x_dst is not None and x_dst.size(1) != F_in):
+    if F_in < 64 or (x_dst is not None and x_dst.size(1) != F_in):
         return 0
-    return -F_in % _ALIGN
+    return -F_in % (_ALIGN_BYTES * 8 // torch.finfo(dtype).bits)
 
 
 def _cast(t: Tensor, dtype, pad: int) -> Tensor:
