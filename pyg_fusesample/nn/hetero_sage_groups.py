@@ -78,7 +78,7 @@ def hetero_sage_sum(convs: torch.nn.ModuleDict, keys: Sequence[str],
             target if first and weight_r is not None else None,
             weight_r if first else None,
             reduce != 'max' and linear_first(layout, m.lin_l.in_channels,
-                                             m.lin_l.out_channels))
+                                             m.lin_l.out_channels, x_src))
         out = term if out is None else out + term
     return out
 

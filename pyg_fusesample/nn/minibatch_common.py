@@ -83,18 +83,45 @@ def layout_of(edge_index: Tensor, num_src: int, num_dst: int,
     return target_layout(edge_index, num_src, num_dst, owner)
 
 
+# FLOPs a GEMM does in the time the memory system moves a byte, by device
+# type and element size: an H100 / H200 multiplies bf16 / fp16 at ~700
+# TFLOP/s on tensor cores and fp32 at ~50 on its SIMT units (PyG's and our
+# layers' fp32 GEMMs use no TF32), beside ~4 TB/s; a CPU core's vector units
+# against its share of DRAM bandwidth are nearer ~30 whatever the type.
+_FLOPS_PER_BYTE = {('cuda', 2): 175.0, ('cuda', 4): 13.0, ('cuda', 8): 13.0}
+_CPU_FLOPS_PER_BYTE = 30.0
+
+
 def linear_first(layout: TargetLayout, in_channels: int,
-                 out_channels: int) -> bool:
+                 out_channels: int, x: Tensor) -> bool:
     r"""For a linear map ``W`` after a linear aggregation ``A``,
-    ``A (x W) = (A x) W``: project first when that moves fewer bytes. The
-    aggregation reads a row per slot, the product reads its input rows:
-    first costs ``E * out + N * in``, after ``E * in + T * in`` (plus a GEMM
-    of ``N`` or ``T`` rows). Decided from shapes on the host: the same for
-    every batch of one fan-out shape and width."""
+    ``A (x W) = (A x) W``: project first when that costs less, counting
+    the values moved and the GEMM's FLOPs at the device's FLOPs per byte
+    for :obj:`x`'s compute dtype (autocast's where enabled). Forward, first
+    moves ``E * out + N * (in + out)`` values and multiplies ``N`` rows;
+    after, ``E * in + T * (in + out)`` and ``T'`` rows (``T'``: targets
+    with slots). Under autograd first's backward runs the aggregation's
+    gradient and reads ``x`` for ``W``'s; after's only reads the aggregation
+    for ``W``'s -- unless ``x`` needs a gradient too (both then read and
+    write ``x``-wide rows, after per slot). In fp32 on a GPU, or on a first
+    layer whose input needs no gradient, the product over every source row
+    can cost more than the gathered bytes it saves (the Reddit-like first
+    layer, 602 -> 256). Decided from shapes on the host: the same for every
+    batch of one fan-out shape, width and dtype."""
     E, N, T = layout.num_slots, layout.num_src, layout.num_dst
-    first = E * out_channels + N * (in_channels + out_channels)
-    after = E * in_channels + T * (in_channels + out_channels)
-    return first < after
+    i, o = in_channels, out_channels
+    first, after, passes = E * o + N * (i + o), E * i + T * (i + o), 1
+    if torch.is_grad_enabled():
+        first, after, passes = first + E * o + N * (i + o), after + T * i, 2
+        if x.requires_grad:
+            first, after, passes = first + N * i, after + E * i + N * i, 3
+    device = x.device.type
+    dtype = torch.get_autocast_dtype(device) if device in ('cuda', 'cpu') \
+        and torch.is_autocast_enabled(device) else x.dtype
+    size = torch.finfo(dtype).bits // 8 if dtype.is_floating_point else 4
+    balance = _FLOPS_PER_BYTE.get((device, size), _CPU_FLOPS_PER_BYTE)
+    gemm = passes * 2 * i * o / balance  # (the bytes' worth of a GEMM row)
+    return first * size + N * gemm < after * size + layout.num_active * gemm
 
 
 def uninitialized(*params: Optional[Tensor]) -> bool:

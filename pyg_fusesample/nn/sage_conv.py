@@ -29,10 +29,12 @@ class SAGEConv(PyGSAGEConv):
     ``trim_to_layer`` prefix of one) the edges are already grouped by
     target, so the aggregation needs no sort, no atomics and no host
     synchronisation, and its backward is deterministic; any other
-    ``edge_index`` is checked and sorted once per tensor. When ``W_2``
-    maps to fewer channels than it reads, it is applied before the (linear)
-    aggregation (:func:`~pyg_fusesample.nn.minibatch_common.linear_first`):
-    the same result up to rounding. Bipartite ``(x_src, x_dst)`` inputs
+    ``edge_index`` is checked and sorted once per tensor. When applying
+    ``W_2`` before the (linear) aggregation costs less (it maps to fewer
+    channels than it reads, and its product over every source row costs
+    less than the bytes it saves:
+    :func:`~pyg_fusesample.nn.minibatch_common.linear_first`), it is: the
+    same result up to rounding. Bipartite ``(x_src, x_dst)`` inputs
     compute only the ``x_dst`` rows, which is how a model computes only the
     nodes the next layer needs (:func:`~pyg_fusesample.nn.to_fused`).
 
@@ -80,7 +82,7 @@ class SAGEConv(PyGSAGEConv):
                 layout, x_src, reduce, lin_l.weight, lin_l.bias,
                 x_dst if root else None, self.lin_r.weight if root else None,
                 reduce != 'max' and linear_first(layout, lin_l.in_channels,
-                                                 lin_l.out_channels))
+                                                 lin_l.out_channels, x_src))
         if self.normalize:
             out = F.normalize(out, p=2., dim=-1)
         return out
