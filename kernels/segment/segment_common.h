@@ -93,4 +93,39 @@ inline void check_segment_slot_dot(const char* op, const at::Tensor& ptr, const 
               "x's ", x.size(1), " columns, got ", heads);
 }
 
+// segment_softmax's inputs (contract: segment_softmax.cpp): a row's slot
+// scores [E, heads] and the self-loops' [L, heads], L <= rows, one floating
+// dtype; `what` names them ("score" forward, "alpha" backward).
+inline void check_segment_softmax(const char* op, const at::Tensor& ptr, const at::Tensor& score,
+                                  const at::Tensor& self_score, const char* what,
+                                  const char* self_what) {
+  check_pointer(op, "ptr", ptr);
+  check_floating(op, what, score, "ptr", ptr);
+  check_floating(op, self_what, self_score, "ptr", ptr);
+  TORCH_CHECK(score.dim() == 2, op, ": '", what, "' must be [E, heads], got shape ",
+              score.sizes());
+  TORCH_CHECK(self_score.dim() == 2 && self_score.size(1) == score.size(1) &&
+                  self_score.size(0) <= ptr.numel() - 1,
+              op, ": '", self_what, "' must be [L, ", score.size(1), "] with L <= ",
+              ptr.numel() - 1, " (the rows), got shape ", self_score.sizes());
+  TORCH_CHECK(self_score.scalar_type() == score.scalar_type(), op, ": '", self_what, "' is ",
+              self_score.scalar_type(), " but '", what, "' is ", score.scalar_type());
+}
+
+inline void check_segment_softmax_backward(const char* op, const at::Tensor& ptr,
+                                           const at::Tensor& alpha,
+                                           const at::Tensor& alpha_self, const at::Tensor& grad,
+                                           const at::Tensor& grad_self) {
+  check_segment_softmax(op, ptr, alpha, alpha_self, "alpha", "alpha_self");
+  check_same_device(op, "grad", grad, "ptr", ptr);
+  check_same_device(op, "grad_self", grad_self, "ptr", ptr);
+  TORCH_CHECK(grad.sizes() == alpha.sizes() && grad.scalar_type() == alpha.scalar_type(), op,
+              ": 'grad' must be ", alpha.scalar_type(), " ", alpha.sizes(), " as 'alpha', got ",
+              grad.scalar_type(), " ", grad.sizes());
+  TORCH_CHECK(grad_self.sizes() == alpha_self.sizes() &&
+                  grad_self.scalar_type() == alpha_self.scalar_type(),
+              op, ": 'grad_self' must be ", alpha_self.scalar_type(), " ", alpha_self.sizes(),
+              " as 'alpha_self', got ", grad_self.scalar_type(), " ", grad_self.sizes());
+}
+
 }  // namespace fusesample

@@ -9,6 +9,7 @@ from torch_geometric.nn import GATConv as PyGGATConv
 from torch_geometric.utils import add_self_loops, remove_self_loops
 
 from ..ops.segment import index_rows, segment_aggregate
+from ..ops.segment_softmax import segment_softmax
 from .minibatch_common import (fast_graph, layout_of, pyg_fallback,
                                warn_pyg_path)
 
@@ -246,7 +247,11 @@ def _segment_softmax(layout, score: Tensor, self_score: Tensor,
                      num_dst: int) -> Tuple[Tensor, Tensor]:
     r"""PyG's ``softmax`` over each target's slots (``-inf`` scores count
     for nothing) and its self-loop (``self_score``, for the first rows):
-    ``exp(s - max) / (sum exp(s - max) + 1e-16)``, the max detached."""
+    ``exp(s - max) / (sum exp(s - max) + 1e-16)``, the max detached. Eager:
+    one op each way (:func:`~pyg_fusesample.ops.segment_softmax.
+    segment_softmax`); compiled: these ops, for the compiler to fuse."""
+    if not torch.compiler.is_compiling():
+        return segment_softmax(layout.ptr, score, self_score.contiguous())
     loops = self_score.size(0)
     own = F.pad(self_score, (0, 0, 0, num_dst - loops), value=float('-inf'))
     top = torch.maximum(_segment(layout, score.detach(), 'max'),
