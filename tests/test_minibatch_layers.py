@@ -726,8 +726,8 @@ def test_odd_widths_padded_without_changing_the_result(
     # SAGEConv copies a 70-wide x into rows padded with zeros to 16 bytes
     # (aligned GEMMs: 72 values, in bf16 under autocast and in fp32 on a
     # GPU; not in fp32 on the CPU) and pads W's input width: outputs and
-    # every gradient are those of the unpadded computation (linear_first or
-    # not, x_dst a prefix of x or not).
+    # every gradient are those of the unpadded computation up to rounding
+    # (linear_first or not, x_dst a prefix of x or not).
     from pyg_fusesample.ops import aggregate_linear as al
     torch.manual_seed(0)
     data = power_law_graph(400, 6, 70, 3, seed=0)
@@ -743,35 +743,47 @@ def test_odd_widths_padded_without_changing_the_result(
         return cast(t, dtype, pad)
     monkeypatch.setattr(al, '_cast', spy)
 
-    def run(align_bytes):
+    def run(align_bytes, dtype=torch.float32, amp=amp):
         monkeypatch.setattr(al, '_ALIGN_BYTES', align_bytes)
-        c = copy.deepcopy(conv)
-        x = b.x.detach().clone().requires_grad_()
+        c = copy.deepcopy(conv).to(dtype)
+        x = b.x.detach().to(dtype).requires_grad_()
         x_dst = x[:T].detach().clone().requires_grad_() if bipartite else None
         with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
             out = c((x, x_dst) if bipartite else x,
                     b.edge_index.narrow(1, 0, b.num_sampled_edges[0]
                                         + b.num_sampled_edges[1]))
-        out.float().pow(2).sum().backward()
+        out.to(dtype).pow(2).sum().backward()
         grads = {n: p.grad for n, p in c.named_parameters()}
         grads['x'] = x.grad
         if bipartite:
             grads['x_dst'] = x_dst.grad
-        return out, grads
+        grads['out'] = out
+        return grads
 
-    padded, grads = run(16)
+    padded = run(16)
     if not amp and device == 'cpu':
         assert pads == []  # (fp32 on the CPU: no copy)
         return
     assert set(pads) == {2}  # (70 -> 72: the padded path ran)
     pads.clear()
-    plain, want = run(2 if amp else 4)  # (bf16 / fp32: one value)
+    plain = run(2 if amp else 4)  # (bf16 / fp32: one value, no padding)
     assert set(pads) == ({0} if amp else set())
-    assert padded.dtype == (torch.bfloat16 if amp else torch.float32)
-    tol = 2e-2 if amp else 1e-5
-    torch.testing.assert_close(padded, plain, rtol=tol, atol=tol)
-    assert grads.keys() == want.keys()
-    for name in want:
-        assert grads[name].shape == want[name].shape, name
-        torch.testing.assert_close(grads[name], want[name], rtol=tol,
-                                   atol=tol)
+    assert padded['out'].dtype == (torch.bfloat16 if amp else torch.float32)
+    assert padded.keys() == plain.keys()
+    if not amp:  # (other cuBLAS kernels, other summation orders)
+        for name in plain:
+            torch.testing.assert_close(padded[name], plain[name], rtol=1e-4,
+                                       atol=1e-4)
+        return
+    # bf16: both within bf16's rounding of the float64 computation, at each
+    # tensor's scale: cuBLAS may split a weight gradient's sum over rows
+    # and round the partial sums to bf16 (an H200 did, for the aligned
+    # shapes: one bf16 ulp of a sum of ~300 is 2), as for PyG's layers
+    # under autocast
+    exact = run(2, torch.float64, amp=False)
+    for name, want in exact.items():
+        scale = want.detach().abs().max().item()
+        for got in (padded[name], plain[name]):
+            assert got.shape == want.shape, name
+            err = (got.detach().double() - want.detach()).abs().max().item()
+            assert err <= 2 ** -5 * scale, (name, err, scale)

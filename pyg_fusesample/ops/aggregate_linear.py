@@ -204,7 +204,7 @@ def _width_pad(x: Tensor, x_dst: Optional[Tensor], dtype) -> int:
     F_in = x.size(1)
     if F_in < 64 or (x_dst is not None and x_dst.size(1) != F_in):
         return 0
-    return -F_in % (_ALIGN_BYTES * 8 // torch.finfo(dtype).bits)
+    return -F_in % max(1, _ALIGN_BYTES * 8 // torch.finfo(dtype).bits)
 
 
 def _cast(t: Tensor, dtype, pad: int) -> Tensor:
