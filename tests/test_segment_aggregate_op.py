@@ -364,3 +364,46 @@ def test_trimmed_hetero_batches_need_no_sort(monkeypatch):
     del batch, x_dict, ei_dict, ei
     gc.collect()
     assert len(layouts._by_address) < before
+
+
+@pytest.mark.parametrize('device', DEVICES)
+@pytest.mark.parametrize('shape', [(), (3, )])
+@pytest.mark.parametrize('rows', [20, 30])  # (t past the targets, or not)
+def test_index_targets_and_index_rows_are_index_select(device, shape, rows):
+    # GAT's / GCN's per-slot gathers of node values: index_select forward;
+    # backward sums repeated rows in a fixed order (index_targets over the
+    # layout's own grouping by target, index_rows after a sort by row), the
+    # sums equal to index_select's up to rounding and the same every run.
+    from pyg_fusesample.ops.segment import index_rows, index_targets
+    layout = target_layout(graph(device=device), 30, 20, 'test')
+    t = torch.randn((rows, ) + shape, dtype=torch.float64, device=device,
+                    requires_grad=True)
+    g = torch.randn((layout.num_slots, ) + shape, dtype=torch.float64,
+                    device=device)
+    for gather, index in ((index_targets, layout), (index_rows, layout.dst),
+                          (index_rows, layout.src)):
+        if gather is index_rows and index is layout.src and rows < 30:
+            continue  # (sources run to 30)
+        runs = []
+        for _ in range(2):
+            out = gather(t, index)
+            want = t.index_select(0, layout.dst if index is layout
+                                  else index)
+            torch.testing.assert_close(out, want)
+            runs.append(torch.autograd.grad(out, t, g)[0])
+        assert torch.equal(runs[0], runs[1])
+        want_grad, = torch.autograd.grad(want, t, g)
+        torch.testing.assert_close(runs[0], want_grad)
+    assert torch.autograd.gradcheck(lambda x: index_targets(x, layout), t)
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_index_targets_of_no_slots(device):
+    from pyg_fusesample.ops.segment import index_targets
+    layout = target_layout(torch.empty(2, 0, dtype=torch.long,
+                                       device=device), 5, 4, 'test')
+    t = torch.randn(5, 2, device=device, requires_grad=True)
+    out = index_targets(t, layout)
+    assert out.shape == (0, 2)
+    out.sum().backward()
+    assert t.grad.shape == (5, 2) and not t.grad.any()

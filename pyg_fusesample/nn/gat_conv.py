@@ -8,7 +8,7 @@ from torch import Tensor
 from torch_geometric.nn import GATConv as PyGGATConv
 from torch_geometric.utils import add_self_loops, remove_self_loops
 
-from ..ops.segment import index_rows, segment_aggregate
+from ..ops.segment import index_rows, index_targets, segment_aggregate
 from ..ops.segment_softmax import segment_softmax
 from .minibatch_common import (fast_graph, layout_of, pyg_fallback,
                                warn_pyg_path)
@@ -147,7 +147,7 @@ class GATConv(PyGGATConv):
         score = index_rows(a_src, layout.src)
         self_score = a_src[:loops]
         if a_dst is not None:
-            score = score + index_rows(a_dst, layout.dst)
+            score = score + index_targets(a_dst, layout)
             self_score = self_score + a_dst[:loops]
         keep = layout.src != layout.dst if self.add_self_loops else None
         return score, self_score, keep

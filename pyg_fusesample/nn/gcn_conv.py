@@ -7,7 +7,7 @@ from torch import Tensor
 from torch_geometric.nn import GCNConv as PyGGCNConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm as pyg_gcn_norm
 
-from ..ops.segment import index_rows, segment_aggregate
+from ..ops.segment import index_rows, index_targets, segment_aggregate
 from ..sparse.target_layout import TargetLayout
 from .minibatch_common import (fast_graph, layout_of, pyg_fallback,
                                warn_pyg_path)
@@ -125,7 +125,7 @@ def gcn_norm_slots(layout: TargetLayout, edge_weight: Optional[Tensor],
         deg = deg + self_weight
     deg_inv_sqrt = deg.pow(-0.5).masked_fill_(deg == 0, 0.)
     slot_norm = (index_rows(deg_inv_sqrt, layout.src) * weight *
-                 index_rows(deg_inv_sqrt, layout.dst))
+                 index_targets(deg_inv_sqrt, layout))
     self_norm = None if self_weight is None else \
         deg_inv_sqrt * deg_inv_sqrt * self_weight
     return slot_norm, self_norm

@@ -146,6 +146,43 @@ def index_rows(t: Tensor, index: Tensor) -> Tensor:
     return _IndexRows.apply(t, index)
 
 
+class _IndexTargets(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t, ptr, dst):
+        ctx.save_for_backward(ptr)
+        ctx.shape = t.shape
+        return t.index_select(0, dst)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ptr, = ctx.saved_tensors
+        E = grad.size(0)
+        if E == 0:
+            return grad.new_zeros(ctx.shape), None, None
+        # The slots are grouped by target: a target's gradient is the sum of
+        # its slots' rows, in slot order (no sort, unlike index_rows').
+        g = grad.reshape(E, -1).contiguous()
+        out, _ = _ops.segment_aggregate(
+            ptr, torch.arange(E, device=grad.device), None, g, 'sum')
+        rows = ctx.shape[0]
+        if rows > out.size(0):  # (rows past the targets: read by no slot)
+            out = torch.cat([out, out.new_zeros((rows - out.size(0),
+                                                 out.size(1)))])
+        return out.view(ctx.shape), None, None
+
+
+def index_targets(t: Tensor, layout: TargetLayout) -> Tensor:
+    r"""``t.index_select(0, layout.dst)``: each slot's target's row. Its
+    backward sums each target's slots in slot order, a segment reduction
+    over the layout's own grouping (:func:`index_rows` sorts the slots by
+    row first, as it must for any index)."""
+    if not t.requires_grad or not torch.is_grad_enabled() or \
+            t.dim() == 0 or not t.is_floating_point() or \
+            torch.compiler.is_compiling():
+        return index_rows(t, layout.dst)
+    return _IndexTargets.apply(t, layout.ptr, layout.dst)
+
+
 def segment_aggregate(layout: TargetLayout, x: Tensor, reduce: str = 'sum',
                       value: Optional[Tensor] = None) -> Tensor:
     r"""Row ``i`` of the result reduces the rows ``x[src[s]]`` of target
