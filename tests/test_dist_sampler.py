@@ -462,6 +462,35 @@ def test_temporal_refusals(tmp_path):
         dist.destroy_process_group()
 
 
+def test_a_request_for_a_node_not_owned_is_refused(tmp_path):
+    # A node map that disagrees with the part's nodes (a corrupt partition)
+    # sends a rank requests for nodes it does not hold: refused, whether
+    # the check is read on its own (a gather) or with a hop's draw sizes
+    # (sampling), before any row of the request is used.
+    edge_index, x, y = graph()
+    write_partitions(str(tmp_path), N, [(edge_index[0], edge_index[1])], 1,
+                     node_feats=x)
+    part = read_partition(str(tmp_path), 0)
+    dist.init_process_group('gloo', init_method=f'file://{tmp_path}/init',
+                            rank=0, world_size=1)
+    try:
+        sampler = DistNeighborSampler(part, [2, 2])
+        assert sampler.sample(torch.tensor([5, 8]), 0).node[:2].tolist() == \
+            [5, 8]
+        sampler.nodes = sampler.nodes[sampler.nodes != 5]
+        with pytest.raises(RuntimeError, match='asked for nodes it does not '
+                                               'own'):
+            sampler.sample(torch.tensor([8, 5]), 0)
+        with pytest.raises(RuntimeError, match='asked for nodes it does not '
+                                               'own'):
+            sampler.gather(torch.tensor([5]))
+        sampler.nodes = sampler.nodes[:0]  # (a part holding nothing)
+        with pytest.raises(RuntimeError, match='does not own'):
+            sampler.sample(torch.tensor([1]), 0)
+    finally:
+        dist.destroy_process_group()
+
+
 def _temporal_loader_worker(rank, world, root, init, out_dir, strategy):
     from pyg_fusesample.distributed import FusedDistNeighborLoader
     _join(rank, world, init)
