@@ -362,9 +362,9 @@ class DistNeighborSampler:
             # sizes both ways from them (a host read), then the draws
             got_count = self._send(draws.count, asked_counts, sent)
             reply = torch.zeros(W, dtype=torch.long, device=dev).index_add_(
-                0, torch.repeat_interleave(
-                    torch.arange(W, device=dev), asked_dev,
-                    output_size=asked.size(0)), draws.count)
+                0, torch.repeat_interleave(asked_dev,
+                                           output_size=asked.size(0)),
+                draws.count)
             coming = torch.zeros(W, dtype=torch.long, device=dev).index_add_(
                 0, owner, got_count)
             sizes = self._read(torch.cat([reply, coming, foreign.view(1).long()]))
@@ -404,7 +404,6 @@ class DistNeighborSampler:
                 position, ks[0], self.replace, rng_seed, hop,
                 self.weight_cumsum, self.edge_time, seed_time,
                 self.temporal_strategy)
-        m, dev = local.numel(), local.device
         counts, rows, edges, owners = [], [], [], []
         for t, k in enumerate(ks):
             d = keyed_draws(self.csc.colptr, self.csc.row, self.csc.edge_id,
@@ -416,8 +415,7 @@ class DistNeighborSampler:
             rows.append(d.row)
             edges.append(d.edge)
             owners.append(torch.repeat_interleave(
-                torch.arange(m, device=dev), d.count,
-                output_size=d.row.numel()))
+                d.count, output_size=d.row.numel()))
         # (a stable sort by request keeps each request's types in order)
         order = torch.sort(torch.cat(owners), stable=True).indices
         return KeyedDraws(torch.stack(counts).sum(0),

@@ -23,7 +23,6 @@ def _per_hop(kind: Tensor, bounds: List[int], num_kinds: int) -> Tensor:
     # [bounds[h], bounds[h + 1]) (`kind` in [0, num_kinds)).
     hops = len(bounds) - 1
     hop = torch.repeat_interleave(
-        torch.arange(hops, device=kind.device),
         torch.tensor([bounds[h + 1] - bounds[h] for h in range(hops)],
                      device=kind.device), output_size=kind.numel())
     return torch.zeros(num_kinds * hops, dtype=torch.long,

@@ -115,72 +115,56 @@ layout_aggregate.register_autograd(_backward, setup_context=_setup)
 
 class _IndexRows(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, t, index):
-        ctx.save_for_backward(index)
+    def forward(ctx, t, index, ptr):
+        ctx.save_for_backward(index, ptr)
         ctx.shape = t.shape
         return t.index_select(0, index)
 
     @staticmethod
     def backward(ctx, grad):
-        index, = ctx.saved_tensors
+        index, ptr = ctx.saved_tensors
         n, E = ctx.shape[0], index.numel()
         if E == 0:
-            return grad.new_zeros(ctx.shape), None
-        # Each slot its own row: the backward op sums, per source row, the
-        # gradients of the slots that read it, in slot order.
-        slots = torch.arange(E + 1, device=index.device)
-        g = grad.reshape(E, -1)
-        out = _ops.segment_aggregate_backward(
-            slots, index, slots[:E], None, g.contiguous(),
-            g.new_empty(0, dtype=torch.long), n, 'sum')
-        return out.view(ctx.shape), None
-
-
-def index_rows(t: Tensor, index: Tensor) -> Tensor:
-    r"""``t.index_select(0, index)`` whose backward sums the gradients of
-    repeated rows in a fixed order (``index_select``'s ``index_add`` uses
-    atomics on CUDA: its sums change from run to run)."""
-    if not t.requires_grad or not torch.is_grad_enabled() or \
-            t.dim() == 0 or not t.is_floating_point():
-        return t.index_select(0, index)
-    return _IndexRows.apply(t, index)
-
-
-class _IndexTargets(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, t, ptr, dst):
-        ctx.save_for_backward(ptr)
-        ctx.shape = t.shape
-        return t.index_select(0, dst)
-
-    @staticmethod
-    def backward(ctx, grad):
-        ptr, = ctx.saved_tensors
-        E = grad.size(0)
-        if E == 0:
             return grad.new_zeros(ctx.shape), None, None
-        # The slots are grouped by target: a target's gradient is the sum of
-        # its slots' rows, in slot order (no sort, unlike index_rows').
         g = grad.reshape(E, -1).contiguous()
-        out, _ = _ops.segment_aggregate(
-            ptr, torch.arange(E, device=grad.device), None, g, 'sum')
-        rows = ctx.shape[0]
-        if rows > out.size(0):  # (rows past the targets: read by no slot)
-            out = torch.cat([out, out.new_zeros((rows - out.size(0),
-                                                 out.size(1)))])
+        slots = torch.arange(E + 1, device=index.device)
+        if ptr is None:
+            # Each slot its own row: the backward op sums, per source row,
+            # the gradients of the slots that read it, in slot order.
+            out = _ops.segment_aggregate_backward(
+                slots, index, slots[:E], None, g,
+                g.new_empty(0, dtype=torch.long), n, 'sum')
+        else:
+            # The slots are grouped by row (`index` sorted, `ptr` its
+            # segments): a row's gradient is the sum of its slots' rows, in
+            # slot order, with no sort.
+            out, _ = _ops.segment_aggregate(ptr, slots[:E], None, g, 'sum')
+            if n > out.size(0):  # (rows past the last segment: no slot)
+                out = torch.cat([out, out.new_zeros((n - out.size(0),
+                                                     out.size(1)))])
         return out.view(ctx.shape), None, None
 
 
-def index_targets(t: Tensor, layout: TargetLayout) -> Tensor:
-    r"""``t.index_select(0, layout.dst)``: each slot's target's row. Its
-    backward sums each target's slots in slot order, a segment reduction
-    over the layout's own grouping (:func:`index_rows` sorts the slots by
-    row first, as it must for any index)."""
+def index_rows(t: Tensor, index: Tensor,
+               ptr: Optional[Tensor] = None) -> Tensor:
+    r"""``t.index_select(0, index)`` whose backward sums the gradients of
+    repeated rows in a fixed order (``index_select``'s ``index_add`` uses
+    atomics on CUDA: its sums change from run to run). With :obj:`ptr`
+    (``index`` sorted, row ``r``'s slots ``ptr[r]:ptr[r+1]``) the backward
+    is a segment sum over those slots, without the sort by row."""
     if not t.requires_grad or not torch.is_grad_enabled() or \
-            t.dim() == 0 or not t.is_floating_point() or \
-            torch.compiler.is_compiling():
-        return index_rows(t, layout.dst)
-    return _IndexTargets.apply(t, layout.ptr, layout.dst)
+            t.dim() == 0 or not t.is_floating_point():
+        return t.index_select(0, index)
+    return _IndexRows.apply(t, index, ptr)
+
+
+def index_targets(t: Tensor, layout: TargetLayout) -> Tensor:
+    r"""``t.index_select(0, layout.dst)``: each slot's target's row, its
+    backward a segment sum over the layout's own grouping by target
+    (:func:`index_rows` with the layout's ``ptr``; sorted by row under
+    ``torch.compile``)."""
+    return index_rows(t, layout.dst, None if torch.compiler.is_compiling()
+                      else layout.ptr)
 
 
 def segment_aggregate(layout: TargetLayout, x: Tensor, reduce: str = 'sum',
