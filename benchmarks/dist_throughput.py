@@ -235,9 +235,14 @@ def write_parts(args, data, world: int, rank: int):
 
 
 # ------------------------------------------------------------------ link
-def sync(device):
+def sync(device, stream_only: bool = False):
+    # (stream_only: the training stream's work, not a loader's side
+    # streams, whose sampling runs ahead of the step)
     if device.type == 'cuda':
-        torch.cuda.synchronize(device)
+        if stream_only:
+            torch.cuda.current_stream(device).synchronize()
+        else:
+            torch.cuda.synchronize(device)
 
 
 def timed_collective(fn, device, repeats: int, warmup: int = 2) -> float:
@@ -290,17 +295,37 @@ def build_model(args, in_channels: int, num_classes: int, device):
     return model, torch.optim.AdamW(model.parameters(), lr=args.lr)
 
 
-def forever(loader):
-    while True:
-        for batch in loader:
-            yield batch
+class Forever:
+    """The loader's batches, epoch after epoch; :meth:`close` ends the epoch
+    under way (a prefetching loader's threads stop, on every rank after
+    the same batch: before the process group goes)."""
+    def __init__(self, loader):
+        self.loader, self.it = loader, None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        while True:
+            if self.it is None:
+                self.it = iter(self.loader)
+            try:
+                return next(self.it)
+            except StopIteration:
+                self.it = None
+
+    def close(self):
+        if hasattr(self.it, 'close'):
+            self.it.close()
+        self.it = None
+
 
 
 def train_steps(args, loader, model, optimizer, device, before_timed=None):
     # warm-up, then the timed steps; returns (median ms, mean ms, seeds a
     # second over all ranks, sampled edges a batch (mean over this rank's),
     # peak memory MiB (largest rank)).
-    batches = forever(loader)
+    batches = Forever(loader)
     model.train()
     times, seeds, edges = [], 0, 0
     for i in range(args.warmup + args.steps):
@@ -310,7 +335,7 @@ def train_steps(args, loader, model, optimizer, device, before_timed=None):
             if device.type == 'cuda':
                 torch.cuda.reset_peak_memory_stats(device)
         dist.barrier()
-        sync(device)
+        sync(device, stream_only=True)
         t0 = time.perf_counter()
         batch = next(batches).to(device)
         n = batch.batch_size
@@ -322,11 +347,12 @@ def train_steps(args, loader, model, optimizer, device, before_timed=None):
         loss = F.cross_entropy(out, batch.y[:n])
         loss.backward()
         optimizer.step()
-        sync(device)
+        sync(device, stream_only=True)
         if i >= args.warmup:
             times.append(time.perf_counter() - t0)
             seeds += n
             edges += int(batch.edge_index.size(1))
+    batches.close()
     peak = torch.cuda.max_memory_allocated(device) / 2**20 \
         if device.type == 'cuda' else \
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -487,9 +513,11 @@ def partitioned(args, data, root: str, device, rank: int,
                                    int(data.y.max()) + 1, device)
     out = train_steps(args, loader, model, optimizer, device,
                       before_timed=sampler.reset_counters)
-    mine = [sampler.bytes_sent / args.steps,
-            sampler.bytes_received / args.steps,
-            sampler.exchanges / args.steps, sampler.host_reads / args.steps,
+    # (per batch sampled since the reset: a prefetching loader's threads
+    # make batches ahead of the steps)
+    made = max(sampler.batches_sampled, 1)
+    mine = [sampler.bytes_sent / made, sampler.bytes_received / made,
+            sampler.exchanges / made, sampler.host_reads / made,
             mib(sum(part.nbytes().values()) + sampler.cache_nbytes())]
     everyone = [None] * world
     dist.all_gather_object(everyone, mine)

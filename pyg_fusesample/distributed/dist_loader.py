@@ -1,12 +1,14 @@
 r"""``FusedDistNeighborLoader``: mini-batches of a partitioned graph, one
 process per part, as :class:`~pyg_fusesample.FusedNeighborLoader` gives them
 on the whole graph."""
-from typing import Iterator, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
+import torch.distributed as dist
 from torch import Tensor
 from torch_geometric.data import Data
 
+from ..loader.background import GPU_THREADS, prefetching, start_threads
 from ..loader.distributed import node_index, rank_seeds
 from ..loader.seeded_batches import SeededBatchSampler, resolve_generator
 from ..sparse.target_layout import register_batch
@@ -94,6 +96,22 @@ class FusedDistNeighborLoader:
             (:func:`~pyg_fusesample.distributed.dist_sampler.
             partition_times`). Instead of :obj:`edge_time`; homogeneous or
             heterogeneous.
+        prefetch (bool, optional): make the batches ahead on background
+            threads, each exchanging over a process group of its own (the
+            group's ranks, its backend and timeout; made here, collectively)
+            and, on a GPU, on a CUDA stream of its own, so that sampling
+            overlaps the training step and its host reads wait for sampling
+            work only. Default (``None``): on a GPU, with
+            :data:`~pyg_fusesample.loader.background.GPU_THREADS` threads
+            (each makes every other batch), as ``FusedNeighborLoader``
+            prefetches; not on the CPU, where the threads would compete
+            with the step for the cores (``True``: one thread). The batches
+            are the same. An epoch left before its end: every rank leaves it
+            at the same batch (iteration is collective), and its threads
+            make the batches their queues have room for before they stop
+            (at most two more each), the same on every rank; close the
+            epoch's iterator (``it.close()``) before destroying the process
+            group.
 
     Batches hold ``x``, ``y`` (where the partition stores them),
     ``edge_index``, ``n_id``, ``e_id``, ``input_id`` (positions in this
@@ -123,7 +141,8 @@ class FusedDistNeighborLoader:
                  disjoint: bool = False, edge_time: Optional[Tensor] = None,
                  input_time: Optional[Tensor] = None,
                  temporal_strategy: str = 'uniform', cache_rows: int = 0,
-                 group=None, time_attr: Optional[str] = None):
+                 group=None, time_attr: Optional[str] = None,
+                 prefetch: Optional[bool] = None):
         if time_attr is None and (edge_time is None) != (input_time is None):
             raise ValueError("'edge_time' and 'input_time' come together "
                              "(temporal sampling)")
@@ -182,13 +201,40 @@ class FusedDistNeighborLoader:
         else:
             feats = part.node_feats[None]
             self._feature_names = [n for n in ('x', 'y') if n in feats]
+        # (the samplers of the background threads: one process group each)
+        self.prefetch = prefetch
+        self._lanes: List[DistNeighborSampler] = []
+        self._lane_key: Optional[Tuple] = None
+        device = self.sampler.device
+        if prefetching(prefetch, device):
+            threads = GPU_THREADS if device.type == 'cuda' else 1
+            self._lane_key, groups = _lane_groups(group, device, threads)
+            self._lanes = [self.sampler.lane(g) for g in groups]
 
     def __len__(self) -> int:
         return len(self.batches)
 
     def __iter__(self) -> Iterator[Data]:
-        for positions, key, _ in self.batches.slices(*self.batches.plan()):
-            yield self._batch(positions, key)
+        # (the epoch's order and RNG keys drawn here, in the caller's
+        # thread: the batches are the same with or without the threads)
+        items = list(self.batches.slices(*self.batches.plan()))
+        if not self._lanes:
+            return (self._batch(self.sampler, positions, key)
+                    for positions, key, _ in items)
+        # The last epoch on these groups (of any loader) ends first: its
+        # threads stop after the same batch on every rank, then this
+        # epoch's threads take the groups.
+        for thread in _LANE_THREADS.pop(self._lane_key, []):
+            thread.stop.set()
+            thread.join()
+        W = len(self._lanes)
+        parts = [_batches_of(self._batch, lane, items[i::W])
+                 for i, lane in enumerate(self._lanes)]
+        it = start_threads(parts, len(items), self.sampler.device,
+                           f'{type(self).__name__}-prefetch',
+                           collective=True)
+        _LANE_THREADS[self._lane_key] = list(it.threads)
+        return it
 
     def _typed_inputs(self, input_nodes):
         # (node type, ids or mask) -> (ids or mask, the type's node count);
@@ -208,17 +254,19 @@ class FusedDistNeighborLoader:
         self._seed_offset = typed.node_offset[i]
         return nodes, typed.node_offset[i + 1] - typed.node_offset[i]
 
-    def _batch(self, positions: Tensor, key: int) -> Data:
+    def _batch(self, sampler: DistNeighborSampler, positions: Tensor,
+               key: int) -> Data:
+        # (sampler: the loader's, or a background thread's lane of it)
         seeds = self.input_nodes[positions]
-        out = self.sampler.sample(
+        out = sampler.sample(
             seeds + self._seed_offset, key,
             None if self.input_time is None else self.input_time[positions])
         if self.seed_type is not None:
-            return hetero_batch(self.sampler, out, self.seed_type, positions,
+            return hetero_batch(sampler, out, self.seed_type, positions,
                                 self._feature_names)
         data = Data(edge_index=torch.stack([out.row, out.col]),
                     num_nodes=out.node.numel())
-        feats = self.sampler.gather_all(out.node, self._feature_names)
+        feats = sampler.gather_all(out.node, self._feature_names)
         for name in self._feature_names:
             data[name] = feats[name]
         data.n_id, data.e_id = out.node, out.edge
@@ -237,3 +285,55 @@ class FusedDistNeighborLoader:
                 f'num_neighbors={self.sampler.num_neighbors}, '
                 f'batch_size={self.batches.batch_size})')
 
+
+
+def _batches_of(make, sampler: DistNeighborSampler, items) -> Iterator:
+    # (a background thread's batches, made with its lane)
+    for positions, key, _ in items:
+        yield make(sampler, positions, key)
+
+
+# The process groups of the loaders' background threads, by (backend,
+# ranks): made by the first prefetching loader over those ranks (collective
+# over them, as constructing a loader is) and shared by every later one, a
+# loader a fresh epoch, so that a training loop making a loader every epoch
+# does not make communicators every epoch. One epoch at a time uses them:
+# _LANE_THREADS holds the threads of the last one started.
+_LANE_GROUPS: Dict[Tuple, List] = {}
+_LANE_THREADS: Dict[Tuple, List] = {}
+
+
+def _lane_groups(group, device: torch.device, count: int) -> Tuple:
+    # (the key, `count` process groups of `group`'s ranks: default the
+    # world, its backend and timeout: a peer that dies ends a background
+    # thread's exchange as it ends the loader's)
+    ranks = tuple(dist.get_process_group_ranks(group or dist.group.WORLD))
+    backend = str(dist.get_backend(group))
+    key = (backend, ranks)
+    # (groups of a process group destroyed since are not reused)
+    groups = _LANE_GROUPS[key] = [g for g in _LANE_GROUPS.get(key, [])
+                                  if _registered(g)]
+    while len(groups) < count:
+        groups.append(dist.new_group(list(ranks),
+                                     timeout=_timeout_of(group, device),
+                                     backend=backend,
+                                     use_local_synchronization=True))
+    return key, groups[:count]
+
+
+def _registered(group) -> bool:
+    try:
+        dist.get_process_group_ranks(group)
+        return True
+    except (KeyError, ValueError, RuntimeError):
+        return False
+
+
+def _timeout_of(group, device: torch.device):
+    # The group's timeout (init_process_group(timeout=...)); None (torch's
+    # default) where this torch does not say it.
+    pg = group or dist.distributed_c10d._get_default_group()
+    try:
+        return pg._get_backend(device).options._timeout
+    except (AttributeError, RuntimeError):
+        return None

@@ -61,7 +61,9 @@ hot remote nodes (``cache_rows``); heterogeneous partitions too
 partition's own times (:func:`partition_times`).
 """
 import contextlib
+import copy
 import math
+import threading
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
@@ -91,6 +93,37 @@ class DistSample(NamedTuple):
     num_sampled_nodes: List[int]
     num_sampled_edges: List[int]
     batch: Optional[Tensor] = None  # seed index of each node (disjoint)
+
+
+class _Traffic:
+    # A sampler's counters, shared by its lanes (threads: under a lock).
+    def __init__(self, world_size: int):
+        self.lock = threading.Lock()
+        self.world_size = world_size
+        self.reset()
+
+    def reset(self) -> None:
+        with self.lock:
+            self.sent_to = [0] * self.world_size
+            self.received_from = [0] * self.world_size
+            self.exchanges = self.host_reads = self.remote_rows = 0
+            self.samples = 0
+
+    def count(self, rank: int, row_bytes: int, out_splits: List[int],
+              in_splits: List[int]) -> None:
+        with self.lock:
+            self.exchanges += 1
+            for r in range(self.world_size):
+                if r != rank:
+                    self.sent_to[r] += out_splits[r] * row_bytes
+                    self.received_from[r] += in_splits[r] * row_bytes
+
+    def add(self, host_reads: int = 0, remote_rows: int = 0,
+            samples: int = 0) -> None:
+        with self.lock:
+            self.host_reads += host_reads
+            self.remote_rows += remote_rows
+            self.samples += samples
 
 
 class DistNeighborSampler:
@@ -146,7 +179,8 @@ class DistNeighborSampler:
     ``bytes_sent_to[r]`` / ``bytes_received_from[r]`` per peer,
     ``exchanges`` (all-to-alls), ``host_reads`` (exchange sizes read back
     to the host), ``remote_rows_fetched`` (rows :meth:`gather` received
-    from other ranks).
+    from other ranks), ``batches_sampled`` (:meth:`sample` calls); a
+    :meth:`lane` shares them.
     """
     def __init__(self, part: Partition, num_neighbors: Sequence[int],
                  replace: bool = False, edge_weight: bool = False,
@@ -205,28 +239,70 @@ class DistNeighborSampler:
             csc, csc.colptr.numel() - 1, edge_weight, edge_time)
         self.cache_ids: Optional[Tensor] = None
         self.cache: dict = {}
-        self.reset_counters()
+        self._traffic = _Traffic(self.world_size)
         self._build_cache(int(cache_rows))
         self.reset_counters()
 
     # ------------------------------------------------------------ counters
     def reset_counters(self) -> None:
-        r"""Zeroes the byte, exchange, host read and remote row counters."""
-        self.bytes_sent_to = [0] * self.world_size
-        self.bytes_received_from = [0] * self.world_size
-        self.exchanges = 0
-        self.host_reads = 0
-        self.remote_rows_fetched = 0
+        r"""Zeroes the byte, exchange, host read and remote row counters
+        (shared with the sampler's :meth:`lane` copies)."""
+        self._traffic.reset()
+
+    @property
+    def bytes_sent_to(self) -> List[int]:
+        r"""Bytes this rank sent to each rank in exchanges."""
+        return list(self._traffic.sent_to)
+
+    @property
+    def bytes_received_from(self) -> List[int]:
+        r"""Bytes this rank received from each rank in exchanges."""
+        return list(self._traffic.received_from)
 
     @property
     def bytes_sent(self) -> int:
         r"""Bytes this rank sent to the other ranks in exchanges."""
-        return sum(self.bytes_sent_to)
+        return sum(self._traffic.sent_to)
 
     @property
     def bytes_received(self) -> int:
         r"""Bytes this rank received from the other ranks in exchanges."""
-        return sum(self.bytes_received_from)
+        return sum(self._traffic.received_from)
+
+    @property
+    def exchanges(self) -> int:
+        r"""All-to-alls this rank took part in."""
+        return self._traffic.exchanges
+
+    @property
+    def host_reads(self) -> int:
+        r"""Exchange sizes read back to the host."""
+        return self._traffic.host_reads
+
+    @property
+    def batches_sampled(self) -> int:
+        r"""Calls of :meth:`sample` (batches) begun."""
+        return self._traffic.samples
+
+    @property
+    def remote_rows_fetched(self) -> int:
+        r"""Feature rows :meth:`gather` received from other ranks."""
+        return self._traffic.remote_rows
+
+    def lane(self, group) -> 'DistNeighborSampler':
+        r"""This sampler exchanging over :obj:`group` (the same ranks as its
+        own group, in the same order: e.g. ``dist.new_group(...)`` of
+        them), sharing its part, cache and counters: for a thread that
+        samples while another exchanges over the sampler's own group (two
+        threads must not call collectives of one group at once)."""
+        if dist.get_process_group_ranks(group) != \
+                dist.get_process_group_ranks(self.group or
+                                             dist.group.WORLD):
+            raise ValueError("DistNeighborSampler.lane: the group must hold "
+                             "the sampler's ranks, in the same order")
+        other = copy.copy(self)
+        other.group = group
+        return other
 
     # ------------------------------------------------------------ exchange
     @contextlib.contextmanager
@@ -242,17 +318,13 @@ class DistNeighborSampler:
 
     def _count(self, row_bytes: int, out_splits: List[int],
                in_splits: List[int]) -> None:
-        self.exchanges += 1
-        for r in range(self.world_size):
-            if r != self.rank:
-                self.bytes_sent_to[r] += out_splits[r] * row_bytes
-                self.bytes_received_from[r] += in_splits[r] * row_bytes
+        self._traffic.count(self.rank, row_bytes, out_splits, in_splits)
 
     def _read(self, t: Tensor) -> List:
         # A host read of exchange sizes (a wait for the device on a GPU).
         with self._collective():
             out = t.tolist()
-        self.host_reads += 1
+        self._traffic.add(host_reads=1)
         return out
 
     def _sizes(self, counts: Tensor) -> Tuple[List[int], List[int], Tensor]:
@@ -324,6 +396,7 @@ class DistNeighborSampler:
         :obj:`seed_time` (int64, one per seed) bounds each seed's
         subtree."""
         dev = self.device
+        self._traffic.add(samples=1)
         seed = seed.to(device=dev, dtype=torch.long).reshape(-1)
         if (seed_time is None) != (self.edge_time is None):
             raise ValueError("'seed_time' is needed with edge_time (and only "
@@ -501,7 +574,7 @@ class DistNeighborSampler:
         local = self._local(self._send(ids[perm], sent, asked_counts)) \
             - row_offset
         if count:
-            self.remote_rows_fetched += sum(sent) - sent[self.rank]
+            self._traffic.add(remote_rows=sum(sent) - sent[self.rank])
         out = {}
         for name, table in tables.items():
             rows = self._send(_rows_at(table, local), asked_counts, sent)

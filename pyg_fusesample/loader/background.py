@@ -17,6 +17,16 @@ are recorded on the consumer's stream (loader/side_stream.py's rule). The
 loaders draw an epoch's order and RNG keys in the consumer's thread before
 the thread starts, so the batches are those made without it.
 
+Batches whose making is collective (a partitioned graph's: every rank's
+thread exchanges with the others') must stop at the same batch on every
+rank, or one rank's thread waits forever in an exchange its peers never
+join. Their producers (``collective=True``) never stop between batches: a
+stopped one still hands over every batch its queue has room for and stops
+only at a full queue. The consumers of all ranks took the same batches
+(iteration is collective), so every rank's thread stops after the same
+batch, whatever the threads' timing; closing costs at most a queue's depth
+of batches more.
+
 A thread still running when the interpreter exits (an iterator kept alive
 to the end, as a benchmark's endless cycle does) is stopped and joined by
 an ``atexit`` hook: a daemon thread that finalisation catches inside a
@@ -42,13 +52,16 @@ class _Producer:
     # thread.
     END = object()
 
-    def __init__(self, batches: Iterator, depth: int, handoff: bool):
+    def __init__(self, batches: Iterator, depth: int, handoff: bool,
+                 collective: bool = False):
         self.batches = batches
         self.queue = queue.Queue(maxsize=depth)
         self.stop = threading.Event()
         # On a side stream each batch travels with the event its consumer
         # waits for.
         self.handoff = handoff
+        # (stops at a full queue only: see the module's docstring)
+        self.collective = collective
 
     def run(self, stream: Optional['torch.cuda.Stream']):
         try:
@@ -57,7 +70,8 @@ class _Producer:
                 for batch in self.batches:
                     if self.handoff:
                         batch = stamped(batch, stream)
-                    if not self.put(batch) or self.stop.is_set():
+                    if not self.put(batch) or (self.stop.is_set()
+                                               and not self.collective):
                         return
         except BaseException as error:  # re-raised by the consumer, in order
             self.put(error)
@@ -65,13 +79,15 @@ class _Producer:
             self.put(self.END)
 
     def put(self, item) -> bool:
-        while not self.stop.is_set():
+        # (a queue with room takes the item even after a stop: a collective
+        # producer's stop point is then its queue's, the same on every rank)
+        while True:
             try:
                 self.queue.put(item, timeout=0.05)
                 return True
             except queue.Full:
-                continue
-        return False
+                if self.stop.is_set():
+                    return False
 
 
 class BackgroundIterator:
@@ -83,20 +99,21 @@ class BackgroundIterator:
     @classmethod
     def start(cls, batches: Iterator, stream: Optional['torch.cuda.Stream'],
               num_batches: int, name: str,
-              consumer: Optional['torch.cuda.Stream'] = None
-              ) -> 'BackgroundIterator':
+              consumer: Optional['torch.cuda.Stream'] = None,
+              collective: bool = False) -> 'BackgroundIterator':
         r"""With :obj:`consumer`, :obj:`stream` is a side stream: each batch
         reaches the caller once :obj:`consumer` waits for it, its tensors
-        recorded there."""
+        recorded there. :obj:`collective`: making a batch is a collective
+        of the ranks (see the module's docstring)."""
         return cls.start_strided([batches], [stream], num_batches, name,
-                                 consumer)
+                                 consumer, collective)
 
     @classmethod
     def start_strided(cls, parts: List[Iterator],
                       streams: List[Optional['torch.cuda.Stream']],
                       num_batches: int, name: str,
-                      consumer: Optional['torch.cuda.Stream'] = None
-                      ) -> 'BackgroundIterator':
+                      consumer: Optional['torch.cuda.Stream'] = None,
+                      collective: bool = False) -> 'BackgroundIterator':
         r"""Thread :obj:`i` computes :obj:`parts[i]` on :obj:`streams[i]`:
         the batches :obj:`i`, :obj:`i + W`, :obj:`i + 2W`, ... of the
         epoch for :obj:`W` threads, which the iterator yields in turn, so
@@ -109,7 +126,7 @@ class BackgroundIterator:
         # dropping the iterator did not stop the thread (call100). Now no
         # frame of these calls refers to the iterator.
         depth = max(1, cls.depth // len(parts))
-        producers = [_Producer(part, depth, consumer is not None)
+        producers = [_Producer(part, depth, consumer is not None, collective)
                      for part in parts]
         threads = [_BatchThread(producer, stream,
                                 name if len(parts) == 1 else f'{name}-{i}')
@@ -239,25 +256,39 @@ def prefetched(loader: torch.utils.data.DataLoader, draw: Callable[[], List],
                make: Callable, device: torch.device) -> BackgroundIterator:
     r"""One epoch of a map-style :obj:`loader` (``num_workers=0``) whose
     batches are ``make(item)`` for each item of ``draw()``, made on
-    background threads: one on the CPU; on a GPU :data:`GPU_THREADS`, each
-    on a side stream of its own that starts after everything the caller's
-    stream has enqueued (the inputs' last writes), thread :obj:`i` making
-    items :obj:`i`, :obj:`i + W`, ..., each batch handed over with an event,
-    in the epoch's order. The draws of plain iteration are made first,
-    here, in the caller's thread and in its order -- DataLoader's base seed
-    (an iterator of the loader, made and discarded), then ``draw()`` (the
+    background threads (:func:`start_threads`: one on the CPU, on a GPU
+    :data:`GPU_THREADS`, thread :obj:`i` making items :obj:`i`,
+    :obj:`i + W`, ...). The draws of plain iteration are made first, here,
+    in the caller's thread and in its order -- DataLoader's base seed (an
+    iterator of the loader, made and discarded), then ``draw()`` (the
     epoch's order and RNG keys) -- so the batches are those of plain
     iteration."""
     torch.utils.data.DataLoader.__iter__(loader)
     items = draw()
-    name = f'{type(loader).__name__}-prefetch'
+    threads = GPU_THREADS if device.type == 'cuda' else 1
+    return start_threads([map(make, items[i::threads])
+                          for i in range(threads)], len(items), device,
+                         f'{type(loader).__name__}-prefetch')
+
+
+def start_threads(parts: List[Iterator], num_batches: int,
+                  device: torch.device, name: str,
+                  collective: bool = False) -> BackgroundIterator:
+    r"""An epoch of :obj:`num_batches` batches, thread :obj:`i` making
+    those of :obj:`parts[i]` (the epoch's batches :obj:`i`, :obj:`i + W`,
+    ... for :obj:`W` parts), yielded in the epoch's order. On a GPU each
+    thread issues its work on a side stream of its own that starts after
+    everything the caller's stream has enqueued (the inputs' last writes),
+    and each batch is handed over with an event. :obj:`collective`: making
+    a batch is a collective of the ranks (the module's docstring)."""
     if device.type != 'cuda':
-        return BackgroundIterator.start(map(make, items), None, len(items),
-                                        name)
+        return BackgroundIterator.start_strided(
+            parts, [None] * len(parts), num_batches, name,
+            collective=collective)
     consumer = torch.cuda.current_stream(device)
-    streams = [torch.cuda.Stream(device) for _ in range(GPU_THREADS)]
+    streams = [torch.cuda.Stream(device) for _ in parts]
     for stream in streams:
         stream.wait_stream(consumer)
-    parts = [map(make, items[i::GPU_THREADS]) for i in range(GPU_THREADS)]
-    return BackgroundIterator.start_strided(parts, streams, len(items), name,
-                                            consumer=consumer)
+    return BackgroundIterator.start_strided(parts, streams, num_batches, name,
+                                            consumer=consumer,
+                                            collective=collective)
