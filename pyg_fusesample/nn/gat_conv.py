@@ -220,13 +220,18 @@ def _head_scores(h: Tensor, *atts: Tensor) -> Tuple[Tensor, ...]:
     ``h`` (``[N, H, C]``): ``[N, H]`` each, in float32 (float64 stays).
     One matrix product with the block-diagonal ``[H * C, H]`` of every
     ``att`` side by side: ``h`` is read once, and neither the forward nor
-    the backward writes an ``[N, H, C]`` temporary per ``att``. In float32
+    the backward writes an ``[N, H, C]`` temporary per ``att``. The blocks
+    are the ``att`` rows times an identity, one broadcast product (a few
+    kernels each way; ``block_diag`` of the heads took a copy per head and
+    as many slices back, per layer and step). In float32
     even for 16-bit ``h`` and ``att`` (PyG's product with a float32 ``att``
     under autocast is float32 too): the gradient of ``att`` sums over every
     node, and a 16-bit product sums in 16 bits on some CPUs."""
     N, H, C = h.shape
-    weight = torch.cat([torch.block_diag(*att.reshape(H, C, 1).unbind(0))
-                        for att in atts], dim=1)
+    # weight[h * C + c, k * H + g] = atts[k][h, c] where g == h, else 0
+    a = torch.stack([att.reshape(H, C) for att in atts], dim=-1)
+    eye = torch.eye(H, dtype=a.dtype, device=a.device).view(H, 1, 1, H)
+    weight = (a.unsqueeze(-1) * eye).reshape(H * C, len(atts) * H)
     dtype = torch.promote_types(torch.promote_types(h.dtype, weight.dtype),
                                 torch.float32)
     with torch.autocast(h.device.type, enabled=False):
