@@ -31,7 +31,8 @@ minutes of generation and partitioning on a GPU host.
 * ``partitioned``: rank ``r`` reads part ``r`` onto its GPU
   (``read_partition(..., device=...)``, without the edge map) and trains
   from ``FusedDistNeighborLoader`` batches over its share of the training
-  seeds, sampled across the parts (all-to-all exchanges over NCCL);
+  seeds, sampled across the parts (all-to-all exchanges over NCCL;
+  ``--prefetch``: made ahead on the loader's background threads);
 * ``replicated``: every rank holds the whole graph on its GPU and trains
   from a ``FusedNeighborLoader`` over its shard of the seeds
   (``rank_seeds`` / ``rank_seed``, as ``examples/multi_gpu_sage.py``; the
@@ -42,16 +43,17 @@ Model: PyG's ``GraphSAGE`` (``--hidden`` 256, one layer per hop, fan-out
 rank; trimmed by the batches' per-hop counts unless ``--no-trim``.
 
 **Measured.** A step is the loader's next batch + forward + loss + backward
-+ optimizer step. Every step starts at a barrier and ends with the device
-synchronised; its time is the slowest rank's. Per variant, after
++ optimizer step. Every step starts at a barrier and ends with the training
+stream synchronised (not a prefetching loader's side streams, which sample
+ahead); its time is the slowest rank's. Per variant, after
 ``--warmup`` steps: the median step time over ``--steps`` (>= 30 by
 default), the seeds a second over all ranks (all ranks' seeds over the sum
 of the step times), the ratio of the partitioned throughput to the
 replicated (``vs_replicated``), the peak device memory in the timed steps
 (largest rank); for the partitioned variant the all-to-all traffic per batch
-from the sampler's counters (exchanges, host reads of their sizes, bytes
-sent to and received from the other ranks: the mean over the ranks and the
-largest rank's), and, measured in the same run, the link: the bandwidth of
+from the sampler's counters over the batches it sampled (exchanges, host
+reads of their sizes, bytes sent to and received from the other ranks: the
+mean over the ranks and the largest rank's), and, measured in the same run, the link: the bandwidth of
 a timed ``all_to_all_single`` of ``--link-mib`` MiB a rank (the bytes that
 leave a rank over the time, GB/s) and the latency of a small one (a
 rank's sizes), so that ``a2a_link_ms`` (the largest rank's bytes a batch
@@ -124,6 +126,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                                       "per-hop counts (trim_to_layer)")
     p.add_argument('--cache-rows', type=int, default=0,
                    help='partitioned: rows of hot remote nodes a rank keeps')
+    p.add_argument('--prefetch', action='store_true',
+                   help='partitioned: FusedDistNeighborLoader(prefetch=True)'
+                        ' (batches made ahead on background threads)')
     p.add_argument('--steps', type=int, default=30)
     p.add_argument('--warmup', type=int, default=5)
     p.add_argument('--link-mib', type=float, default=None,
@@ -507,7 +512,8 @@ def partitioned(args, data, root: str, device, rank: int,
     loader = FusedDistNeighborLoader(
         part, args.num_neighbors, input_nodes=data.train_mask,
         batch_size=args.batch_size, shuffle=True, drop_last=True,
-        seed=args.seed, cache_rows=args.cache_rows)
+        seed=args.seed, cache_rows=args.cache_rows,
+        prefetch=args.prefetch or None)
     sampler = loader.sampler
     model, optimizer = build_model(args, data.x.size(1),
                                    int(data.y.max()) + 1, device)
@@ -527,7 +533,9 @@ def partitioned(args, data, root: str, device, rank: int,
                a2a_received_bytes_per_batch=statistics.fmean(received),
                a2a_exchanges_per_batch=max(exchanges),
                a2a_host_reads_per_batch=max(reads), held_mb=max(held),
-               load_s=load, note='FusedDistNeighborLoader, hash parts')
+               load_s=load, note='FusedDistNeighborLoader, hash parts' + (
+                   ', prefetch=True (2 threads a rank on a GPU)'
+                   if args.prefetch else ''))
     del loader, sampler, part
     return out
 

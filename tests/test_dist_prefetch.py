@@ -1,13 +1,14 @@
-"""FusedDistNeighborLoader(prefetch=True): batches made ahead on background
-threads, each exchanging over a process group of its own, are the batches
-of plain iteration (2 and 3 gloo processes; 2 NCCL processes on 2 GPUs),
-epoch after epoch; an epoch left half-way on every rank ends without a hang
-and the next epoch is still right (every rank's threads stopped after the
-same batch: their exchange counts agree); a loader's threads exchange on
-their own groups, so the training thread's collectives on the world group
-interleave with them freely. Loaders share their threads' groups (a loader
-made every epoch makes no new ones), and an iterator dropped after one
-batch (``next(iter(loader))``) leaves the next epoch right."""
+"""FusedDistNeighborLoader(prefetch=True) (off by default): batches made
+ahead on background threads, each exchanging over a process group of its
+own, are the batches of plain iteration (2 and 3 gloo processes; 2 NCCL
+processes on 2 GPUs), epoch after epoch; an epoch left half-way on every
+rank ends without a hang and the next epoch is still right (every rank's
+threads stopped after the same batch: their exchange counts agree); a
+loader's threads exchange on their own groups, so the training thread's
+collectives on the world group interleave with them freely. Loaders share
+their threads' groups (a loader made every epoch makes no new ones), and an
+iterator dropped after one batch (``next(iter(loader))``) leaves the next
+epoch right."""
 import os
 
 import pytest
@@ -50,6 +51,13 @@ def _worker(rank, world, root, init, out_dir, backend):
             torch.device('cpu')
         part = read_partition(root, rank, device=device)
         train = torch.arange(N) % 2 == 0
+        # off by default; only over the world's ranks
+        assert not FusedDistNeighborLoader(part, [4, 3], input_nodes=train,
+                                           batch_size=16)._lanes
+        with pytest.raises(ValueError, match='group'):
+            FusedDistNeighborLoader(part, [4, 3], input_nodes=train,
+                                    batch_size=16, prefetch=True,
+                                    group=dist.group.WORLD)
         got = {}
         for prefetch in (False, True):
             loader = FusedDistNeighborLoader(

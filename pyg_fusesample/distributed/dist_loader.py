@@ -8,7 +8,7 @@ import torch.distributed as dist
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ..loader.background import GPU_THREADS, prefetching, start_threads
+from ..loader.background import GPU_THREADS, start_threads
 from ..loader.distributed import node_index, rank_seeds
 from ..loader.seeded_batches import SeededBatchSampler, resolve_generator
 from ..sparse.target_layout import register_batch
@@ -97,19 +97,20 @@ class FusedDistNeighborLoader:
             partition_times`). Instead of :obj:`edge_time`; homogeneous or
             heterogeneous.
         prefetch (bool, optional): make the batches ahead on background
-            threads, each exchanging over a process group of its own (the
-            group's ranks, its backend and timeout; made here, collectively)
-            and, on a GPU, on a CUDA stream of its own, so that sampling
-            overlaps the training step and its host reads wait for sampling
-            work only. Default (``None``): on a GPU, with
-            :data:`~pyg_fusesample.loader.background.GPU_THREADS` threads
-            (each makes every other batch), as ``FusedNeighborLoader``
-            prefetches; not on the CPU, where the threads would compete
-            with the step for the cores (``True``: one thread). The batches
-            are the same. An epoch left before its end: every rank leaves it
-            at the same batch (iteration is collective), and its threads
-            make the batches their queues have room for before they stop
-            (at most two more each), the same on every rank; close the
+            threads (on a GPU two, each every other batch, each on a CUDA
+            stream of its own; on the CPU one), each exchanging over a
+            process group of its own (made here: the world's ranks, the
+            default group's backend and timeout; shared by later loaders),
+            so that sampling may overlap the training step and a thread's
+            host reads wait for its sampling only. Off by default
+            (``None``): on two H200s it made the loader slower (20.2 ms a
+            batch against 9.3 ms in the same run, loader only; docs/
+            multi_gpu.md), the threads contending for the GIL and the
+            GPU. The batches are the same. Only with the world as the group
+            (:obj:`group` unset). An epoch left before its end: every rank
+            leaves it at the same batch (iteration is collective), and its
+            threads make the batches their queues have room for before they
+            stop (at most two more each), the same on every rank; close the
             epoch's iterator (``it.close()``) before destroying the process
             group.
 
@@ -206,9 +207,14 @@ class FusedDistNeighborLoader:
         self._lanes: List[DistNeighborSampler] = []
         self._lane_key: Optional[Tuple] = None
         device = self.sampler.device
-        if prefetching(prefetch, device):
+        if prefetch and group is not None:
+            raise ValueError(f"{type(self).__name__}: 'prefetch=True' makes "
+                             f"process groups of the world's ranks for its "
+                             f"threads; with a 'group' of your own, leave "
+                             f"'prefetch' unset")
+        if group is None and prefetch:
             threads = GPU_THREADS if device.type == 'cuda' else 1
-            self._lane_key, groups = _lane_groups(group, device, threads)
+            self._lane_key, groups = _lane_groups(device, threads)
             self._lanes = [self.sampler.lane(g) for g in groups]
 
     def __len__(self) -> int:
@@ -303,21 +309,21 @@ _LANE_GROUPS: Dict[Tuple, List] = {}
 _LANE_THREADS: Dict[Tuple, List] = {}
 
 
-def _lane_groups(group, device: torch.device, count: int) -> Tuple:
-    # (the key, `count` process groups of `group`'s ranks: default the
-    # world, its backend and timeout: a peer that dies ends a background
-    # thread's exchange as it ends the loader's)
-    ranks = tuple(dist.get_process_group_ranks(group or dist.group.WORLD))
-    backend = str(dist.get_backend(group))
+def _lane_groups(device: torch.device, count: int) -> Tuple:
+    # (the key, `count` process groups of the world's ranks with the
+    # default group's backend and timeout: a peer that dies ends a background
+    # thread's exchange as it ends the loader's). Made by every rank, as
+    # every rank makes the loader: new_group's own names (a counter; the
+    # names of use_local_synchronization groups hash their ranks, so two
+    # groups of the same ranks would share their store keys).
+    ranks = tuple(range(dist.get_world_size()))
+    backend = str(dist.get_backend())
     key = (backend, ranks)
     # (groups of a process group destroyed since are not reused)
     groups = _LANE_GROUPS[key] = [g for g in _LANE_GROUPS.get(key, [])
                                   if _registered(g)]
     while len(groups) < count:
-        groups.append(dist.new_group(list(ranks),
-                                     timeout=_timeout_of(group, device),
-                                     backend=backend,
-                                     use_local_synchronization=True))
+        groups.append(dist.new_group(timeout=_timeout_of(None, device)))
     return key, groups[:count]
 
 
