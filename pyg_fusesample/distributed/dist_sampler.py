@@ -25,6 +25,14 @@ others (``bytes_sent``, ``bytes_received``, per peer ``bytes_sent_to`` /
 ``bytes_received_from``; a rank's rows to itself do not cross a link and
 are not counted) and the all-to-alls (``exchanges``).
 
+A hop's bookkeeping between the exchanges (the requests grouped by owner,
+the draws' sizes both ways, the draws put back in frontier order, the
+relabelling) runs as four composite C++ ops (``fusesample::dist_requests``,
+``dist_reply_sizes``, ``dist_frontier_order``, ``dist_relabel``:
+kernels/sampler/dist_hop.cpp), the device's ATen kernels called from C++
+without the GIL: the same kernels as the Python they replaced, fewer
+Python dispatches.
+
 Host reads: ``all_to_all_single`` takes its split sizes as host integers,
 so where the receivers do not know them yet, the sizes are read back to
 the host (``.tolist()``): one read per such exchange, two per hop (the
@@ -70,6 +78,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from .. import _extension  # noqa: F401  (registers the ops)
 from ..ops import gather_rows, keyed_draws
 from ..ops.keyed_draws import KeyedDraws
 from ..sampler.graph_store import CSCGraph
@@ -78,6 +87,9 @@ from ..sampler.rule_graph import (temporal_csc, weighted_csc,
 from ..sampler.sampling_rule import check_weight, every_node_time
 from .partition_files import PartCSC, Partition
 from .typed_part import TypedPart, typed_fanouts, typed_part
+
+# (a hop's bookkeeping: kernels/sampler/dist_hop.cpp)
+_ops = torch.ops.fusesample
 
 
 class DistSample(NamedTuple):
@@ -417,15 +429,12 @@ class DistNeighborSampler:
         nsn, nse = [seed.numel()], []
         begin, end = 0, seed.numel()
         for hop in range(len(self.fanouts)):
-            frontier = key[begin:end] % N
-            position = torch.arange(begin, end, device=dev)
-            perm, counts, owner = self._by_owner(frontier)
-            fields = [frontier[perm], position[perm]]
-            if seed_time is not None:  # (each node's root seed's time)
-                fields.append(seed_time[key[begin:end] // N][perm])
-            # the requests: their sizes (a host read), then the requests
+            # the frontier's (node, position[, root seed's time]) grouped by
+            # owner; their sizes exchanged (a host read), then the requests
+            requests, perm, counts, owner = _ops.dist_requests(
+                key, begin, end, N, self.owner, W, seed_time)
             sent, asked_counts, asked_dev = self._sizes(counts)
-            asked = self._send(torch.stack(fields, 1), sent, asked_counts)
+            asked = self._send(requests, sent, asked_counts)
             # Serve the requests received: draws per request, in order.
             local, foreign = self._local_unchecked(asked[:, 0].contiguous())
             draws = self._serve(
@@ -434,23 +443,18 @@ class DistNeighborSampler:
             # the draw counts back (sizes: the requests'), then the draws'
             # sizes both ways from them (a host read), then the draws
             got_count = self._send(draws.count, asked_counts, sent)
-            reply = torch.zeros(W, dtype=torch.long, device=dev).index_add_(
-                0, torch.repeat_interleave(asked_dev,
-                                           output_size=asked.size(0)),
-                draws.count)
-            coming = torch.zeros(W, dtype=torch.long, device=dev).index_add_(
-                0, owner, got_count)
-            sizes = self._read(torch.cat([reply, coming, foreign.view(1).long()]))
+            sizes = self._read(_ops.dist_reply_sizes(
+                asked_dev, draws.count, owner, got_count, foreign))
             if sizes[-1]:  # (the check of the requests, read with the sizes)
                 self._refuse_foreign()
             reply_sizes, got_sizes = sizes[:W], sizes[W:2 * W]
             got = self._send(torch.stack([draws.row, draws.edge], 1),
                              reply_sizes, got_sizes)
-            src, edge, col = _in_frontier_order(got, got_count, perm, begin,
-                                                sum(got_sizes))
+            src, edge, col = _ops.dist_frontier_order(
+                got, got_count, perm, begin, sum(got_sizes))
             if self.disjoint:  # (the root of the draw's target)
                 src = key[col] // N * N + src
-            key, row, new = _relabel(key, src)
+            key, row, new = _ops.dist_relabel(key, src)
             rows.append(row)
             cols.append(col)
             edges.append(edge)
@@ -786,48 +790,3 @@ def _weights(csc: PartCSC) -> Tensor:
     check_weight('edge_attr', weight.to(torch.float64), csc.num_edges,
                  'the partition (edge_weight=True)')
     return weight
-
-
-def _in_frontier_order(got: Tensor, got_count: Tensor, perm: Tensor,
-                       begin: int, total: int
-                       ) -> Tuple[Tensor, Tensor, Tensor]:
-    # The draws came back grouped by owner, each owner's in our request
-    # order (`perm`: frontier index of every request): reorder them target
-    # by target in frontier order. `total`: the number of draws (known on
-    # the host: no read here). Returns (sources, edge ids, the local id of
-    # each draw's target).
-    count = torch.empty_like(got_count)
-    count[perm] = got_count
-    start = torch.empty_like(got_count)  # (a target's first draw in `got`)
-    start[perm] = torch.cumsum(got_count, 0) - got_count
-    target = torch.repeat_interleave(count, output_size=total)
-    # a draw's place: its target's first in `got`, plus its rank among its
-    # target's draws (its place in frontier order minus the target's first)
-    index = (start - (torch.cumsum(count, 0) - count))[target] + \
-        torch.arange(total, device=got.device)
-    drawn = got[index]
-    return drawn[:, 0], drawn[:, 1], target + begin
-
-
-def _relabel(node: Tensor, src: Tensor) -> Tuple[Tensor, Tensor, int]:
-    # As the op: sources not yet in the batch are appended in order of first
-    # appearance; returns (the node list, every source's local id, how many
-    # were new). (Nodes and sources are keys: see sample.) One stable sort
-    # of the batch's keys followed by the sources: the head of each run of
-    # equal keys is the key's first occurrence (a seed given twice is its
-    # first position, as in the op); one host read (the new nodes' count).
-    n, dev = node.numel(), src.device
-    keys = torch.cat([node, src])
-    ordered, where = torch.sort(keys, stable=True)
-    head = torch.ones_like(ordered, dtype=torch.bool)
-    head[1:] = ordered[1:] != ordered[:-1]
-    at = torch.arange(keys.numel(), device=dev)
-    first = where[torch.where(head, at, 0).cummax(0).values]
-    # a source that is its key's first occurrence is new; the new ones are
-    # numbered in source order after the n known nodes
-    fresh = torch.zeros_like(head).scatter_(0, where, head & (where >= n))
-    number = torch.cumsum(fresh, 0) + (n - 1)
-    local = torch.empty_like(first)
-    local[where] = torch.where(first < n, first, number[first])
-    new = src[fresh[n:]]
-    return torch.cat([node, new]), local[n:], new.numel()
