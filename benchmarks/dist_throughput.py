@@ -53,12 +53,12 @@ replicated (``vs_replicated``), the peak device memory in the timed steps
 (largest rank); for the partitioned variant the all-to-all traffic per batch
 from the sampler's counters over the batches it sampled (exchanges, host
 reads of their sizes, bytes sent to and received from the other ranks: the
-mean over the ranks and the largest rank's), and, measured in the same run, the link: the bandwidth of
-a timed ``all_to_all_single`` of ``--link-mib`` MiB a rank (the bytes that
-leave a rank over the time, GB/s) and the latency of a small one (a
-rank's sizes), so that ``a2a_link_ms`` (the largest rank's bytes a batch
-at that bandwidth) and ``a2a_floor_ms`` (plus the exchanges' latencies)
-bound the exchanges' share of a step.
+mean over the ranks and the largest rank's), and, measured in the same run,
+the link: the bandwidth of a timed ``all_to_all_single`` of ``--link-mib``
+MiB a rank (the bytes that leave a rank over the time, GB/s) and the
+latency of a small one (a rank's sizes), so that ``a2a_link_ms`` (the
+largest rank's bytes a batch at that bandwidth) and ``a2a_floor_ms`` (plus
+the exchanges' latencies) bound the exchanges' share of a step.
 """
 import argparse
 import datetime

@@ -292,19 +292,18 @@ class FusedDistNeighborLoader:
                 f'batch_size={self.batches.batch_size})')
 
 
-
 def _batches_of(make, sampler: DistNeighborSampler, items) -> Iterator:
     # (a background thread's batches, made with its lane)
     for positions, key, _ in items:
         yield make(sampler, positions, key)
 
 
-# The process groups of the loaders' background threads, by (backend,
-# ranks): made by the first prefetching loader over those ranks (collective
-# over them, as constructing a loader is) and shared by every later one, a
-# loader a fresh epoch, so that a training loop making a loader every epoch
-# does not make communicators every epoch. One epoch at a time uses them:
-# _LANE_THREADS holds the threads of the last one started.
+# The process groups of the loaders' background threads, by (backend, the
+# world's ranks): made by the first prefetching loader (collectively, as
+# constructing a loader is) and shared by every later one, so that a
+# training loop making a loader every epoch does not make communicators
+# every epoch. One epoch at a time uses them: _LANE_THREADS holds the
+# threads of the last one started.
 _LANE_GROUPS: Dict[Tuple, List] = {}
 _LANE_THREADS: Dict[Tuple, List] = {}
 
