@@ -103,9 +103,10 @@ class GATConv(PyGGATConv):
         H, C = self.heads, self.out_channels
         out = segment_aggregate(layout, h_src.view(-1, H * C), 'sum', alpha)
         if loops > 0:
-            own = (alpha_self.unsqueeze(-1) * h_src[:loops]).to(out.dtype)
-            out = out + F.pad(own.view(loops, H * C),
-                              (0, 0, 0, num_dst - loops))
+            own = (alpha_self.unsqueeze(-1) * _head(h_src, loops)).to(
+                out.dtype).view(loops, H * C)
+            out = out + (own if loops == num_dst else
+                         F.pad(own, (0, 0, 0, num_dst - loops)))
         out = out if self.concat else out.view(-1, H, C).mean(dim=1)
         if res is not None:
             out = out + res
@@ -145,10 +146,10 @@ class GATConv(PyGGATConv):
             a_dst = None if h_dst is None else \
                 _head_scores(h_dst, self.att_dst)[0]
         score = index_rows(a_src, layout.src)
-        self_score = a_src[:loops]
+        self_score = _head(a_src, loops)
         if a_dst is not None:
             score = score + index_targets(a_dst, layout)
-            self_score = self_score + a_dst[:loops]
+            self_score = self_score + _head(a_dst, loops)
         keep = layout.src != layout.dst if self.add_self_loops else None
         return score, self_score, keep
 
@@ -237,6 +238,14 @@ def _head_scores(h: Tensor, *atts: Tensor) -> Tuple[Tensor, ...]:
     with torch.autocast(h.device.type, enabled=False):
         out = torch.mm(h.reshape(N, H * C).to(dtype), weight.to(dtype))
     return out.split(H, dim=1)
+
+
+def _head(t: Tensor, rows: int) -> Tensor:
+    r"""``t[:rows]``, or ``t`` itself where that is all of it: autograd's
+    backward of a slice writes a zero tensor of ``t``'s size and copies the
+    gradient in, even for a slice of every row (a trimmed layer's self-loops
+    cover all its rows)."""
+    return t if rows == t.size(0) else t[:rows]
 
 
 def _widened(t: Tensor) -> Tensor:
