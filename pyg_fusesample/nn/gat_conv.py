@@ -86,15 +86,17 @@ class GATConv(PyGGATConv):
 
         h_src, h_dst, res = self._project(x)
         layout = layout_of(edge_index, x_src.size(0), num_dst, 'GATConv')
-        score, self_score, keep = self._scores(layout, h_src, h_dst, loops)
+        score, self_score, loop_slots = self._scores(layout, h_src, h_dst,
+                                                      loops)
         if use_edges:
-            e, e_loop = self._edge_scores(layout, edge_attr, keep, loops)
+            e, e_loop = self._edge_scores(layout, edge_attr, loop_slots,
+                                          loops)
             score = score + e
             self_score = self_score + e_loop
         # (in float32 for 16-bit inputs: a hub's hundreds of exponentials
         # summed in bfloat16 lose the softmax's normalisation)
         alpha, alpha_self = _segment_softmax(
-            layout, _widened(self._act(score, keep)),
+            layout, _widened(self._act(score, loop_slots)),
             _widened(self._act(self_score)), num_dst)
         alpha = F.dropout(alpha, p=self.dropout, training=self.training)
         alpha_self = F.dropout(alpha_self, p=self.dropout,
@@ -138,7 +140,8 @@ class GATConv(PyGGATConv):
     def _scores(self, layout, h_src: Tensor, h_dst: Optional[Tensor],
                 loops: int):
         r"""Per slot ``[E, H]`` and per self-loop ``[loops, H]`` scores
-        (before the edge term), and the slots that count (``None``: all)."""
+        (before the edge term), and the slots of the given self-loops, which
+        PyG drops for its own (``None``: none dropped)."""
         if h_dst is h_src:  # (one projection: both scores in one product)
             a_src, a_dst = _head_scores(h_src, self.att_src, self.att_dst)
         else:
@@ -150,18 +153,19 @@ class GATConv(PyGGATConv):
         if a_dst is not None:
             score = score + index_targets(a_dst, layout)
             self_score = self_score + _head(a_dst, loops)
-        keep = layout.src != layout.dst if self.add_self_loops else None
-        return score, self_score, keep
+        loop_slots = layout.src == layout.dst if self.add_self_loops \
+            else None
+        return score, self_score, loop_slots
 
-    def _edge_scores(self, layout, edge_attr: Tensor, keep: Optional[Tensor],
-                     loops: int):
+    def _edge_scores(self, layout, edge_attr: Tensor,
+                     loop_slots: Optional[Tensor], loops: int):
         r"""The edge term ``a_e^T Theta_e e`` of the slots and of the
         self-loops (edge features :obj:`fill_value`, as PyG's
         ``add_self_loops``)."""
         edge_attr = edge_attr.view(-1, 1) if edge_attr.dim() == 1 \
             else edge_attr
         edge_attr = layout.in_layout_order(edge_attr)
-        loop_attr = _loop_attr(layout, edge_attr, keep, loops,
+        loop_attr = _loop_attr(layout, edge_attr, loop_slots, loops,
                                self.fill_value)
         return self._edge_term(edge_attr), self._edge_term(loop_attr)
 
@@ -169,10 +173,11 @@ class GATConv(PyGGATConv):
         e = self.lin_edge(edge_attr).view(-1, self.heads, self.out_channels)
         return _head_scores(e, self.att_edge)[0]
 
-    def _act(self, score: Tensor, keep: Optional[Tensor] = None) -> Tensor:
+    def _act(self, score: Tensor,
+             loop_slots: Optional[Tensor] = None) -> Tensor:
         score = F.leaky_relu(score, self.negative_slope)
-        return score if keep is None else score.masked_fill(
-            ~keep.unsqueeze(-1), float('-inf'))
+        return score if loop_slots is None else score.masked_fill(
+            loop_slots.unsqueeze(-1), float('-inf'))
 
     def _pyg_order(self, layout, edge_index: Tensor, alpha: Tensor,
                    alpha_self: Tensor):
@@ -278,8 +283,8 @@ def _segment_softmax(layout, score: Tensor, self_score: Tensor,
     return p / index_rows(total, layout.dst), p_own / total[:loops]
 
 
-def _loop_attr(layout, edge_attr: Tensor, keep: Optional[Tensor], loops: int,
-               fill_value) -> Tensor:
+def _loop_attr(layout, edge_attr: Tensor, loop_slots: Optional[Tensor],
+               loops: int, fill_value) -> Tensor:
     r"""The edge features PyG's ``add_self_loops`` gives the self-loops of
     nodes ``0 .. loops - 1``: :obj:`fill_value` (``None``: ones), or the
     reduction it names over each target's other in-edges (empty: ``0``,
@@ -298,10 +303,10 @@ def _loop_attr(layout, edge_attr: Tensor, keep: Optional[Tensor], loops: int,
         raise AttributeError("No valid 'fill_value' provided")
     if loops == 0:
         return edge_attr.new_zeros(shape)
-    count = layout.degree() if keep is None else _segment(
-        layout, keep.to(edge_attr.dtype), 'sum')
-    if keep is not None:
-        edge_attr = edge_attr.masked_fill(~keep.unsqueeze(-1),
+    count = layout.degree() if loop_slots is None else _segment(
+        layout, (~loop_slots).to(edge_attr.dtype), 'sum')
+    if loop_slots is not None:
+        edge_attr = edge_attr.masked_fill(loop_slots.unsqueeze(-1),
                                           _NEUTRAL[reduce])
     out = _segment(layout, edge_attr, reduce)[:loops]
     count = count[:loops].to(edge_attr.dtype).unsqueeze(-1)
