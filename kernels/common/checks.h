@@ -84,12 +84,14 @@ inline void check_csc(const char* op, const at::Tensor& colptr,
                     colptr);
 }
 
-// A 1-D int64 index tensor on the graph's device (seeds, node sets).
+// A 1-D int64 index tensor on the device of `ref` (by default the graph's
+// `colptr`: seeds, node sets).
 inline void check_node_ids(const char* op, const char* name,
-                           const at::Tensor& ids, const at::Tensor& colptr) {
+                           const at::Tensor& ids, const at::Tensor& ref,
+                           const char* ref_name = "colptr") {
   check_1d(op, name, ids);
   check_dtype(op, name, ids, at::kLong);
-  check_same_device(op, name, ids, "colptr", colptr);
+  check_same_device(op, name, ids, ref_name, ref);
 }
 
 // A graph in host memory that a GPU samples in place (zero-copy, through

@@ -74,13 +74,6 @@
 namespace fusesample {
 namespace {
 
-void check_ids(const char* op, const char* name, const at::Tensor& t,
-               const at::Tensor& ref, const char* ref_name) {
-  check_1d(op, name, t);
-  check_dtype(op, name, t, at::kLong);
-  check_same_device(op, name, t, ref_name, ref);
-}
-
 at::Tensor counts_of(const at::Tensor& group, const at::Tensor& value, int64_t n) {
   // value summed per group id in [0, n) (integers: exact in any order)
   return at::zeros({n}, group.options()).index_add_(0, group, value);
@@ -91,8 +84,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> dist_requests(
     const at::Tensor& owner_map, int64_t world_size,
     const c10::optional<at::Tensor>& seed_time) {
   const char* op = "fusesample::dist_requests";
-  check_ids(op, "key", key, key, "key");
-  check_ids(op, "owner_map", owner_map, key, "key");
+  check_node_ids(op, "key", key, key, "key");
+  check_node_ids(op, "owner_map", owner_map, key, "key");
   TORCH_CHECK(0 <= begin && begin <= end && end <= key.numel(), op,
               ": the frontier [", begin, ", ", end, ") must lie in the ",
               key.numel(), " keys");
@@ -107,7 +100,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> dist_requests(
       frontier.index_select(0, perm),
       at::arange(begin, end, key.options()).index_select(0, perm)};
   if (seed_time.has_value()) {  // (each node's root seed's time)
-    check_ids(op, "seed_time", *seed_time, key, "key");
+    check_node_ids(op, "seed_time", *seed_time, key, "key");
     fields.push_back(
         seed_time->index_select(0, keys.div(num_nodes, "floor")).index_select(0, perm));
   }
@@ -120,10 +113,10 @@ at::Tensor dist_reply_sizes(const at::Tensor& asked_counts, const at::Tensor& dr
                             const at::Tensor& owner, const at::Tensor& got_count,
                             const at::Tensor& foreign) {
   const char* op = "fusesample::dist_reply_sizes";
-  check_ids(op, "asked_counts", asked_counts, asked_counts, "asked_counts");
-  check_ids(op, "draw_count", draw_count, asked_counts, "asked_counts");
-  check_ids(op, "owner", owner, asked_counts, "asked_counts");
-  check_ids(op, "got_count", got_count, asked_counts, "asked_counts");
+  check_node_ids(op, "asked_counts", asked_counts, asked_counts, "asked_counts");
+  check_node_ids(op, "draw_count", draw_count, asked_counts, "asked_counts");
+  check_node_ids(op, "owner", owner, asked_counts, "asked_counts");
+  check_node_ids(op, "got_count", got_count, asked_counts, "asked_counts");
   TORCH_CHECK(owner.numel() == got_count.numel(), op,
               ": 'owner' and 'got_count' must have one entry per request");
   TORCH_CHECK(foreign.numel() == 1, op, ": 'foreign' must be one value");
@@ -142,8 +135,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> dist_frontier_order(
   TORCH_CHECK(got.dim() == 2 && got.size(1) == 2 && got.size(0) == total, op,
               ": 'got' must be [total, 2], got ", got.sizes());
   check_dtype(op, "got", got, at::kLong);
-  check_ids(op, "got_count", got_count, got, "got");
-  check_ids(op, "perm", perm, got, "got");
+  check_node_ids(op, "got_count", got_count, got, "got");
+  check_node_ids(op, "perm", perm, got, "got");
   TORCH_CHECK(perm.numel() == got_count.numel(), op,
               ": 'perm' and 'got_count' must have one entry per request");
   // count / start: each frontier node's draws and its first in `got`
@@ -162,8 +155,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> dist_frontier_order(
 std::tuple<at::Tensor, at::Tensor, int64_t> dist_relabel(const at::Tensor& node,
                                                          const at::Tensor& src) {
   const char* op = "fusesample::dist_relabel";
-  check_ids(op, "node", node, node, "node");
-  check_ids(op, "src", src, node, "node");
+  check_node_ids(op, "node", node, node, "node");
+  check_node_ids(op, "src", src, node, "node");
   const int64_t n = node.numel();
   const at::Tensor keys = at::cat({node, src});
   at::Tensor ordered, where;

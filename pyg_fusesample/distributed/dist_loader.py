@@ -212,7 +212,7 @@ class FusedDistNeighborLoader:
                              f"process groups of the world's ranks for its "
                              f"threads; with a 'group' of your own, leave "
                              f"'prefetch' unset")
-        if group is None and prefetch:
+        if prefetch:
             threads = GPU_THREADS if device.type == 'cuda' else 1
             self._lane_key, groups = _lane_groups(device, threads)
             self._lanes = [self.sampler.lane(g) for g in groups]
@@ -322,7 +322,7 @@ def _lane_groups(device: torch.device, count: int) -> Tuple:
     groups = _LANE_GROUPS[key] = [g for g in _LANE_GROUPS.get(key, [])
                                   if _registered(g)]
     while len(groups) < count:
-        groups.append(dist.new_group(timeout=_timeout_of(None, device)))
+        groups.append(dist.new_group(timeout=_timeout_of(device)))
     return key, groups[:count]
 
 
@@ -334,10 +334,10 @@ def _registered(group) -> bool:
         return False
 
 
-def _timeout_of(group, device: torch.device):
-    # The group's timeout (init_process_group(timeout=...)); None (torch's
-    # default) where this torch does not say it.
-    pg = group or dist.distributed_c10d._get_default_group()
+def _timeout_of(device: torch.device):
+    # The default group's timeout (init_process_group(timeout=...)); None
+    # (torch's default) where this torch does not say it.
+    pg = dist.distributed_c10d._get_default_group()
     try:
         return pg._get_backend(device).options._timeout
     except (AttributeError, RuntimeError):
