@@ -7,7 +7,7 @@ dtype, variant, round) to a CSV of its own schema
 dtype) finishes, and a markdown table next to it.
 
 The step: forward + cross-entropy on the seeds + backward + AdamW step
-(``lr=1e-3``), on ``--batches`` (8) batches sampled once with
+(``lr=1e-3``; ``fused=True`` on a GPU, for every variant), on ``--batches`` (8) batches sampled once with
 :class:`~pyg_fusesample.FusedNeighborLoader` (batch size 1024, shuffled,
 ``seed``) and kept on the device, cycled. No loader runs in the timed loop.
 Each batch's ``EdgeIndex`` / ``SparseTensor`` is made once and kept, so what
@@ -71,6 +71,9 @@ Variants (``--variants``; those a model has, in turn, round after round):
   fit; the padding's copies of ``x``, ``y`` and ``edge_type``, the
   attributes the step reads, are in the timed step). CUDA only; the note
   gives the captures and the padded size.
+* ``fused-compiled-captured``: both: the compiled model's step captured
+  (the compiler's fused kernels replayed without launch cost; compiled in
+  the capture's eager warm-up steps, on the padded batch's fixed shapes).
 
 Without ``to_fused`` the fused variants give rows noted ``skipped: ...``; a
 variant that raises gives a row noted ``error: ...`` and the run goes on.
@@ -137,7 +140,10 @@ MODELS = ('sage', 'gat', 'rgcn', 'rgcn-bases', 'hetero-sage')
 DEFAULT_MODELS = ('sage', 'gat', 'rgcn', 'hetero-sage')
 PYG_VARIANTS = ('pyg', 'pyg-trim', 'pyg-trim-edgeindex', 'pyg-trim-sparse',
                 'pyg-fast', 'pyg-fast-trim')
-FUSED_VARIANTS = ('fused', 'fused-compiled', 'fused-captured')
+FUSED_VARIANTS = ('fused', 'fused-compiled', 'fused-captured',
+                  'fused-compiled-captured')
+COMPILED_VARIANTS = ('fused-compiled', 'fused-compiled-captured')
+CAPTURED_VARIANTS = ('fused-captured', 'fused-compiled-captured')
 VARIANTS = PYG_VARIANTS + FUSED_VARIANTS
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16}
 DEFAULT_GRAPHS = ('products', 'mag', 'reddit', 'arxiv')
@@ -467,7 +473,8 @@ def _scatter_without_cuda(device: torch.device) -> None:
         pass
 
 
-EXECUTION = {'fused-compiled': 'compiled', 'fused-captured': 'captured'}
+EXECUTION = {'fused-compiled': 'compiled', 'fused-captured': 'captured',
+             'fused-compiled-captured': 'compiled+captured'}
 # fused-captured: room per hop beyond the first batch's counts
 CAPTURE_MARGIN = 0.1
 
@@ -480,13 +487,16 @@ class Run:
         self.model, self.device, self.dtype = model, device, dtype
         self.note = swapped_note(model) if variant in FUSED_VARIANTS else ''
         self.forward = model
-        if variant == 'fused-compiled':
+        if variant in COMPILED_VARIANTS:
             torch._dynamo.reset()  # one compiled model at a time
             _dynamo_counters().clear()  # (the note counts this model's)
             self.forward = torch.compile(model, fullgraph=True)
-        captured = variant == 'fused-captured'
+        captured = variant in CAPTURED_VARIANTS
+        # (fused on a GPU for every variant: one kernel a step, not a
+        # foreach launch per parameter group and operation)
         self.opt = torch.optim.AdamW(model.parameters(), lr=1e-3,
-                                     capturable=captured)
+                                     capturable=captured,
+                                     fused=device.type == 'cuda')
         self.calls = [model_call(model_name, variant, b) + (b, )
                       for b in batches]
         self.i = 0
@@ -687,7 +697,7 @@ def _variant_model(model: str, variant: str, base: torch.nn.Module,
 def _unsupported(variant: str, device: torch.device) -> str:
     if variant == 'pyg-trim-sparse':
         return sparse_unsupported(device)
-    if variant == 'fused-captured' and device.type != 'cuda':
+    if variant in CAPTURED_VARIANTS and device.type != 'cuda':
         return 'unsupported: CUDA graph capture needs a CUDA device'
     if variant in FUSED_VARIANTS:
         return fused_unsupported()
@@ -739,7 +749,7 @@ def setting_rows(g: Graph, model: str, dname: str, variants: List[str],
     runs: Dict[str, object] = {}
     for v in variants:
         note = _unsupported(v, dev)
-        if (not note and v == 'fused-compiled' and budget is not None
+        if (not note and v in COMPILED_VARIANTS and budget is not None
                 and spent['compile_s'] >= budget):
             note = (f"skipped: the run's compiled rows took "
                     f"{spent['compile_s']:.0f} s >= --compile-budget-s "
@@ -764,15 +774,15 @@ def setting_rows(g: Graph, model: str, dname: str, variants: List[str],
                 ratio = float(row['step_ms']) / floor_ms
                 row['ratio_to_floor'] = f'{ratio:.2f}'
                 row['note'] = run.note + run.capture_note
-                if v == 'fused-compiled':
+                if v in COMPILED_VARIANTS:
                     row['note'] += f'; {_compile_note()}'
             except Exception as e:  # noqa: BLE001
-                what = ('compile failed' if v == 'fused-compiled'
+                what = ('compile failed' if v in COMPILED_VARIANTS
                         else 'error')
                 runs[v] = run = f'{what}: {_error(e)}'
                 if dev.type == 'cuda':
                     torch.cuda.empty_cache()
-            if v == 'fused-compiled' and rnd == 0:
+            if v in COMPILED_VARIANTS and rnd == 0:
                 spent['compile_s'] += (
                     run.first_ms / 1e3 if isinstance(run, Run)
                     else time.perf_counter() - t0)

@@ -32,7 +32,8 @@ class CapturedBatchStep:
                                      input_nodes=train_idx, shuffle=True,
                                      drop_last=True)
         model = to_fused(GraphSAGE(F, 256, 3, C)).cuda()
-        opt = torch.optim.AdamW(model.parameters(), capturable=True)
+        opt = torch.optim.AdamW(model.parameters(), capturable=True,
+                                fused=True)
 
         def step(batch):
             out = model(batch.x, batch.edge_index,

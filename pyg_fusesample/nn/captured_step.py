@@ -74,7 +74,8 @@ class CapturedStep:
     .. code-block:: python
 
         model = FusedGraphSAGE(F, 256, C, 2, [15, 10]).cuda()
-        opt = torch.optim.AdamW(model.parameters(), capturable=True)
+        opt = torch.optim.AdamW(model.parameters(), capturable=True,
+                                fused=True)
 
         def step(seeds):
             loss = F.cross_entropy(model(x, edge_index, seeds), y[seeds])

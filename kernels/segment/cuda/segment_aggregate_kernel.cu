@@ -241,7 +241,7 @@ source_ptr_kernel(const int32_t* __restrict__ key, int64_t E, int64_t N,
   }
 }
 
-// The sorted slots are cut into chunks of kChunk positions, a group of lanes
+// The sorted slots are cut into chunks of `chunk` positions, a group of lanes
 // per chunk (lane layout as the forward), so that a source read by thousands
 // of slots (a hub: a venue, a field of study) is summed by many groups, not
 // walked by one. A group sums each run of equal sources in its chunk in slot
@@ -253,7 +253,20 @@ source_ptr_kernel(const int32_t* __restrict__ key, int64_t E, int64_t N,
 // sums each cut source's runs in chunk order and writes zeros for sources
 // without slots: every element is one fixed-order sum (deterministic), with
 // no atomics.
-constexpr int64_t kChunk = 32;
+//
+// The chunk length is a function of E alone (so the sums' order, hence the
+// result, is the same on every GPU): 32 where that gives kChunkGroups groups
+// or more, halved down to 4 for smaller E. A chunk is walked by one group in
+// sequence, each pass a chain of dependent loads (slot, target, gradient
+// row), so a mini-batch layer's 30k slots in chunks of 32 made ~1k groups:
+// a fraction of one wave, latency-bound (30-40 us a call on an H200).
+constexpr int64_t kChunkGroups = 16384;
+
+int64_t chunk_for(int64_t E) {
+  int64_t chunk = 32;
+  while (chunk > 4 && (E + chunk - 1) / chunk < kChunkGroups) chunk /= 2;
+  return chunk;
+}
 
 template <typename scalar_t, typename index_t, int V, SegmentReduce kReduce, bool kWeighted>
 __global__ void __launch_bounds__(kThreads)
@@ -263,8 +276,8 @@ segment_backward_chunk_kernel(const int64_t* __restrict__ ptr_t, const int32_t* 
                               const scalar_t* __restrict__ grad, const int64_t* __restrict__ arg,
                               scalar_t* __restrict__ grad_x,
                               at::opmath_type<scalar_t>* __restrict__ part, int64_t N, int64_t R,
-                              int64_t F, int64_t heads, int64_t chunks, int group,
-                              unsigned long long* __restrict__ error) {
+                              int64_t F, int64_t heads, int64_t chunks, int64_t chunk,
+                              int group, unsigned long long* __restrict__ error) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr bool kMax = kReduce == SegmentReduce::kMax;
   const int64_t nvec = F / V, C = F / heads, tile = static_cast<int64_t>(group) * kVecs;
@@ -273,9 +286,9 @@ segment_backward_chunk_kernel(const int64_t* __restrict__ ptr_t, const int32_t* 
   const int64_t valid = ptr_t[N];  // positions from here on hold bad sources
   for (int64_t c = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / group;
        c < chunks; c += groups) {
-    const int64_t c0 = c * kChunk;
+    const int64_t c0 = c * chunk;
     if (c0 >= valid) continue;
-    const int64_t c1 = c0 + kChunk < valid ? c0 + kChunk : valid;
+    const int64_t c1 = c0 + chunk < valid ? c0 + chunk : valid;
     for (int64_t t0 = sub; t0 < nvec; t0 += tile) {
       acc_t acc[kVecs][V] = {};
       int64_t j = key_t[c0], run0 = c0;
@@ -369,7 +382,7 @@ __global__ void __launch_bounds__(kThreads)
 segment_backward_fixup_kernel(const int64_t* __restrict__ ptr_t,
                               const at::opmath_type<scalar_t>* __restrict__ part,
                               scalar_t* __restrict__ grad_x, int64_t N, int64_t F,
-                              int64_t chunks, int group) {
+                              int64_t chunks, int64_t chunk, int group) {
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t nvec = F / V, tile = static_cast<int64_t>(group) * kVecs;
   const int sub = threadIdx.x % group;
@@ -377,7 +390,7 @@ segment_backward_fixup_kernel(const int64_t* __restrict__ ptr_t,
   for (int64_t j = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / group; j < N;
        j += groups) {
     const int64_t a = ptr_t[j], b = ptr_t[j + 1];
-    const int64_t ca = a / kChunk, cb = b > a ? (b - 1) / kChunk : ca;
+    const int64_t ca = a / chunk, cb = b > a ? (b - 1) / chunk : ca;
     if (b > a && ca == cb) continue;  // written whole by its chunk
     for (int64_t t0 = sub; t0 < nvec; t0 += tile) {
 #pragma unroll
@@ -386,7 +399,7 @@ segment_backward_fixup_kernel(const int64_t* __restrict__ ptr_t,
         if (vi >= nvec) continue;
         acc_t acc[V] = {};
         for (int64_t c = ca; b > a && c <= cb; ++c) {
-          const acc_t* from = part + ((c * kChunk >= a ? 0 : chunks) + c) * F + vi * V;
+          const acc_t* from = part + ((c * chunk >= a ? 0 : chunks) + c) * F + vi * V;
           const Vec<acc_t, V> v = *reinterpret_cast<const Vec<acc_t, V>*>(from);
 #pragma unroll
           for (int e = 0; e < V; ++e) acc[e] += v.v[e];
@@ -448,7 +461,7 @@ at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tens
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // Two acc_t rows per chunk for the runs cut by chunk boundaries (the
   // chunk kernel's comment); 64-bit: chunks * F can pass 2^31.
-  const int64_t chunks = (E + kChunk - 1) / kChunk;
+  const int64_t chunk = chunk_for(E), chunks = (E + chunk - 1) / chunk;
   const auto acc_type = at::toOpMathType(grad.scalar_type());
   auto part = at::empty({2 * chunks, F}, grad.options().dtype(acc_type));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(),
@@ -472,13 +485,13 @@ at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tens
                   grad_c.data_ptr<scalar_t_>(),
                   kR == SegmentReduce::kMax ? arg_c.data_ptr<int64_t>() : nullptr,
                   grad_x.data_ptr<scalar_t_>(), part.data_ptr<acc_t>(), N, R, F, heads, chunks,
-                  group, error);
+                  chunk, group, error);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         }
         segment_backward_fixup_kernel<scalar_t_, V>
             <<<grid_blocks(N, kThreads / group, 8), kThreads, 0, stream>>>(
                 ptr_t.data_ptr<int64_t>(), chunks > 0 ? part.data_ptr<acc_t>() : nullptr,
-                grad_x.data_ptr<scalar_t_>(), N, F, chunks, group);
+                grad_x.data_ptr<scalar_t_>(), N, F, chunks, chunk, group);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       };
       dispatch_variant_for<V16>(vec, reduce, value_c.defined(), go);
