@@ -17,7 +17,8 @@ seeds (``out[:batch_size]``) and its gradients are the unpadded batch's.
 
 :class:`PaddedBatch` holds one padded batch in fixed tensors (a CUDA
 graph's inputs) and refills them from each new batch: per node attribute a
-copy per hop, per edge type one ``fusesample::pad_edge_index`` call (the
+copy per hop (all of a batch's copies in one ``fusesample::copy_blocks``
+launch), per edge type one ``fusesample::pad_edge_index`` call (the
 ids moved to their padded rows, the pad edges written), per other edge
 attribute a copy per hop. Rows and slots a batch leaves unused keep what an
 earlier batch put there: they are read by pad rows only.
@@ -262,7 +263,7 @@ class PaddedBatch:
                 self.same_fixed(batch)):
             return False
         # every copy in one call (a Python loop of copies costs more host
-        # time than the copies take on the GPU)
+        # time than the copies take on the GPU), one launch (_copy_all)
         dsts: List[Tensor] = []
         srcs: List[Tensor] = []
         real_rows = {t: _cumulative(c) for t, c in nodes.items()}
@@ -276,7 +277,7 @@ class PaddedBatch:
         for out, key in self._fixed:
             dsts.append(out[key])
             srcs.append(_get(batch, out, key))
-        torch._foreach_copy_(dsts, srcs, non_blocking=True)
+        _copy_all(dsts, srcs)
         for t, store in _edge_stores(batch).items():
             out = self.batch if t is HOMOGENEOUS else self.batch[t]
             src, dst = _ends(t)
@@ -287,6 +288,22 @@ class PaddedBatch:
         if register:
             self.register()
         return True
+
+
+def _copy_all(dsts: List[Tensor], srcs: List[Tensor]) -> None:
+    # fusesample::copy_blocks for the pairs it takes (same dtype and device,
+    # contiguous: a loader batch's), one launch for all on a GPU instead of
+    # a cudaMemcpyAsync each; torch's copy (casts, strides) for the rest.
+    fast = [i for i, (d, s) in enumerate(zip(dsts, srcs))
+            if d.dtype == s.dtype and d.device == s.device
+            and d.is_contiguous() and s.is_contiguous()]
+    if fast:
+        torch.ops.fusesample.copy_blocks([dsts[i] for i in fast],
+                                         [srcs[i] for i in fast])
+    if len(fast) < len(dsts):
+        rest = sorted(set(range(len(dsts))) - set(fast))
+        torch._foreach_copy_([dsts[i] for i in rest], [srcs[i] for i in rest],
+                             non_blocking=True)
 
 
 def _get(batch, out, key: str) -> Tensor:
