@@ -294,14 +294,18 @@ def _copy_all(dsts: List[Tensor], srcs: List[Tensor]) -> None:
     # fusesample::copy_blocks for the pairs it takes (same dtype and device,
     # contiguous: a loader batch's), one launch for all on a GPU instead of
     # a cudaMemcpyAsync each; torch's copy (casts, strides) for the rest.
-    fast = [i for i, (d, s) in enumerate(zip(dsts, srcs))
-            if d.dtype == s.dtype and d.device == s.device
-            and d.is_contiguous() and s.is_contiguous()]
-    if fast:
-        torch.ops.fusesample.copy_blocks([dsts[i] for i in fast],
-                                         [srcs[i] for i in fast])
-    if len(fast) < len(dsts):
-        rest = sorted(set(range(len(dsts))) - set(fast))
+    by_device: Dict[torch.device, List[int]] = {}
+    rest: List[int] = []
+    for i, (d, s) in enumerate(zip(dsts, srcs)):
+        if d.dtype == s.dtype and d.device == s.device and \
+                d.is_contiguous() and s.is_contiguous():
+            by_device.setdefault(d.device, []).append(i)
+        else:
+            rest.append(i)
+    for pairs in by_device.values():  # (a batch may keep some on the host)
+        torch.ops.fusesample.copy_blocks([dsts[i] for i in pairs],
+                                         [srcs[i] for i in pairs])
+    if rest:
         torch._foreach_copy_([dsts[i] for i in rest], [srcs[i] for i in rest],
                              non_blocking=True)
 
