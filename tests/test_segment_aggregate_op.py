@@ -128,9 +128,9 @@ def test_cuda_equals_cpu():
 @pytest.mark.parametrize('width', [3, 16, 200])
 @pytest.mark.parametrize('heads', [0, 1, 2])
 def test_cuda_backward_equals_cpu(reduce, dtype, width, heads):
-    # Hub sources (slots spanning many of the CUDA backward's 32-slot
-    # chunks, one starting on a chunk boundary), sources without slots,
-    # sources of one slot, a run ending exactly at a boundary.
+    # Hub sources (slots spanning many of the CUDA backward's chunks of 4
+    # to 32 slots, one starting on a chunk boundary), sources without
+    # slots, sources of one slot, a run ending exactly at a boundary.
     if reduce == 'max' and heads or width % 2 and heads == 2:
         pytest.skip('no slot weights with max; heads split the width')
     g = torch.Generator().manual_seed(width + heads)
@@ -407,3 +407,120 @@ def test_index_targets_of_no_slots(device):
     assert out.shape == (0, 2)
     out.sum().backward()
     assert t.grad.shape == (5, 2) and not t.grad.any()
+
+
+# The grouping by source shared by a layout's backwards ####################
+
+def _order_reference(src, num_src):
+    slot = torch.sort(src.cpu(), stable=True).indices
+    key = src.cpu()[slot]
+    ptr = torch.searchsorted(key, torch.arange(num_src + 1))
+    return key.int(), slot, ptr
+
+
+@pytest.mark.parametrize('device', DEVICES)
+@pytest.mark.parametrize('dtype', [torch.int64, torch.int32])
+def test_source_order_is_a_stable_sort(device, dtype):
+    src = graph()[0].to(device, dtype)
+    got = _ops.segment_source_order(src, 30)
+    for a, b in zip(got, _order_reference(src, 30)):
+        assert torch.equal(a.cpu(), b)
+    empty = _ops.segment_source_order(src[:0], 4)
+    assert [t.numel() for t in empty] == [0, 0, 5] and not empty[2].any()
+
+
+def test_source_order_bad_source_raises_on_cpu():
+    with pytest.raises(RuntimeError, match="'src' holds id 9 outside"):
+        _ops.segment_source_order(torch.tensor([0, 9]), 4)
+
+
+@pytest.mark.parametrize('device', DEVICES)
+@pytest.mark.parametrize('reduce, heads', [('sum', 0), ('mean', 0),
+                                           ('max', 0), ('sum', 2)])
+def test_backward_with_the_order_equals_without(device, reduce, heads):
+    layout = target_layout(graph(device=device), 30, 20, 'test')
+    g = torch.Generator().manual_seed(1)
+    grad = torch.randn(20, 8, generator=g).to(device)
+    value = None if heads == 0 else \
+        torch.rand(layout.num_slots, heads, generator=g).to(device)
+    arg = _ops.segment_aggregate(layout.ptr, layout.src, None,
+                                 torch.randn(30, 8).to(device), 'max')[1] \
+        if reduce == 'max' else torch.empty(0, dtype=torch.long,
+                                            device=device)
+    args = (layout.ptr, layout.src, layout.dst, value, grad, arg, 30, reduce)
+    order = _ops.segment_source_order(layout.src, 30)
+    assert torch.equal(_ops.segment_aggregate_backward(*args, *order),
+                       _ops.segment_aggregate_backward(*args))
+
+
+def test_order_arguments_are_checked():
+    layout = target_layout(graph(), 30, 20, 'test')
+    key, slot, ptr = _ops.segment_source_order(layout.src, 30)
+    args = (layout.ptr, layout.src, layout.dst, None, torch.randn(20, 3),
+            torch.empty(0, dtype=torch.long), 30, 'sum')
+    with pytest.raises(RuntimeError, match='go together'):
+        _ops.segment_aggregate_backward(*args, key)
+    with pytest.raises(RuntimeError, match='must be segment_source_order'):
+        _ops.segment_aggregate_backward(*args, key, slot, ptr[:-1])
+    with pytest.raises(RuntimeError, match="'order_key' must be Int"):
+        _ops.segment_aggregate_backward(*args, key.long(), slot, ptr)
+
+
+def test_opcheck_source_order():
+    layout = target_layout(graph(), 30, 20, 'test')
+    torch.library.opcheck(_ops.segment_source_order, (layout.src, 30))
+    torch.library.opcheck(
+        _ops.segment_aggregate_backward,
+        (layout.ptr, layout.src, layout.dst, None, torch.randn(20, 4),
+         torch.empty(0, dtype=torch.long), 30, 'mean',
+         *_ops.segment_source_order(layout.src, 30)))
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_a_gat_layers_backwards_share_one_order(device):
+    # The aggregation and the gather of per-source scores over one layout:
+    # gradients equal index_select's and a plain aggregation's; on a GPU
+    # the layout made its grouping by source once (no order on the CPU).
+    from pyg_fusesample.ops.segment import index_sources
+    layout = target_layout(graph(device=device), 30, 20, 'test')
+    x = torch.randn(30, 8, dtype=torch.float64, device=device,
+                    requires_grad=True)
+    a = torch.randn(30, 2, dtype=torch.float64, device=device,
+                    requires_grad=True)
+    alpha = index_sources(a, layout).sigmoid()
+    out = segment_aggregate(layout, x, 'sum', alpha)
+    gx, ga = torch.autograd.grad(out.square().sum(), (x, a))
+    x2, a2 = (t.detach().requires_grad_() for t in (x, a))
+    ref = reference(layout_edge_index(layout), x2, 20, 'sum',
+                    a2.index_select(0, layout.src).sigmoid())
+    rx, ra = torch.autograd.grad(ref.square().sum(), (x2, a2))
+    torch.testing.assert_close(gx, rx)
+    torch.testing.assert_close(ga, ra)
+    assert ('source_order' in layout._cache) == (device == 'cuda')
+
+
+def layout_edge_index(layout):
+    return torch.stack([layout.src.long(), layout.dst.long()])
+
+
+@pytest.mark.cuda
+def test_an_order_of_another_src_reads_nothing_out_of_bounds():
+    # A wrong order (another src's, or garbage) gives wrong sums, reported
+    # where a value is out of range; the kernels read nothing out of bounds.
+    word = _ops.sample_aggregate_error(torch.empty(0, device='cuda'))
+    word.zero_()
+    layout = target_layout(graph(device='cuda'), 30, 20, 'test')
+    E = layout.num_slots
+    args = (layout.ptr, layout.src, layout.dst, None,
+            torch.randn(20, 8, device='cuda'),
+            torch.empty(0, dtype=torch.long, device='cuda'), 30, 'sum')
+    other = _ops.segment_source_order(layout.src.flip(0), 30)
+    _ops.segment_aggregate_backward(*args, *other)
+    torch.cuda.synchronize()
+    garbage = (torch.full((E, ), 1000, dtype=torch.int32, device='cuda'),
+               torch.full((E, ), 10 ** 9, device='cuda'),
+               torch.full((31, ), 10 ** 9, device='cuda'))
+    out = _ops.segment_aggregate_backward(*args, *garbage)
+    torch.cuda.synchronize()
+    assert word[0].item() != 0 and out.shape == (30, 8)
+    word.zero_()

@@ -38,6 +38,22 @@
 //   sort, so slot order is kept), all on the device.
 //   bad values: the CPU kernel raises; the CUDA kernel skips a slot whose
 //   src or dst is out of range and reports it in the error word.
+//   order_key, order_slot, order_ptr (optional, all or none): the grouping
+//   by source of these src and num_src, as segment_source_order returns it,
+//   so that the uses of one layout's src (an aggregation and a gather of
+//   per-source values, GATConv's) share one sort. The CUDA kernel reads it
+//   instead of sorting (its values clamped where they are read: an order
+//   of another src gives wrong sums, never an access out of bounds); the
+//   CPU kernel, which needs no sort, checks its shapes and ignores it.
+//
+// segment_source_order(src, num_src) -> (key, slot, ptr):
+//   src [E] int32/int64 in [0, num_src): the slots (their sources).
+//   key [E] int32: the sources in ascending order (a source outside
+//   [0, num_src) counts as num_src: last, reported in the CUDA error word;
+//   the CPU kernel raises); slot [E] int64: the slots in that order, stable
+//   (a source's slots in slot order); ptr [num_src + 1] int64: source j's
+//   slots are positions ptr[j]:ptr[j + 1]. One radix sort over the bits of
+//   num_src on CUDA, no host synchronisation.
 #include <torch/library.h>
 
 TORCH_LIBRARY_FRAGMENT(fusesample, m) {
@@ -46,6 +62,9 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       "str reduce='sum') -> (Tensor out, Tensor arg)");
   m.def(
       "segment_aggregate_backward(Tensor ptr, Tensor src, Tensor dst, "
-      "Tensor? value, Tensor grad, Tensor arg, SymInt num_src, str reduce) -> "
-      "Tensor");
+      "Tensor? value, Tensor grad, Tensor arg, SymInt num_src, str reduce, "
+      "Tensor? order_key=None, Tensor? order_slot=None, Tensor? order_ptr=None) -> Tensor");
+  m.def(
+      "segment_source_order(Tensor src, SymInt num_src) -> (Tensor key, Tensor slot, "
+      "Tensor ptr)");
 }

@@ -76,6 +76,30 @@ inline int64_t check_segment_aggregate_backward(const char* op, const at::Tensor
   return heads;
 }
 
+// segment_aggregate_backward's optional grouping by source (contract:
+// segment_aggregate.cpp): all three or none; shapes and dtypes of
+// segment_source_order(src, num_src). Whether one is given.
+inline bool check_source_order(const char* op, const at::Tensor& src, int64_t num_src,
+                               const c10::optional<at::Tensor>& key,
+                               const c10::optional<at::Tensor>& slot,
+                               const c10::optional<at::Tensor>& ptr) {
+  const int given = key.has_value() + slot.has_value() + ptr.has_value();
+  TORCH_CHECK(given == 0 || given == 3, op,
+              ": 'order_key', 'order_slot' and 'order_ptr' go together (all or none)");
+  if (given == 0) return false;
+  check_dtype(op, "order_key", *key, at::kInt);
+  check_dtype(op, "order_slot", *slot, at::kLong);
+  check_dtype(op, "order_ptr", *ptr, at::kLong);
+  for (const auto* t : {&*key, &*slot, &*ptr}) check_same_device(op, "order", *t, "src", src);
+  TORCH_CHECK(key->dim() == 1 && slot->dim() == 1 && key->numel() == src.numel() &&
+                  slot->numel() == src.numel() && ptr->dim() == 1 &&
+                  ptr->numel() == num_src + 1,
+              op, ": the order must be segment_source_order(src, num_src)'s: key and slot [",
+              src.numel(), "], ptr [", num_src + 1, "]; got ", key->sizes(), ", ",
+              slot->sizes(), ", ", ptr->sizes());
+  return true;
+}
+
 // segment_slot_dot's inputs (contract: segment_slot_dot.cpp); 'max' has no
 // slot weights to differentiate.
 inline void check_segment_slot_dot(const char* op, const at::Tensor& ptr, const at::Tensor& src,

@@ -8,7 +8,8 @@ from torch import Tensor
 from torch_geometric.nn import GATConv as PyGGATConv
 from torch_geometric.utils import add_self_loops, remove_self_loops
 
-from ..ops.segment import index_rows, index_targets, segment_aggregate
+from ..ops.segment import (index_rows, index_sources, index_targets,
+                           segment_aggregate)
 from ..ops.segment_softmax import segment_softmax
 from .minibatch_common import (fast_graph, layout_of, pyg_fallback,
                                warn_pyg_path)
@@ -148,7 +149,7 @@ class GATConv(PyGGATConv):
             a_src, = _head_scores(h_src, self.att_src)
             a_dst = None if h_dst is None else \
                 _head_scores(h_dst, self.att_dst)[0]
-        score = index_rows(a_src, layout.src)
+        score = index_sources(a_src, layout)
         self_score = _head(a_src, loops)
         if a_dst is not None:
             score = score + index_targets(a_dst, layout)

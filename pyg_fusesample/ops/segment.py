@@ -6,7 +6,8 @@ the op behind the mini-batch layers (``pyg_fusesample.nn.SAGEConv`` ...).
 :class:`~pyg_fusesample.sparse.TargetLayout`;
 ``segment_aggregate_backward`` is its gradient in ``x`` (the slots grouped
 by source on the device, summed in slot order: deterministic, no atomics,
-no host synchronisation). The gradient of the slot values is
+no host synchronisation; the grouping, ``segment_source_order``, made once
+per layout and shared by the backwards over it). The gradient of the slot values is
 ``<grad[dst], x[src]>`` per head (an SDDMM).
 """
 from typing import Optional, Tuple
@@ -35,7 +36,14 @@ def aggregate_backward(layout: TargetLayout, grad: Tensor, reduce: str,
     return _ops.segment_aggregate_backward(
         layout.ptr, layout.src, layout.dst, value, grad.contiguous(),
         arg if arg is not None else grad.new_empty(0, dtype=torch.long),
-        layout.num_src, reduce)
+        layout.num_src, reduce, *_order_of(layout))
+
+
+def _order_of(layout: TargetLayout) -> tuple:
+    # segment_aggregate_backward's optional order arguments: the layout's
+    # shared grouping by source, or none (the op sorts)
+    order = layout.source_order()
+    return () if order is None else order
 
 
 def slot_value_grad(layout: TargetLayout, grad: Tensor, x: Tensor,
@@ -115,9 +123,9 @@ layout_aggregate.register_autograd(_backward, setup_context=_setup)
 
 class _IndexRows(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, t, index, ptr):
+    def forward(ctx, t, index, ptr, layout):
         ctx.save_for_backward(index, ptr)
-        ctx.shape = t.shape
+        ctx.shape, ctx.layout = t.shape, layout
         return t.index_select(0, index)
 
     @staticmethod
@@ -125,15 +133,18 @@ class _IndexRows(torch.autograd.Function):
         index, ptr = ctx.saved_tensors
         n, E = ctx.shape[0], index.numel()
         if E == 0:
-            return grad.new_zeros(ctx.shape), None, None
+            return grad.new_zeros(ctx.shape), None, None, None
         g = grad.reshape(E, -1).contiguous()
         slots = torch.arange(E + 1, device=index.device)
         if ptr is None:
             # Each slot its own row: the backward op sums, per source row,
-            # the gradients of the slots that read it, in slot order.
+            # the gradients of the slots that read it, in slot order
+            # (grouped by the layout's shared order where `index` is its
+            # src: index_sources).
+            order = () if ctx.layout is None else _order_of(ctx.layout)
             out = _ops.segment_aggregate_backward(
                 slots, index, slots[:E], None, g,
-                g.new_empty(0, dtype=torch.long), n, 'sum')
+                g.new_empty(0, dtype=torch.long), n, 'sum', *order)
         else:
             # The slots are grouped by row (`index` sorted, `ptr` its
             # segments): a row's gradient is the sum of its slots' rows, in
@@ -142,7 +153,7 @@ class _IndexRows(torch.autograd.Function):
             if n > out.size(0):  # (rows past the last segment: no slot)
                 out = torch.cat([out, out.new_zeros((n - out.size(0),
                                                      out.size(1)))])
-        return out.view(ctx.shape), None, None
+        return out.view(ctx.shape), None, None, None
 
 
 def index_rows(t: Tensor, index: Tensor,
@@ -152,10 +163,25 @@ def index_rows(t: Tensor, index: Tensor,
     atomics on CUDA: its sums change from run to run). With :obj:`ptr`
     (``index`` sorted, row ``r``'s slots ``ptr[r]:ptr[r+1]``) the backward
     is a segment sum over those slots, without the sort by row."""
+    return _index(t, index, ptr, None)
+
+
+def _index(t: Tensor, index: Tensor, ptr: Optional[Tensor],
+           layout: Optional[TargetLayout]) -> Tensor:
     if not t.requires_grad or not torch.is_grad_enabled() or \
             t.dim() == 0 or not t.is_floating_point():
         return t.index_select(0, index)
-    return _IndexRows.apply(t, index, ptr)
+    return _IndexRows.apply(t, index, ptr, layout)
+
+
+def index_sources(t: Tensor, layout: TargetLayout) -> Tensor:
+    r"""``t.index_select(0, layout.src)``: each slot's source's row (``t``
+    of ``layout.num_src`` rows), its backward a sum per source over the
+    slots grouped by source with the layout's own order
+    (:meth:`~pyg_fusesample.sparse.TargetLayout.source_order`), the one
+    an aggregation over the same layout sorts for: one sort for both."""
+    shared = t.dim() > 0 and t.size(0) == layout.num_src
+    return _index(t, layout.src, None, layout if shared else None)
 
 
 def index_targets(t: Tensor, layout: TargetLayout) -> Tensor:
@@ -220,5 +246,14 @@ def _segment_slot_dot_fake(ptr, src, grad, x, heads, reduce='sum'):
 
 @torch.library.register_fake('fusesample::segment_aggregate_backward')
 def _segment_aggregate_backward_fake(ptr, src, dst, value, grad, arg, num_src,
-                                     reduce):
+                                     reduce, order_key=None, order_slot=None,
+                                     order_ptr=None):
     return grad.new_empty((num_src, grad.shape[1]))
+
+
+@torch.library.register_fake('fusesample::segment_source_order')
+def _segment_source_order_fake(src, num_src):
+    E = src.shape[0]
+    return (src.new_empty((E, ), dtype=torch.int32),
+            src.new_empty((E, ), dtype=torch.long),
+            src.new_empty((num_src + 1, ), dtype=torch.long))

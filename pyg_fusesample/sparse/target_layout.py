@@ -27,7 +27,7 @@ import weakref
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -112,6 +112,22 @@ class TargetLayout:
         if 'degree' not in self._cache:
             self._cache['degree'] = self.ptr[1:] - self.ptr[:-1]
         return self._cache['degree']
+
+    def source_order(self) -> Optional[Tuple[Tensor, Tensor, Tensor]]:
+        r"""The slots grouped by source (``fusesample::segment_source_order``
+        of :obj:`src`: sorted sources, slots, pointer), made once per layout
+        and shared by the backwards that sum per source over these slots (a
+        GAT layer's aggregation and its source scores' gather: one sort, not
+        two). ``None`` where no kernel reads it: on the CPU (whose kernel
+        sums without a sort) and under ``torch.compile`` (each traced op has
+        its own layout)."""
+        if not self.src.is_cuda or torch.compiler.is_compiling():
+            return None
+        if 'source_order' not in self._cache:
+            self._cache['source_order'] = tuple(
+                torch.ops.fusesample.segment_source_order(self.src,
+                                                          self.num_src))
+        return self._cache['source_order']
 
 
 @dataclass(frozen=True)

@@ -157,10 +157,16 @@ at::Tensor segment_aggregate_backward_cpu(const at::Tensor& ptr, const at::Tenso
                                           const at::Tensor& dst,
                                           const c10::optional<at::Tensor>& value,
                                           const at::Tensor& grad, const at::Tensor& arg,
-                                          int64_t num_src, c10::string_view reduce_name) {
+                                          int64_t num_src, c10::string_view reduce_name,
+                                          const c10::optional<at::Tensor>& order_key,
+                                          const c10::optional<at::Tensor>& order_slot,
+                                          const c10::optional<at::Tensor>& order_ptr) {
   const SegmentReduce reduce = parse_segment_reduce(kOpBackward, std::string(reduce_name));
   const int64_t heads = check_segment_aggregate_backward(kOpBackward, ptr, src, dst, value, grad,
                                                          arg, num_src, reduce);
+  // (this kernel sums by target, in slot order: it needs no grouping by
+  // source, so a given one is checked and not read)
+  check_source_order(kOpBackward, src, num_src, order_key, order_slot, order_ptr);
   auto grad_x = at::empty({num_src, grad.size(1)}, grad.options());
   const auto ptr_c = ptr.contiguous(), src_c = src.contiguous(), grad_c = grad.contiguous();
   const auto value_c = value.has_value() ? value->contiguous() : at::Tensor();
@@ -175,11 +181,43 @@ at::Tensor segment_aggregate_backward_cpu(const at::Tensor& ptr, const at::Tenso
   return grad_x;
 }
 
+// The slots grouped by source, stably: a counting sort (sources are rows,
+// so num_src bounds them); a source out of range raises.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> segment_source_order_cpu(const at::Tensor& src,
+                                                                        int64_t num_src) {
+  constexpr const char* op = "fusesample::segment_source_order";
+  check_1d(op, "src", src);
+  check_index_dtype(op, "src", src);
+  TORCH_CHECK(num_src >= 0 && num_src < std::numeric_limits<int32_t>::max(), op,
+              ": 'num_src' must lie in [0, 2^31 - 1), got ", num_src);
+  const auto src_c = src.contiguous();
+  const int64_t E = src_c.numel(), N = num_src;
+  auto key = at::empty({E}, src.options().dtype(at::kInt));
+  auto slot = at::empty({E}, src.options().dtype(at::kLong));
+  auto ptr = at::zeros({N + 1}, src.options().dtype(at::kLong));
+  int64_t* ptr_p = ptr.data_ptr<int64_t>();
+  AT_DISPATCH_INDEX_TYPES(src_c.scalar_type(), op, [&] {
+    const index_t* s = src_c.data_ptr<index_t>();
+    for (int64_t e = 0; e < E; ++e) ++ptr_p[source_at(op, "src", s, e, N) + 1];
+    for (int64_t j = 0; j < N; ++j) ptr_p[j + 1] += ptr_p[j];
+    std::vector<int64_t> next(ptr_p, ptr_p + N);
+    int32_t* key_p = key.data_ptr<int32_t>();
+    int64_t* slot_p = slot.data_ptr<int64_t>();
+    for (int64_t e = 0; e < E; ++e) {
+      const int64_t j = static_cast<int64_t>(s[e]), at = next[j]++;
+      key_p[at] = static_cast<int32_t>(j);
+      slot_p[at] = e;
+    }
+  });
+  return std::make_tuple(key, slot, ptr);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(fusesample, CPU, m) {
   m.impl("segment_aggregate", &segment_aggregate_cpu);
   m.impl("segment_aggregate_backward", &segment_aggregate_backward_cpu);
+  m.impl("segment_source_order", &segment_source_order_cpu);
 }
 
 }  // namespace fusesample

@@ -262,6 +262,10 @@ source_ptr_kernel(const int32_t* __restrict__ key, int64_t E, int64_t N,
 // a fraction of one wave, latency-bound (30-40 us a call on an H200).
 constexpr int64_t kChunkGroups = 16384;
 
+__device__ __forceinline__ int64_t clamp_to(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
 int64_t chunk_for(int64_t E) {
   int64_t chunk = 32;
   while (chunk > 4 && (E + chunk - 1) / chunk < kChunkGroups) chunk /= 2;
@@ -276,14 +280,16 @@ segment_backward_chunk_kernel(const int64_t* __restrict__ ptr_t, const int32_t* 
                               const scalar_t* __restrict__ grad, const int64_t* __restrict__ arg,
                               scalar_t* __restrict__ grad_x,
                               at::opmath_type<scalar_t>* __restrict__ part, int64_t N, int64_t R,
-                              int64_t F, int64_t heads, int64_t chunks, int64_t chunk,
+                              int64_t E, int64_t F, int64_t heads, int64_t chunks, int64_t chunk,
                               int group, unsigned long long* __restrict__ error) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr bool kMax = kReduce == SegmentReduce::kMax;
   const int64_t nvec = F / V, C = F / heads, tile = static_cast<int64_t>(group) * kVecs;
   const int sub = threadIdx.x % group;
   const int64_t groups = static_cast<int64_t>(gridDim.x) * (kThreads / group);
-  const int64_t valid = ptr_t[N];  // positions from here on hold bad sources
+  // positions from here on hold bad sources (clamped: a given order is read
+  // as it comes, see check_source_order)
+  const int64_t valid = clamp_to(ptr_t[N], 0, E);
   for (int64_t c = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / group;
        c < chunks; c += groups) {
     const int64_t c0 = c * chunk;
@@ -294,7 +300,7 @@ segment_backward_chunk_kernel(const int64_t* __restrict__ ptr_t, const int32_t* 
       int64_t j = key_t[c0], run0 = c0;
       // Writes the run of source j that starts at run0, and clears acc.
       auto flush = [&]() {
-        const bool whole = ptr_t[j] >= c0 && ptr_t[j + 1] <= c1;
+        const bool whole = j >= 0 && j < N && ptr_t[j] >= c0 && ptr_t[j + 1] <= c1;
         acc_t* to = part + ((run0 == c0 ? 0 : chunks) + c) * F;
 #pragma unroll
         for (int k = 0; k < kVecs; ++k) {
@@ -324,7 +330,11 @@ segment_backward_chunk_kernel(const int64_t* __restrict__ ptr_t, const int32_t* 
           const bool in = i + p < c1;
           s[p] = in ? slot_t[i + p] : -1;
           key[p] = in ? static_cast<int64_t>(key_t[i + p]) : -1;
-          d[p] = in ? static_cast<int64_t>(dst[s[p]]) : -1;
+          if (in && (s[p] < 0 || s[p] >= E || key[p] < 0 || key[p] >= N)) {
+            if (sub == 0) report(error, kBadSource, key[p]);  // (an order of another src)
+            s[p] = -1;
+          }
+          d[p] = s[p] >= 0 ? static_cast<int64_t>(dst[s[p]]) : -1;
           if (in && (d[p] < 0 || d[p] >= R)) {  // absent instead (error_word.cuh)
             if (sub == 0) report(error, kBadTarget, d[p]);
             d[p] = -1;
@@ -381,7 +391,7 @@ template <typename scalar_t, int V>
 __global__ void __launch_bounds__(kThreads)
 segment_backward_fixup_kernel(const int64_t* __restrict__ ptr_t,
                               const at::opmath_type<scalar_t>* __restrict__ part,
-                              scalar_t* __restrict__ grad_x, int64_t N, int64_t F,
+                              scalar_t* __restrict__ grad_x, int64_t N, int64_t E, int64_t F,
                               int64_t chunks, int64_t chunk, int group) {
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t nvec = F / V, tile = static_cast<int64_t>(group) * kVecs;
@@ -389,7 +399,8 @@ segment_backward_fixup_kernel(const int64_t* __restrict__ ptr_t,
   const int64_t groups = static_cast<int64_t>(gridDim.x) * (kThreads / group);
   for (int64_t j = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / group; j < N;
        j += groups) {
-    const int64_t a = ptr_t[j], b = ptr_t[j + 1];
+    // (clamped into [0, E]: a given order is read as it comes)
+    const int64_t a = clamp_to(ptr_t[j], 0, E), b = clamp_to(ptr_t[j + 1], a, E);
     const int64_t ca = a / chunk, cb = b > a ? (b - 1) / chunk : ca;
     if (b > a && ca == cb) continue;  // written whole by its chunk
     for (int64_t t0 = sub; t0 < nvec; t0 += tile) {
@@ -413,52 +424,94 @@ segment_backward_fixup_kernel(const int64_t* __restrict__ ptr_t,
   }
 }
 
-at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tensor& src,
-                                           const at::Tensor& dst,
-                                           const c10::optional<at::Tensor>& value,
-                                           const at::Tensor& grad, const at::Tensor& arg,
-                                           int64_t num_src, c10::string_view reduce_name) {
-  const SegmentReduce reduce = parse_segment_reduce(kOpBackward, std::string(reduce_name));
-  const int64_t heads = check_segment_aggregate_backward(kOpBackward, ptr, src, dst, value, grad,
-                                                         arg, num_src, reduce);
-  constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
-  TORCH_CHECK(num_src < kMax32 && src.numel() < kMax32, kOpBackward,
-              ": the CUDA kernel takes fewer than 2^31 - 1 sources and slots, got ", num_src,
-              " and ", src.numel());
-  c10::cuda::CUDAGuard guard(ptr.device());
-  const int64_t R = grad.size(0), F = grad.size(1), E = src.numel(), N = num_src;
-  auto grad_x = at::empty({N, F}, grad.options());
-  if (N == 0 || F == 0) return grad_x;
-  const auto ptr_c = ptr.contiguous(), src_c = src.contiguous(), dst_c = dst.contiguous(),
-             grad_c = grad.contiguous();
-  const auto value_c = value.has_value() ? value->contiguous() : at::Tensor();
-  const auto arg_c = reduce == SegmentReduce::kMax ? arg.contiguous() : at::Tensor();
-  unsigned long long* error = error_word_ptr(ptr.device());
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const auto long_opts = ptr.options();
+// The slots grouped by source (segment_source_order's contract): sorted keys
+// [E] int32, the slots in that order [E] int64, ptr_t [N + 1]; on the
+// current stream, no sync.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> source_order(const at::Tensor& src, int64_t N,
+                                                            unsigned long long* error,
+                                                            cudaStream_t stream) {
+  const int64_t E = src.numel();
+  const auto src_c = src.contiguous();
+  const auto long_opts = src.options().dtype(at::kLong);
+  // [2, E]: row 0 the sort's input, row 1 its output
   auto keys = at::empty({2, std::max<int64_t>(E, 1)}, long_opts.dtype(at::kInt));
   auto slots = at::empty({2, std::max<int64_t>(E, 1)}, long_opts);
   auto ptr_t = at::empty({N + 1}, long_opts);
-  AT_DISPATCH_INDEX_TYPES(src.scalar_type(), "segment_aggregate_backward", [&] {
+  AT_DISPATCH_INDEX_TYPES(src.scalar_type(), "segment_source_order", [&] {
     slot_keys_kernel<index_t><<<grid_blocks(E, kThreads, 8), kThreads, 0, stream>>>(
         src_c.data_ptr<index_t>(), E, N, keys.data_ptr<int32_t>(), slots.data_ptr<int64_t>(),
         error);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
-  int32_t* key_sorted = keys.data_ptr<int32_t>() + keys.size(1);
-  int64_t* slot_sorted = slots.data_ptr<int64_t>() + slots.size(1);
+  const auto key_sorted = keys.select(0, 1).narrow(0, 0, E);
+  const auto slot_sorted = slots.select(0, 1).narrow(0, 0, E);
   if (E > 0) {
     // keys lie in [0, N]: N + 1 values
     const int end_bit = radix_key_bits(N + 1);
     cub_call(long_opts, [&](void* temp, size_t& bytes) {
-      return cub::DeviceRadixSort::SortPairs(temp, bytes, keys.data_ptr<int32_t>(), key_sorted,
-                                             slots.data_ptr<int64_t>(), slot_sorted,
-                                             static_cast<int>(E), 0, end_bit, stream);
+      return cub::DeviceRadixSort::SortPairs(
+          temp, bytes, keys.data_ptr<int32_t>(), key_sorted.data_ptr<int32_t>(),
+          slots.data_ptr<int64_t>(), slot_sorted.data_ptr<int64_t>(), static_cast<int>(E), 0,
+          end_bit, stream);
     });
   }
   source_ptr_kernel<<<grid_blocks(N + 1, kThreads, 8), kThreads, 0, stream>>>(
-      key_sorted, E, N, ptr_t.data_ptr<int64_t>());
+      key_sorted.data_ptr<int32_t>(), E, N, ptr_t.data_ptr<int64_t>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return std::make_tuple(key_sorted, slot_sorted, ptr_t);
+}
+
+void check_cuda_sizes(const char* op, int64_t num_src, int64_t E) {
+  constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
+  TORCH_CHECK(num_src >= 0 && num_src < kMax32 && E < kMax32, op,
+              ": the CUDA kernel takes fewer than 2^31 - 1 sources and slots, got ", num_src,
+              " and ", E);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> segment_source_order_cuda(const at::Tensor& src,
+                                                                         int64_t num_src) {
+  constexpr const char* op = "fusesample::segment_source_order";
+  check_1d(op, "src", src);
+  check_index_dtype(op, "src", src);
+  check_cuda_sizes(op, num_src, src.numel());
+  c10::cuda::CUDAGuard guard(src.device());
+  return source_order(src, num_src, error_word_ptr(src.device()),
+                      at::cuda::getCurrentCUDAStream());
+}
+
+at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tensor& src,
+                                           const at::Tensor& dst,
+                                           const c10::optional<at::Tensor>& value,
+                                           const at::Tensor& grad, const at::Tensor& arg,
+                                           int64_t num_src, c10::string_view reduce_name,
+                                           const c10::optional<at::Tensor>& order_key,
+                                           const c10::optional<at::Tensor>& order_slot,
+                                           const c10::optional<at::Tensor>& order_ptr) {
+  const SegmentReduce reduce = parse_segment_reduce(kOpBackward, std::string(reduce_name));
+  const int64_t heads = check_segment_aggregate_backward(kOpBackward, ptr, src, dst, value, grad,
+                                                         arg, num_src, reduce);
+  const bool ordered =
+      check_source_order(kOpBackward, src, num_src, order_key, order_slot, order_ptr);
+  check_cuda_sizes(kOpBackward, num_src, src.numel());
+  c10::cuda::CUDAGuard guard(ptr.device());
+  const int64_t R = grad.size(0), F = grad.size(1), E = src.numel(), N = num_src;
+  auto grad_x = at::empty({N, F}, grad.options());
+  if (N == 0 || F == 0) return grad_x;
+  const auto ptr_c = ptr.contiguous(), dst_c = dst.contiguous(), grad_c = grad.contiguous();
+  const auto value_c = value.has_value() ? value->contiguous() : at::Tensor();
+  const auto arg_c = reduce == SegmentReduce::kMax ? arg.contiguous() : at::Tensor();
+  unsigned long long* error = error_word_ptr(ptr.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  at::Tensor key_t, slot_t, ptr_t;  // the slots grouped by source
+  if (ordered) {
+    key_t = order_key->contiguous();
+    slot_t = order_slot->contiguous();
+    ptr_t = order_ptr->contiguous();
+  } else {
+    std::tie(key_t, slot_t, ptr_t) = source_order(src, N, error, stream);
+  }
+  const int32_t* key_sorted = key_t.data_ptr<int32_t>();
+  const int64_t* slot_sorted = slot_t.data_ptr<int64_t>();
   // Two acc_t rows per chunk for the runs cut by chunk boundaries (the
   // chunk kernel's comment); 64-bit: chunks * F can pass 2^31.
   const int64_t chunk = chunk_for(E), chunks = (E + chunk - 1) / chunk;
@@ -484,14 +537,14 @@ at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tens
                   dst_c.data_ptr<index_t>(), kW ? value_c.data_ptr<scalar_t_>() : nullptr,
                   grad_c.data_ptr<scalar_t_>(),
                   kR == SegmentReduce::kMax ? arg_c.data_ptr<int64_t>() : nullptr,
-                  grad_x.data_ptr<scalar_t_>(), part.data_ptr<acc_t>(), N, R, F, heads, chunks,
-                  chunk, group, error);
+                  grad_x.data_ptr<scalar_t_>(), part.data_ptr<acc_t>(), N, R, E, F, heads,
+                  chunks, chunk, group, error);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         }
         segment_backward_fixup_kernel<scalar_t_, V>
             <<<grid_blocks(N, kThreads / group, 8), kThreads, 0, stream>>>(
                 ptr_t.data_ptr<int64_t>(), chunks > 0 ? part.data_ptr<acc_t>() : nullptr,
-                grad_x.data_ptr<scalar_t_>(), N, F, chunks, chunk, group);
+                grad_x.data_ptr<scalar_t_>(), N, E, F, chunks, chunk, group);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       };
       dispatch_variant_for<V16>(vec, reduce, value_c.defined(), go);
@@ -505,6 +558,7 @@ at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tens
 TORCH_LIBRARY_IMPL(fusesample, CUDA, m) {
   m.impl("segment_aggregate", &segment_aggregate_cuda);
   m.impl("segment_aggregate_backward", &segment_aggregate_backward_cuda);
+  m.impl("segment_source_order", &segment_source_order_cuda);
 }
 
 }  // namespace fusesample
