@@ -76,39 +76,21 @@ def _eager_reference(model, batches, warmup, hetero=False, autocast=False):
     lambda: GraphSAGE(100, 32, 3, 47),
     lambda: GAT(100, 32, 3, 47, heads=2),
 ], ids=['sage', 'gat'])
-def test_captured_equals_eager(make):
+@pytest.mark.parametrize('compiled', [False, True],
+                         ids=['eager-model', 'compiled-model'])
+def test_captured_equals_eager(make, compiled):
+    # compiled: torch.compile's kernels replayed from the graph (the model
+    # is compiled in the capture's warm-up steps, on the padded shapes)
+    if compiled:
+        torch._dynamo.reset()
     _, batches = _batches('products', [5, 4, 3], 'cuda', 6)
     torch.manual_seed(0)
     model = to_fused(make()).cuda()
     ref = copy.deepcopy(model)
     want = _eager_reference(ref, batches, warmup=2)
     opt = _optimizer(model)
-    step = CapturedBatchStep(_step_fn(model, opt), opt, margin=1.0, warmup=2)
-    got = [float(step(b)) for b in batches]
-    assert step.captures == 1 and step.eager_steps == 0
-    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-    for p, q in zip(model.parameters(), ref.parameters()):
-        torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)
-
-
-@pytest.mark.cuda
-@pytest.mark.parametrize('make', [
-    lambda: GraphSAGE(100, 32, 3, 47),
-    lambda: GAT(100, 32, 3, 47, heads=2),
-], ids=['sage', 'gat'])
-def test_captured_compiled_equals_eager(make):
-    # torch.compile's kernels replayed from the graph: the model is compiled
-    # in the capture's warm-up steps, on the padded batch's shapes
-    torch._dynamo.reset()
-    _, batches = _batches('products', [5, 4, 3], 'cuda', 5)
-    torch.manual_seed(0)
-    model = to_fused(make()).cuda()
-    ref = copy.deepcopy(model)
-    want = _eager_reference(ref, batches, warmup=2)
-    opt = _optimizer(model)
-    step = CapturedBatchStep(
-        _step_fn(torch.compile(model, fullgraph=True), opt), opt,
-        margin=1.0, warmup=2)
+    run = torch.compile(model, fullgraph=True) if compiled else model
+    step = CapturedBatchStep(_step_fn(run, opt), opt, margin=1.0, warmup=2)
     got = [float(step(b)) for b in batches]
     assert step.captures == 1 and step.eager_steps == 0
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)

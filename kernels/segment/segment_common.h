@@ -52,30 +52,6 @@ inline int64_t check_segment_aggregate(const char* op, const at::Tensor& ptr,
   return heads;
 }
 
-// segment_aggregate_backward's inputs beyond the forward's; returns the heads.
-inline int64_t check_segment_aggregate_backward(const char* op, const at::Tensor& ptr,
-                                                const at::Tensor& src, const at::Tensor& dst,
-                                                const c10::optional<at::Tensor>& value,
-                                                const at::Tensor& grad, const at::Tensor& arg,
-                                                int64_t num_src, SegmentReduce reduce) {
-  TORCH_CHECK(num_src >= 0, op, ": 'num_src' must be >= 0, got ", num_src);
-  TORCH_CHECK(grad.dim() == 2 && grad.size(0) == ptr.numel() - 1, op, ": 'grad' must be [",
-              ptr.numel() - 1, ", F] (a row per target), got ", grad.sizes());
-  const int64_t heads = check_segment_aggregate(op, ptr, src, value, grad, reduce);
-  check_1d(op, "dst", dst);
-  check_index_dtype(op, "dst", dst);
-  check_same_device(op, "dst", dst, "ptr", ptr);
-  TORCH_CHECK(dst.numel() == src.numel(), op, ": 'dst' and 'src' differ in length (",
-              dst.numel(), " vs ", src.numel(), ")");
-  if (reduce == SegmentReduce::kMax) {
-    check_dtype(op, "arg", arg, at::kLong);
-    check_same_device(op, "arg", arg, "ptr", ptr);
-    TORCH_CHECK(arg.sizes() == grad.sizes(), op, ": 'arg' ", arg.sizes(), " and 'grad' ",
-                grad.sizes(), " must be one [R, F] shape");
-  }
-  return heads;
-}
-
 // segment_aggregate_backward's optional grouping by source (contract:
 // segment_aggregate.cpp): all three or none; shapes and dtypes of
 // segment_source_order(src, num_src). Whether one is given.
@@ -98,6 +74,38 @@ inline bool check_source_order(const char* op, const at::Tensor& src, int64_t nu
               src.numel(), "], ptr [", num_src + 1, "]; got ", key->sizes(), ", ",
               slot->sizes(), ", ", ptr->sizes());
   return true;
+}
+
+// segment_aggregate_backward's inputs beyond the forward's; returns the heads.
+struct SegmentBackwardArgs {
+  SegmentReduce reduce;
+  int64_t heads;
+  bool ordered;  // a grouping by source was given
+};
+
+inline SegmentBackwardArgs check_segment_aggregate_backward(
+    const char* op, const at::Tensor& ptr, const at::Tensor& src, const at::Tensor& dst,
+    const c10::optional<at::Tensor>& value, const at::Tensor& grad, const at::Tensor& arg,
+    int64_t num_src, c10::string_view reduce_name, const c10::optional<at::Tensor>& order_key,
+    const c10::optional<at::Tensor>& order_slot, const c10::optional<at::Tensor>& order_ptr) {
+  const SegmentReduce reduce = parse_segment_reduce(op, std::string(reduce_name));
+  TORCH_CHECK(num_src >= 0, op, ": 'num_src' must be >= 0, got ", num_src);
+  TORCH_CHECK(grad.dim() == 2 && grad.size(0) == ptr.numel() - 1, op, ": 'grad' must be [",
+              ptr.numel() - 1, ", F] (a row per target), got ", grad.sizes());
+  const int64_t heads = check_segment_aggregate(op, ptr, src, value, grad, reduce);
+  check_1d(op, "dst", dst);
+  check_index_dtype(op, "dst", dst);
+  check_same_device(op, "dst", dst, "ptr", ptr);
+  TORCH_CHECK(dst.numel() == src.numel(), op, ": 'dst' and 'src' differ in length (",
+              dst.numel(), " vs ", src.numel(), ")");
+  if (reduce == SegmentReduce::kMax) {
+    check_dtype(op, "arg", arg, at::kLong);
+    check_same_device(op, "arg", arg, "ptr", ptr);
+    TORCH_CHECK(arg.sizes() == grad.sizes(), op, ": 'arg' ", arg.sizes(), " and 'grad' ",
+                grad.sizes(), " must be one [R, F] shape");
+  }
+  return {reduce, heads,
+          check_source_order(op, src, num_src, order_key, order_slot, order_ptr)};
 }
 
 // segment_slot_dot's inputs (contract: segment_slot_dot.cpp); 'max' has no

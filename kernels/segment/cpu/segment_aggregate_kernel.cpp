@@ -161,12 +161,14 @@ at::Tensor segment_aggregate_backward_cpu(const at::Tensor& ptr, const at::Tenso
                                           const c10::optional<at::Tensor>& order_key,
                                           const c10::optional<at::Tensor>& order_slot,
                                           const c10::optional<at::Tensor>& order_ptr) {
-  const SegmentReduce reduce = parse_segment_reduce(kOpBackward, std::string(reduce_name));
-  const int64_t heads = check_segment_aggregate_backward(kOpBackward, ptr, src, dst, value, grad,
-                                                         arg, num_src, reduce);
   // (this kernel sums by target, in slot order: it needs no grouping by
   // source, so a given one is checked and not read)
-  check_source_order(kOpBackward, src, num_src, order_key, order_slot, order_ptr);
+  const SegmentBackwardArgs checked = check_segment_aggregate_backward(
+      kOpBackward, ptr, src, dst, value, grad, arg, num_src, reduce_name, order_key, order_slot,
+      order_ptr);
+  // (named copies: lambdas below capture them)
+  const SegmentReduce reduce = checked.reduce;
+  const int64_t heads = checked.heads;
   auto grad_x = at::empty({num_src, grad.size(1)}, grad.options());
   const auto ptr_c = ptr.contiguous(), src_c = src.contiguous(), grad_c = grad.contiguous();
   const auto value_c = value.has_value() ? value->contiguous() : at::Tensor();

@@ -487,11 +487,12 @@ at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tens
                                            const c10::optional<at::Tensor>& order_key,
                                            const c10::optional<at::Tensor>& order_slot,
                                            const c10::optional<at::Tensor>& order_ptr) {
-  const SegmentReduce reduce = parse_segment_reduce(kOpBackward, std::string(reduce_name));
-  const int64_t heads = check_segment_aggregate_backward(kOpBackward, ptr, src, dst, value, grad,
-                                                         arg, num_src, reduce);
-  const bool ordered =
-      check_source_order(kOpBackward, src, num_src, order_key, order_slot, order_ptr);
+  const SegmentBackwardArgs checked = check_segment_aggregate_backward(
+      kOpBackward, ptr, src, dst, value, grad, arg, num_src, reduce_name, order_key, order_slot,
+      order_ptr);
+  // (named copies: lambdas below capture them)
+  const SegmentReduce reduce = checked.reduce;
+  const int64_t heads = checked.heads;
   check_cuda_sizes(kOpBackward, num_src, src.numel());
   c10::cuda::CUDAGuard guard(ptr.device());
   const int64_t R = grad.size(0), F = grad.size(1), E = src.numel(), N = num_src;
@@ -503,7 +504,7 @@ at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tens
   unsigned long long* error = error_word_ptr(ptr.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   at::Tensor key_t, slot_t, ptr_t;  // the slots grouped by source
-  if (ordered) {
+  if (checked.ordered) {
     key_t = order_key->contiguous();
     slot_t = order_slot->contiguous();
     ptr_t = order_ptr->contiguous();
