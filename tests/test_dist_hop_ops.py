@@ -92,6 +92,31 @@ def test_relabel_equals_first_appearance(device):
         assert got[2] == want[2]
 
 
+@pytest.mark.cuda
+def test_cuda_relabel_equals_the_composite_at_scale():
+    # (the CUDA kernel's hash table: many blocks, colliding probes, disjoint
+    # keys of seed * N + node, negative keys; the CPU composite as the
+    # reference)
+    g = torch.Generator().manual_seed(2)
+    N = 10 ** 9
+    for K, D, hi in [(1000, 200000, 50000), (60000, 150000, 10 ** 6),
+                     (1, 5, 3)]:
+        node = _randint(g, 0, hi, K) + _randint(g, 0, 7, K) * N
+        src = torch.cat([_randint(g, 0, hi, D) + _randint(g, 0, 7, D) * N,
+                         node[:10], torch.tensor([-5, -5, -1])])
+        want = ops.dist_relabel(node, src)
+        got = ops.dist_relabel(node.cuda(), src.cuda())
+        assert torch.equal(got[0].cpu(), want[0])
+        assert torch.equal(got[1].cpu(), want[1]) and got[2] == want[2]
+
+
+@pytest.mark.cuda
+def test_cuda_relabel_refuses_the_tables_empty_mark():
+    key = torch.tensor([3, -2 ** 63], device='cuda')
+    with pytest.raises(RuntimeError, match='INT64_MIN'):
+        ops.dist_relabel(key[:1], key)
+
+
 @pytest.mark.parametrize('device', DEVICES)
 def test_frontier_order_equals_the_reference(device):
     g = torch.Generator().manual_seed(1)

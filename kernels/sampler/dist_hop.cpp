@@ -46,7 +46,10 @@
 //   position counts), src [D]: the hop's sources' keys. Sources not yet in
 //   the batch are appended in order of first appearance; returns the new
 //   node list, every source's local id and how many were new. One stable
-//   sort of node ++ src; one host read (the number of new nodes).
+//   sort of node ++ src; one host read (the number of new nodes). On CUDA a
+//   kernel of its own (cuda/dist_relabel_kernel.cu: a hash table, the same
+//   results, six launches and the one host read; a key equal to INT64_MIN,
+//   the table's empty mark, is refused there).
 #include <ATen/core/Tensor.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
