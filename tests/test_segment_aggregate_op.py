@@ -524,3 +524,19 @@ def test_an_order_of_another_src_reads_nothing_out_of_bounds():
     torch.cuda.synchronize()
     assert word[0].item() != 0 and out.shape == (30, 8)
     word.zero_()
+
+
+def test_no_order_is_made_for_traced_tensors():
+    # Under torch.compile the backward is traced with fake (functional)
+    # tensors, where is_compiling() can be false: a CUDA fake tensor must
+    # not reach the sort (a traced sort went into compiled graphs on an
+    # H200 and failed there), a real one on the CPU needs none.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from pyg_fusesample.sparse.target_layout import TargetLayout
+    with FakeTensorMode():
+        src = torch.zeros(4, dtype=torch.long, device='cuda')
+        ptr = torch.zeros(3, dtype=torch.long, device='cuda')
+    assert src.is_cuda
+    assert TargetLayout(ptr, src, src, 5).source_order() is None
+    cpu = torch.zeros(4, dtype=torch.long)
+    assert TargetLayout(cpu[:3], cpu, cpu, 5).source_order() is None

@@ -120,14 +120,22 @@ class TargetLayout:
         GAT layer's aggregation and its source scores' gather: one sort, not
         two). ``None`` where no kernel reads it: on the CPU (whose kernel
         sums without a sort) and under ``torch.compile`` (each traced op has
-        its own layout)."""
-        if not self.src.is_cuda or torch.compiler.is_compiling():
+        its own layout; its backward is traced with fake tensors, where
+        ``is_compiling()`` is already false)."""
+        if not _reads_order(self.src) or torch.compiler.is_compiling():
             return None
         if 'source_order' not in self._cache:
             self._cache['source_order'] = tuple(
                 torch.ops.fusesample.segment_source_order(self.src,
                                                           self.num_src))
         return self._cache['source_order']
+
+
+def _reads_order(src: Tensor) -> bool:
+    # A real CUDA tensor: the CUDA backward reads a shared order; the CPU
+    # one sums without it, and a traced (fake, functional) tensor is not
+    # one to sort.
+    return type(src) is Tensor and src.is_cuda
 
 
 @dataclass(frozen=True)

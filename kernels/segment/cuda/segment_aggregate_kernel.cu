@@ -13,6 +13,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/Dispatch.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -433,19 +434,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> source_order(const at::Tensor& sr
   const int64_t E = src.numel();
   const auto src_c = src.contiguous();
   const auto long_opts = src.options().dtype(at::kLong);
-  // [2, E]: row 0 the sort's input, row 1 its output
-  auto keys = at::empty({2, std::max<int64_t>(E, 1)}, long_opts.dtype(at::kInt));
-  auto slots = at::empty({2, std::max<int64_t>(E, 1)}, long_opts);
+  // the sort's input and output; the outputs are tensors of their own, as
+  // the op's fake (pyg_fusesample/ops/segment.py) makes them
+  auto keys = at::empty({E}, long_opts.dtype(at::kInt)), key_sorted = at::empty_like(keys);
+  auto slots = at::empty({E}, long_opts), slot_sorted = at::empty_like(slots);
   auto ptr_t = at::empty({N + 1}, long_opts);
-  AT_DISPATCH_INDEX_TYPES(src.scalar_type(), "segment_source_order", [&] {
-    slot_keys_kernel<index_t><<<grid_blocks(E, kThreads, 8), kThreads, 0, stream>>>(
-        src_c.data_ptr<index_t>(), E, N, keys.data_ptr<int32_t>(), slots.data_ptr<int64_t>(),
-        error);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
-  const auto key_sorted = keys.select(0, 1).narrow(0, 0, E);
-  const auto slot_sorted = slots.select(0, 1).narrow(0, 0, E);
   if (E > 0) {
+    AT_DISPATCH_INDEX_TYPES(src.scalar_type(), "segment_source_order", [&] {
+      slot_keys_kernel<index_t><<<grid_blocks(E, kThreads, 8), kThreads, 0, stream>>>(
+          src_c.data_ptr<index_t>(), E, N, keys.data_ptr<int32_t>(), slots.data_ptr<int64_t>(),
+          error);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
     // keys lie in [0, N]: N + 1 values
     const int end_bit = radix_key_bits(N + 1);
     cub_call(long_opts, [&](void* temp, size_t& bytes) {
