@@ -7,7 +7,8 @@ dtype, variant, round) to a CSV of its own schema
 dtype) finishes, and a markdown table next to it.
 
 The step: forward + cross-entropy on the seeds + backward + AdamW step
-(``lr=1e-3``; ``fused=True`` on a GPU, for every variant), on ``--batches`` (8) batches sampled once with
+(``lr=1e-3``; ``fused=True`` on a GPU, for every variant), on
+``--batches`` (8) batches sampled once with
 :class:`~pyg_fusesample.FusedNeighborLoader` (batch size 1024, shuffled,
 ``seed``) and kept on the device, cycled. No loader runs in the timed loop.
 Each batch's ``EdgeIndex`` / ``SparseTensor`` is made once and kept, so what
