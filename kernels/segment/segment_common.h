@@ -5,6 +5,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <limits>
 #include <string>
 
 #include "../common/checks.h"
@@ -50,6 +51,15 @@ inline int64_t check_segment_aggregate(const char* op, const at::Tensor& ptr,
   TORCH_CHECK(heads > 0 && x.size(1) % heads == 0, op, ": 'x' has ", x.size(1),
               " columns, not a multiple of the ", heads, " heads of 'value'");
   return heads;
+}
+
+// segment_source_order's inputs (contract: segment_aggregate.cpp): the
+// sorted sources are int32, so num_src must fit one.
+inline void check_segment_source_order(const char* op, const at::Tensor& src, int64_t num_src) {
+  check_1d(op, "src", src);
+  check_index_dtype(op, "src", src);
+  TORCH_CHECK(num_src >= 0 && num_src < std::numeric_limits<int32_t>::max(), op,
+              ": 'num_src' must lie in [0, 2^31 - 1), got ", num_src);
 }
 
 // segment_aggregate_backward's optional grouping by source (contract:

@@ -188,10 +188,7 @@ at::Tensor segment_aggregate_backward_cpu(const at::Tensor& ptr, const at::Tenso
 std::tuple<at::Tensor, at::Tensor, at::Tensor> segment_source_order_cpu(const at::Tensor& src,
                                                                         int64_t num_src) {
   constexpr const char* op = "fusesample::segment_source_order";
-  check_1d(op, "src", src);
-  check_index_dtype(op, "src", src);
-  TORCH_CHECK(num_src >= 0 && num_src < std::numeric_limits<int32_t>::max(), op,
-              ": 'num_src' must lie in [0, 2^31 - 1), got ", num_src);
+  check_segment_source_order(op, src, num_src);
   const auto src_c = src.contiguous();
   const int64_t E = src_c.numel(), N = num_src;
   auto key = at::empty({E}, src.options().dtype(at::kInt));

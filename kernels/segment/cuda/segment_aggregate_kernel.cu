@@ -471,8 +471,7 @@ void check_cuda_sizes(const char* op, int64_t num_src, int64_t E) {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> segment_source_order_cuda(const at::Tensor& src,
                                                                          int64_t num_src) {
   constexpr const char* op = "fusesample::segment_source_order";
-  check_1d(op, "src", src);
-  check_index_dtype(op, "src", src);
+  check_segment_source_order(op, src, num_src);
   check_cuda_sizes(op, num_src, src.numel());
   c10::cuda::CUDAGuard guard(src.device());
   return source_order(src, num_src, error_word_ptr(src.device()),
