@@ -474,8 +474,14 @@ def _scatter_without_cuda(device: torch.device) -> None:
         pass
 
 
-EXECUTION = {'fused-compiled': 'compiled', 'fused-captured': 'captured',
-             'fused-compiled-captured': 'compiled+captured'}
+def execution_of(variant: str) -> str:
+    """The ``execution`` column: eager, compiled, captured or
+    compiled+captured."""
+    modes = [m for m, vs in (('compiled', COMPILED_VARIANTS),
+                             ('captured', CAPTURED_VARIANTS)) if variant in vs]
+    return '+'.join(modes) or 'eager'
+
+
 # fused-captured: room per hop beyond the first batch's counts
 CAPTURE_MARGIN = 0.1
 
@@ -766,8 +772,7 @@ def setting_rows(g: Graph, model: str, dname: str, variants: List[str],
     rows = []
     for rnd, v in itertools.product(range(args.rounds), variants):
         run = runs[v]
-        row = dict(base_row, variant=v, round=rnd, execution=EXECUTION.get(
-            v, 'eager'))
+        row = dict(base_row, variant=v, round=rnd, execution=execution_of(v))
         if isinstance(run, Run):
             t0 = time.perf_counter()
             try:
