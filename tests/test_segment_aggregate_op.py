@@ -540,3 +540,91 @@ def test_no_order_is_made_for_traced_tensors():
     assert TargetLayout(ptr, src, src, 5).source_order() is None
     cpu = torch.zeros(4, dtype=torch.long)
     assert TargetLayout(cpu[:3], cpu, cpu, 5).source_order() is None
+
+
+def hop_batch(device='cpu', seed=0):
+    r"""A batch as a fused loader makes it: 3 hops of edges grouped by
+    target, hop h's sources among the nodes of hops <= h, its targets in
+    hop h - 1 (sorted); a hub source read by every hop. Returns
+    (edge_index, nodes per hop, edges per hop)."""
+    g = torch.Generator().manual_seed(seed)
+    nodes, edges, src, dst = [4, 9, 14, 20], [], [], []
+    starts = [0, 4, 13, 27, 47]
+    for h in range(1, 4):
+        tgt = torch.randint(starts[h - 1], starts[h], (25, ), generator=g)
+        s = torch.randint(0, starts[h + 1], (25, ), generator=g)
+        s[:3] = 2  # the hub
+        tgt = tgt.sort().values
+        src.append(s), dst.append(tgt), edges.append(25)
+    ei = torch.stack([torch.cat(src), torch.cat(dst)]).to(device)
+    return ei, nodes, edges
+
+
+@pytest.mark.parametrize('device', DEVICES)
+@pytest.mark.parametrize('reduce', ['sum', 'mean', 'max'])
+def test_backward_with_a_longer_srcs_order(device, reduce):
+    # The order of the whole edge list serves each prefix (sources and
+    # slots past the prefix's skipped): the prefix's own gradient up to
+    # rounding, sources without slots in the prefix get zeros.
+    ei, _, _ = hop_batch(device)
+    E, N = 50, 27  # hops 1-2: sources < 27, targets < 13
+    full = _ops.segment_source_order(ei[0], 47)
+    layout = target_layout(ei[:, :E], N, 13, 'test')
+    grad = torch.randn(13, 8, dtype=torch.float64, device=device)
+    arg = _ops.segment_aggregate(layout.ptr, layout.src, None,
+                                 torch.randn(N, 8, dtype=torch.float64,
+                                             device=device), 'max')[1] \
+        if reduce == 'max' else torch.empty(0, dtype=torch.long,
+                                            device=device)
+    args = (layout.ptr, layout.src, layout.dst, None, grad, arg, N, reduce)
+    word = _ops.sample_aggregate_error(torch.empty(0, device=device)) \
+        if device == 'cuda' else None
+    if word is not None:
+        word.zero_()
+    torch.testing.assert_close(_ops.segment_aggregate_backward(*args, *full),
+                               _ops.segment_aggregate_backward(*args))
+    if word is not None:  # (skipped slots and sources are no errors)
+        assert word[0].item() == 0
+
+
+def test_an_order_shorter_than_src_is_refused():
+    ei, _, _ = hop_batch()
+    short = _ops.segment_source_order(ei[0, :40], 47)
+    layout = target_layout(ei[:, :50], 27, 13, 'test')
+    args = (layout.ptr, layout.src, layout.dst, None, torch.randn(13, 3),
+            torch.empty(0, dtype=torch.long), 27, 'sum')
+    with pytest.raises(RuntimeError, match='must be segment_source_order'):
+        _ops.segment_aggregate_backward(*args, *short)
+    key, slot, ptr = _ops.segment_source_order(ei[0], 47)
+    with pytest.raises(RuntimeError, match='must be segment_source_order'):
+        _ops.segment_aggregate_backward(*args, key, slot[:-1], ptr)
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_a_batchs_trimmed_layers_share_one_order(device):
+    # A fused loader's batch and its trim_to_layer prefixes: on a GPU every
+    # layout takes the one grouping of the batch's edges (one sort per
+    # batch), and the gradients are the reference's.
+    from pyg_fusesample.sparse.target_layout import register_batch
+    ei, nodes, edges = hop_batch(device)
+    register_batch(ei, nodes, edges)
+    starts = [0, 4, 13, 27, 47]
+    orders = []
+    for hops in (3, 2, 1):
+        E, N, T = 25 * hops, starts[hops + 1], starts[hops]
+        layout = target_layout(ei.narrow(1, 0, E), N, T, 'test')
+        x = torch.randn(N, 6, dtype=torch.float64, device=device,
+                        requires_grad=True)
+        w = torch.randn(T, 6, dtype=torch.float64, device=device)
+        gx, = torch.autograd.grad(
+            (segment_aggregate(layout, x, 'mean') * w).sum(), x)
+        x2 = x.detach().requires_grad_()
+        rx, = torch.autograd.grad(
+            (reference(ei[:, :E], x2, T, 'mean') * w).sum(), x2)
+        torch.testing.assert_close(gx, rx)
+        orders.append(layout.source_order())
+    if device == 'cuda':
+        assert all(o is orders[0] for o in orders)
+        assert orders[0][0].numel() == 75
+    else:
+        assert orders == [None] * 3

@@ -39,12 +39,18 @@
 //   bad values: the CPU kernel raises; the CUDA kernel skips a slot whose
 //   src or dst is out of range and reports it in the error word.
 //   order_key, order_slot, order_ptr (optional, all or none): the grouping
-//   by source of these src and num_src, as segment_source_order returns it,
-//   so that the uses of one layout's src (an aggregation and a gather of
-//   per-source values, GATConv's) share one sort. The CUDA kernel reads it
-//   instead of sorting (its values clamped where they are read: an order
-//   of another src gives wrong sums, never an access out of bounds); the
-//   CPU kernel, which needs no sort, checks its shapes and ignores it.
+//   by source, as segment_source_order returns it, of these src and
+//   num_src or of a longer src' that src is a prefix of (src ==
+//   src'[:E]) and a num_src' >= num_src, so that every use of one batch's
+//   edges (an aggregation and a gather of per-source values, GATConv's;
+//   the trimmed layers' prefixes of the edge list) shares one sort. The
+//   CUDA kernel reads it instead of sorting: sources num_src and above
+//   and slots E and above are skipped (they are src''s, not src's), and
+//   its values are clamped where they are read (an order of another src
+//   gives wrong sums, never an access out of bounds). With the order of a
+//   longer src' a source's sum is cut into other partial sums than with
+//   src's own: equal up to rounding. The CPU kernel, which needs no sort,
+//   checks its shapes and ignores it.
 //
 // segment_source_order(src, num_src) -> (key, slot, ptr):
 //   src [E] int32/int64 in [0, num_src): the slots (their sources).

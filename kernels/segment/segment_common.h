@@ -63,8 +63,9 @@ inline void check_segment_source_order(const char* op, const at::Tensor& src, in
 }
 
 // segment_aggregate_backward's optional grouping by source (contract:
-// segment_aggregate.cpp): all three or none; shapes and dtypes of
-// segment_source_order(src, num_src). Whether one is given.
+// segment_aggregate.cpp): all three or none; dtypes of segment_source_order,
+// shapes of its result for src or a longer src' (key and slot [E' >= E],
+// ptr [num_src' + 1 >= num_src + 1]). Whether one is given.
 inline bool check_source_order(const char* op, const at::Tensor& src, int64_t num_src,
                                const c10::optional<at::Tensor>& key,
                                const c10::optional<at::Tensor>& slot,
@@ -77,12 +78,13 @@ inline bool check_source_order(const char* op, const at::Tensor& src, int64_t nu
   check_dtype(op, "order_slot", *slot, at::kLong);
   check_dtype(op, "order_ptr", *ptr, at::kLong);
   for (const auto* t : {&*key, &*slot, &*ptr}) check_same_device(op, "order", *t, "src", src);
-  TORCH_CHECK(key->dim() == 1 && slot->dim() == 1 && key->numel() == src.numel() &&
-                  slot->numel() == src.numel() && ptr->dim() == 1 &&
-                  ptr->numel() == num_src + 1,
-              op, ": the order must be segment_source_order(src, num_src)'s: key and slot [",
-              src.numel(), "], ptr [", num_src + 1, "]; got ", key->sizes(), ", ",
-              slot->sizes(), ", ", ptr->sizes());
+  TORCH_CHECK(key->dim() == 1 && slot->dim() == 1 && key->numel() >= src.numel() &&
+                  slot->numel() == key->numel() && ptr->dim() == 1 &&
+                  ptr->numel() >= num_src + 1,
+              op, ": the order must be segment_source_order(src', num_src')'s, of src or a "
+              "longer src' that it is a prefix of: key and slot [E' >= ", src.numel(),
+              "], ptr [>= ", num_src + 1, "]; got ", key->sizes(), ", ", slot->sizes(), ", ",
+              ptr->sizes());
   return true;
 }
 

@@ -66,7 +66,7 @@ def trimmed_forward(model, x: Tensor, edge_index: Tensor,
         # Layer i reads hops <= L - i, writes hops <= L - i - 1.
         hop = max(min(L - i, len(edges) - 1), 0)
         E, T = edges[hop], nodes[max(hop - 1, 0)]
-        x = x.narrow(0, 0, nodes[min(hop, len(nodes) - 1)])
+        x = _rows(x, nodes[min(hop, len(nodes) - 1)])
         ei = edge_index.narrow(1, 0, E)
         kwargs = {}
         if model.supports_edge_weight:
@@ -78,7 +78,7 @@ def trimmed_forward(model, x: Tensor, edge_index: Tensor,
         if isinstance(conv, SAGEConv):
             x = conv((x, x.narrow(0, 0, T)), ei, **kwargs)
         else:
-            x = conv(x, ei, **kwargs).narrow(0, 0, T)
+            x = _rows(conv(x, ei, **kwargs), T)
         if i < L - 1:
             # (act before or after the norm is one place: norms are
             # Identity here, see trimmable)
@@ -86,3 +86,10 @@ def trimmed_forward(model, x: Tensor, edge_index: Tensor,
                 x = model.act(x)
             x = model.dropout(x)
     return model.lin(x) if hasattr(model, 'lin') else x
+
+
+def _rows(x: Tensor, n: int) -> Tensor:
+    # x's first n rows; x itself where that is all of them: a narrow is
+    # recorded by autograd even then, and its backward writes a zero tensor
+    # of x's shape and copies the gradient into it (two kernels a layer).
+    return x if x.size(0) == n else x.narrow(0, 0, n)

@@ -26,8 +26,9 @@ import warnings
 import weakref
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import accumulate
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -56,13 +57,17 @@ class TargetLayout:
     :obj:`active` (a host integer, ``None``: every row) bounds the rows that
     can have slots: rows ``active:`` have none (a fused loader's batch
     knows it from its per-hop counts: the last hop's nodes are sources
-    only)."""
+    only). :obj:`batch_order` (``None``: none) returns the grouping by
+    source of the whole batch whose prefix this layout is, or ``None``
+    where it does not serve (:meth:`source_order`)."""
     ptr: Tensor
     src: Tensor
     dst: Tensor
     num_src: int
     perm: Optional[Tensor] = None
     active: Optional[int] = None
+    batch_order: Optional[Callable[[], Optional[Tuple]]] = field(
+        default=None, repr=False)
     _cache: Dict = field(default_factory=dict, repr=False)
 
     @property
@@ -85,7 +90,7 @@ class TargetLayout:
         if part is None:
             part = self._cache['active_rows'] = TargetLayout(
                 self.ptr.narrow(0, 0, self.active + 1), self.src, self.dst,
-                self.num_src, self.perm)
+                self.num_src, self.perm, batch_order=self.batch_order)
         return part
 
     @property
@@ -118,16 +123,21 @@ class TargetLayout:
         of :obj:`src`: sorted sources, slots, pointer), made once per layout
         and shared by the backwards that sum per source over these slots (a
         GAT layer's aggregation and its source scores' gather: one sort, not
-        two). ``None`` where no kernel reads it: on the CPU (whose kernel
-        sums without a sort) and under ``torch.compile`` (each traced op has
-        its own layout; its backward is traced with fake tensors, where
-        ``is_compiling()`` is already false)."""
+        two). A prefix of a fused loader's batch (a trimmed layer's) takes
+        the order of the whole batch's edges instead, made once per batch
+        (:obj:`batch_order`): a model's layers share one sort, the backward
+        skipping the slots and sources past the prefix's. ``None`` where no
+        kernel reads it: on the CPU (whose kernel sums without a sort) and
+        under ``torch.compile`` (each traced op has its own layout; its
+        backward is traced with fake tensors, where ``is_compiling()`` is
+        already false)."""
         if not _reads_order(self.src) or torch.compiler.is_compiling():
             return None
         if 'source_order' not in self._cache:
-            self._cache['source_order'] = tuple(
-                torch.ops.fusesample.segment_source_order(self.src,
-                                                          self.num_src))
+            order = None if self.batch_order is None else self.batch_order()
+            self._cache['source_order'] = order if order is not None else \
+                tuple(torch.ops.fusesample.segment_source_order(
+                    self.src, self.num_src))
         return self._cache['source_order']
 
 
@@ -299,7 +309,8 @@ def target_layout(edge_index: Tensor, num_src: int, num_dst: int,
         # Views of the batch's own edge_index, so not memoised: a memo entry
         # holding views of its key would keep every batch alive.
         return TargetLayout(_prefix_ptr(entry, E, num_dst), src, dst, num_src,
-                            active=_written_rows(entry[0], E, num_dst))
+                            active=_written_rows(entry[0], E, num_dst),
+                            batch_order=partial(_batch_order, entry, num_src))
     if E == 0:  # (an edge type without edges)
         return TargetLayout(torch.zeros(num_dst + 1, dtype=torch.long,
                                         device=dst.device), src, dst, num_src,
@@ -350,6 +361,22 @@ def _prefix_ptr(entry, num_edges: int, num_dst: int) -> Tensor:
     ptr = full.narrow(0, 0, num_dst + 1)
     return ptr if num_dst <= counts.dst_nodes[max(h - 1, 0)] else \
         ptr.clamp(max=num_edges)
+
+
+def _batch_order(entry, num_src: int) -> Optional[Tuple]:
+    # The grouping by source of the batch's whole edge list, once per batch:
+    # a prefix's sources (< num_src) and slots (< its E) are the first of
+    # each source's run in it (the sort is stable). None for a layout over
+    # more source rows than the batch has nodes (their pointers would be
+    # past the order's).
+    counts, base, cache = entry
+    n = counts.src_nodes[-1]
+    if num_src > n:
+        return None
+    if 'source_order' not in cache:
+        cache['source_order'] = tuple(
+            torch.ops.fusesample.segment_source_order(base[0], n))
+    return cache['source_order']
 
 
 def _note_sort(edge_index: Tensor):

@@ -255,9 +255,10 @@ source_ptr_kernel(const int32_t* __restrict__ key, int64_t E, int64_t N,
 // without slots: every element is one fixed-order sum (deterministic), with
 // no atomics.
 //
-// The chunk length is a function of E alone (so the sums' order, hence the
+// The chunk length is a function of the order's length alone (E, or that
+// of a longer src' whose order is given; so the sums' order, hence the
 // result, is the same on every GPU): 32 where that gives kChunkGroups groups
-// or more, halved down to 4 for smaller E. A chunk is walked by one group in
+// or more, halved down to 4 for fewer positions. A chunk is walked by one group in
 // sequence, each pass a chain of dependent loads (slot, target, gradient
 // row), so a mini-batch layer's 30k slots in chunks of 32 made ~1k groups:
 // a fraction of one wave, latency-bound (30-40 us a call on an H200).
@@ -281,16 +282,16 @@ segment_backward_chunk_kernel(const int64_t* __restrict__ ptr_t, const int32_t* 
                               const scalar_t* __restrict__ grad, const int64_t* __restrict__ arg,
                               scalar_t* __restrict__ grad_x,
                               at::opmath_type<scalar_t>* __restrict__ part, int64_t N, int64_t R,
-                              int64_t E, int64_t F, int64_t heads, int64_t chunks, int64_t chunk,
-                              int group, unsigned long long* __restrict__ error) {
+                              int64_t E, int64_t P, int64_t F, int64_t heads, int64_t chunks,
+                              int64_t chunk, int group, unsigned long long* __restrict__ error) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr bool kMax = kReduce == SegmentReduce::kMax;
   const int64_t nvec = F / V, C = F / heads, tile = static_cast<int64_t>(group) * kVecs;
   const int sub = threadIdx.x % group;
   const int64_t groups = static_cast<int64_t>(gridDim.x) * (kThreads / group);
-  // positions from here on hold bad sources (clamped: a given order is read
-  // as it comes, see check_source_order)
-  const int64_t valid = clamp_to(ptr_t[N], 0, E);
+  // positions from here on hold sources >= N: bad ones, or a longer src''s
+  // (clamped: a given order is read as it comes, see check_source_order)
+  const int64_t valid = clamp_to(ptr_t[N], 0, P);
   for (int64_t c = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / group;
        c < chunks; c += groups) {
     const int64_t c0 = c * chunk;
@@ -331,12 +332,14 @@ segment_backward_chunk_kernel(const int64_t* __restrict__ ptr_t, const int32_t* 
           const bool in = i + p < c1;
           s[p] = in ? slot_t[i + p] : -1;
           key[p] = in ? static_cast<int64_t>(key_t[i + p]) : -1;
-          if (in && (s[p] < 0 || s[p] >= E || key[p] < 0 || key[p] >= N)) {
+          if (in && (s[p] < 0 || key[p] < 0 || key[p] >= N)) {
             if (sub == 0) report(error, kBadSource, key[p]);  // (an order of another src)
             s[p] = -1;
+          } else if (s[p] >= E) {
+            s[p] = -1;  // a slot of the longer src' the order was made for
           }
           d[p] = s[p] >= 0 ? static_cast<int64_t>(dst[s[p]]) : -1;
-          if (in && (d[p] < 0 || d[p] >= R)) {  // absent instead (error_word.cuh)
+          if (s[p] >= 0 && (d[p] < 0 || d[p] >= R)) {  // absent instead (error_word.cuh)
             if (sub == 0) report(error, kBadTarget, d[p]);
             d[p] = -1;
           }
@@ -392,7 +395,7 @@ template <typename scalar_t, int V>
 __global__ void __launch_bounds__(kThreads)
 segment_backward_fixup_kernel(const int64_t* __restrict__ ptr_t,
                               const at::opmath_type<scalar_t>* __restrict__ part,
-                              scalar_t* __restrict__ grad_x, int64_t N, int64_t E, int64_t F,
+                              scalar_t* __restrict__ grad_x, int64_t N, int64_t P, int64_t F,
                               int64_t chunks, int64_t chunk, int group) {
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t nvec = F / V, tile = static_cast<int64_t>(group) * kVecs;
@@ -400,8 +403,8 @@ segment_backward_fixup_kernel(const int64_t* __restrict__ ptr_t,
   const int64_t groups = static_cast<int64_t>(gridDim.x) * (kThreads / group);
   for (int64_t j = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / group; j < N;
        j += groups) {
-    // (clamped into [0, E]: a given order is read as it comes)
-    const int64_t a = clamp_to(ptr_t[j], 0, E), b = clamp_to(ptr_t[j + 1], a, E);
+    // (clamped into [0, P]: a given order is read as it comes)
+    const int64_t a = clamp_to(ptr_t[j], 0, P), b = clamp_to(ptr_t[j + 1], a, P);
     const int64_t ca = a / chunk, cb = b > a ? (b - 1) / chunk : ca;
     if (b > a && ca == cb) continue;  // written whole by its chunk
     for (int64_t t0 = sub; t0 < nvec; t0 += tile) {
@@ -512,9 +515,12 @@ at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tens
   }
   const int32_t* key_sorted = key_t.data_ptr<int32_t>();
   const int64_t* slot_sorted = slot_t.data_ptr<int64_t>();
-  // Two acc_t rows per chunk for the runs cut by chunk boundaries (the
-  // chunk kernel's comment); 64-bit: chunks * F can pass 2^31.
-  const int64_t chunk = chunk_for(E), chunks = (E + chunk - 1) / chunk;
+  // The positions of the order (E, or more for a longer src''s order) cut
+  // into chunks, two acc_t rows per chunk for the runs cut by chunk
+  // boundaries (the chunk kernel's comment); 64-bit: chunks * F can pass
+  // 2^31.
+  const int64_t P = key_t.numel();
+  const int64_t chunk = chunk_for(P), chunks = (P + chunk - 1) / chunk;
   const auto acc_type = at::toOpMathType(grad.scalar_type());
   auto part = at::empty({2 * chunks, F}, grad.options().dtype(acc_type));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(),
@@ -537,14 +543,14 @@ at::Tensor segment_aggregate_backward_cuda(const at::Tensor& ptr, const at::Tens
                   dst_c.data_ptr<index_t>(), kW ? value_c.data_ptr<scalar_t_>() : nullptr,
                   grad_c.data_ptr<scalar_t_>(),
                   kR == SegmentReduce::kMax ? arg_c.data_ptr<int64_t>() : nullptr,
-                  grad_x.data_ptr<scalar_t_>(), part.data_ptr<acc_t>(), N, R, E, F, heads,
+                  grad_x.data_ptr<scalar_t_>(), part.data_ptr<acc_t>(), N, R, E, P, F, heads,
                   chunks, chunk, group, error);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         }
         segment_backward_fixup_kernel<scalar_t_, V>
             <<<grid_blocks(N, kThreads / group, 8), kThreads, 0, stream>>>(
                 ptr_t.data_ptr<int64_t>(), chunks > 0 ? part.data_ptr<acc_t>() : nullptr,
-                grad_x.data_ptr<scalar_t_>(), N, E, F, chunks, chunk, group);
+                grad_x.data_ptr<scalar_t_>(), N, P, F, chunks, chunk, group);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       };
       dispatch_variant_for<V16>(vec, reduce, value_c.defined(), go);
