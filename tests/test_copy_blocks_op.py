@@ -78,3 +78,52 @@ def test_pairs_on_two_devices_raise():
     a = torch.zeros(4, device='cuda')
     with pytest.raises(RuntimeError, match='one device'):
         _copy_blocks([a], [torch.ones(4)])
+
+
+_copy_row_blocks = torch.ops.fusesample.copy_row_blocks
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_row_blocks_copy_as_views_would(device):
+    # hop blocks of 2-D and 1-D tensors, a 0-d tensor, empty blocks, an odd
+    # byte width: each block as d.narrow(...).copy_(s.narrow(...))
+    gen = torch.Generator().manual_seed(0)
+    src = [torch.randn(40, 100, generator=gen),
+           torch.randint(0, 9, (40, ), generator=gen),
+           torch.randint(0, 9, (40, 3), generator=gen).to(torch.uint8),
+           torch.tensor(5)]
+    src = [t.to(device) for t in src]
+    dst = [torch.zeros((60, ) + t.shape[1:], dtype=t.dtype, device=device)
+           if t.dim() else torch.zeros_like(t) for t in src]
+    hops = [(0, 0, 7), (10, 7, 20), (35, 27, 13), (59, 40, 0)]
+    blocks = [x for i in range(3) for h in hops for x in (i, *h)]
+    blocks += [3, 0, 0, 1]
+    expected = [d.clone() for d in dst]
+    for i in range(3):
+        for d0, s0, n in hops:
+            expected[i][d0:d0 + n] = src[i][s0:s0 + n]
+    expected[3] = src[3].clone()
+    _copy_row_blocks(dst, src, blocks)
+    for d, e in zip(dst, expected):
+        assert torch.equal(d, e)
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_row_blocks_bad_inputs_raise_before_writing(device):
+    a = torch.zeros(6, 4, device=device)
+    b = torch.ones(5, 4, device=device)
+    with pytest.raises(RuntimeError, match='quadruples'):
+        _copy_row_blocks([a], [b], [0, 0, 0])
+    with pytest.raises(RuntimeError, match='names pair 1 of 1'):
+        _copy_row_blocks([a], [b], [1, 0, 0, 1])
+    with pytest.raises(RuntimeError, match='must lie in'):
+        _copy_row_blocks([a], [b], [0, 0, 0, 1, 0, 0, 2, 4])  # src 2:6 of 5
+    with pytest.raises(RuntimeError, match='must lie in'):
+        _copy_row_blocks([a], [b], [0, 4, 0, 3])  # dst 4:7 of 6
+    with pytest.raises(RuntimeError, match='must lie in'):
+        _copy_row_blocks([a], [b], [0, 0, 0, -1])
+    with pytest.raises(RuntimeError, match='one width'):
+        _copy_row_blocks([a], [torch.ones(5, 3, device=device)], [0, 0, 0, 1])
+    with pytest.raises(RuntimeError, match='is Long but'):
+        _copy_row_blocks([a.long()], [b], [0, 0, 0, 1])
+    assert not a.any()  # nothing written

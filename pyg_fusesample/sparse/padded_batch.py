@@ -17,9 +17,9 @@ seeds (``out[:batch_size]``) and its gradients are the unpadded batch's.
 
 :class:`PaddedBatch` holds one padded batch in fixed tensors (a CUDA
 graph's inputs) and refills them from each new batch: per node attribute a
-copy per hop (all of a batch's copies in one ``fusesample::copy_blocks``
-launch), per edge type one ``fusesample::pad_edge_index`` call (the
-ids moved to their padded rows, the pad edges written), per other edge
+copy per hop (all of a batch's copies in one
+``fusesample::copy_row_blocks`` launch), per edge type one
+``fusesample::pad_edge_index`` call (the ids moved to their padded rows, the pad edges written), per other edge
 attribute a copy per hop. Rows and slots a batch leaves unused keep what an
 earlier batch put there: they are read by pad rows only.
 """
@@ -262,22 +262,22 @@ class PaddedBatch:
         if not (self.capacity.holds_counts(nodes, edges) and
                 self.same_fixed(batch)):
             return False
-        # every copy in one call (a Python loop of copies costs more host
-        # time than the copies take on the GPU), one launch (_copy_all)
-        dsts: List[Tensor] = []
-        srcs: List[Tensor] = []
+        # every copy in one call (a Python loop of copies, or a view per
+        # block, costs more host time than the copies take on the GPU): a
+        # (dst, src) pair per attribute, (pair, dst_row, src_row, rows) per
+        # hop block, one launch (_Blocks.copy)
+        pairs = _Blocks()
         real_rows = {t: _cumulative(c) for t, c in nodes.items()}
         real_slots = {t: _cumulative(c) for t, c in edges.items()}
         for t, out, key in self._node:
-            _blocks(dsts, srcs, out[key], _get(batch, out, key), real_rows[t],
-                    self._rows[t])
+            pairs.hops(out[key], _get(batch, out, key), real_rows[t],
+                       self._rows[t])
         for t, out, key in self._edge:
-            _blocks(dsts, srcs, out[key], _get(batch, out, key),
-                    real_slots[t], self._slots[t])
+            pairs.hops(out[key], _get(batch, out, key), real_slots[t],
+                       self._slots[t])
         for out, key in self._fixed:
-            dsts.append(out[key])
-            srcs.append(_get(batch, out, key))
-        _copy_all(dsts, srcs)
+            pairs.whole(out[key], _get(batch, out, key))
+        pairs.copy()
         for t, store in _edge_stores(batch).items():
             out = self.batch if t is HOMOGENEOUS else self.batch[t]
             src, dst = _ends(t)
@@ -290,24 +290,57 @@ class PaddedBatch:
         return True
 
 
-def _copy_all(dsts: List[Tensor], srcs: List[Tensor]) -> None:
-    # fusesample::copy_blocks for the pairs it takes (same dtype and device,
-    # contiguous: a loader batch's), one launch for all on a GPU instead of
-    # a cudaMemcpyAsync each; torch's copy (casts, strides) for the rest.
-    by_device: Dict[torch.device, List[int]] = {}
-    rest: List[int] = []
-    for i, (d, s) in enumerate(zip(dsts, srcs)):
-        if d.dtype == s.dtype and d.device == s.device and \
-                d.is_contiguous() and s.is_contiguous():
-            by_device.setdefault(d.device, []).append(i)
-        else:
-            rest.append(i)
-    for pairs in by_device.values():  # (a batch may keep some on the host)
-        torch.ops.fusesample.copy_blocks([dsts[i] for i in pairs],
-                                         [srcs[i] for i in pairs])
-    if rest:
-        torch._foreach_copy_([dsts[i] for i in rest], [srcs[i] for i in rest],
-                             non_blocking=True)
+class _Blocks:
+    # A padded batch's per-step copies: (dst, src) pairs and blocks of their
+    # rows, copied by fusesample::copy_row_blocks in one launch per device
+    # for the pairs it takes (same dtype and row width, contiguous: a loader
+    # batch's), by torch's copy (casts, strides) for the rest.
+    def __init__(self):
+        self.dsts: List[Tensor] = []
+        self.srcs: List[Tensor] = []
+        self.blocks: List[List[int]] = []  # per pair: its quadruples' tails
+
+    def hops(self, out: Tensor, value: Tensor, real: List[int],
+             padded: List[int]) -> None:
+        # hop h's rows of `value` (real[h]:real[h + 1]) to the start of hop
+        # h's block of `out` (padded[h]:...)
+        self.dsts.append(out)
+        self.srcs.append(value)
+        self.blocks.append([x for h in range(len(real) - 1)
+                            for x in (padded[h], real[h],
+                                      real[h + 1] - real[h])])
+
+    def whole(self, out: Tensor, value: Tensor) -> None:
+        self.dsts.append(out)
+        self.srcs.append(value)
+        self.blocks.append([0, 0, out.size(0) if out.dim() else 1])
+
+    def copy(self) -> None:
+        by_device: Dict[torch.device, List[int]] = {}
+        for i, (d, s) in enumerate(zip(self.dsts, self.srcs)):
+            if d.dtype == s.dtype and d.device == s.device and \
+                    d.shape[1:] == s.shape[1:] and d.is_contiguous() and \
+                    s.is_contiguous():
+                by_device.setdefault(d.device, []).append(i)
+            else:
+                self._copy_views(i)
+        for pairs in by_device.values():  # (a batch may keep some on the host)
+            flat = [x for k, i in enumerate(pairs)
+                    for j in range(0, len(self.blocks[i]), 3)
+                    for x in (k, *self.blocks[i][j:j + 3])]
+            torch.ops.fusesample.copy_row_blocks(
+                [self.dsts[i] for i in pairs], [self.srcs[i] for i in pairs],
+                flat)
+
+    def _copy_views(self, i: int) -> None:
+        d, s, b = self.dsts[i], self.srcs[i], self.blocks[i]
+        if d.dim() == 0:
+            d.copy_(s, non_blocking=True)
+            return
+        for j in range(0, len(b), 3):
+            if b[j + 2] > 0:
+                d.narrow(0, b[j], b[j + 2]).copy_(
+                    s.narrow(0, b[j + 1], b[j + 2]), non_blocking=True)
 
 
 def _get(batch, out, key: str) -> Tensor:
@@ -315,14 +348,3 @@ def _get(batch, out, key: str) -> Tensor:
     key_of_store = getattr(out, '_key', None)
     store = batch if key_of_store is None else batch[key_of_store]
     return store[key]
-
-
-def _blocks(dsts: List[Tensor], srcs: List[Tensor], out: Tensor,
-            value: Tensor, real: List[int], padded: List[int]) -> None:
-    # hop h's rows of `value` (real[h]:real[h + 1]) to the start of hop h's
-    # block of `out` (padded[h]:...)
-    for h in range(len(real) - 1):
-        n = real[h + 1] - real[h]
-        if n > 0:
-            dsts.append(out.narrow(0, padded[h], n))
-            srcs.append(value.narrow(0, real[h], n))
