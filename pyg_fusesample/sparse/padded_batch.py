@@ -17,11 +17,12 @@ seeds (``out[:batch_size]``) and its gradients are the unpadded batch's.
 
 :class:`PaddedBatch` holds one padded batch in fixed tensors (a CUDA
 graph's inputs) and refills them from each new batch: per node attribute a
-copy per hop (all of a batch's copies in one
-``fusesample::copy_row_blocks`` launch), per edge type one
-``fusesample::pad_edge_index`` call (the ids moved to their padded rows, the pad edges written), per other edge
-attribute a copy per hop. Rows and slots a batch leaves unused keep what an
-earlier batch put there: they are read by pad rows only.
+copy per hop, per edge type one ``fusesample::pad_edge_index`` call (the
+ids moved to their padded rows, the pad edges written), per other edge
+attribute a copy per hop (all of a batch's copies in one
+``fusesample::copy_row_blocks`` launch). Rows and slots a batch leaves
+unused keep what an earlier batch put there: they are read by pad rows
+only.
 """
 import math
 from dataclasses import dataclass
@@ -266,18 +267,18 @@ class PaddedBatch:
         # block, costs more host time than the copies take on the GPU): a
         # (dst, src) pair per attribute, (pair, dst_row, src_row, rows) per
         # hop block, one launch (_Blocks.copy)
-        pairs = _Blocks()
+        copies = _Blocks()
         real_rows = {t: _cumulative(c) for t, c in nodes.items()}
         real_slots = {t: _cumulative(c) for t, c in edges.items()}
         for t, out, key in self._node:
-            pairs.hops(out[key], _get(batch, out, key), real_rows[t],
-                       self._rows[t])
+            copies.hops(out[key], _get(batch, out, key), real_rows[t],
+                        self._rows[t])
         for t, out, key in self._edge:
-            pairs.hops(out[key], _get(batch, out, key), real_slots[t],
-                       self._slots[t])
+            copies.hops(out[key], _get(batch, out, key), real_slots[t],
+                        self._slots[t])
         for out, key in self._fixed:
-            pairs.whole(out[key], _get(batch, out, key))
-        pairs.copy()
+            copies.whole(out[key], _get(batch, out, key))
+        copies.copy()
         for t, store in _edge_stores(batch).items():
             out = self.batch if t is HOMOGENEOUS else self.batch[t]
             src, dst = _ends(t)
