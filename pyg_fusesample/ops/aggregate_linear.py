@@ -64,8 +64,9 @@ class _AggregateLinear(torch.autograd.Function):
             else:
                 out = torch.mm(agg, weight_l.t()) if bias is None else \
                     torch.addmm(bias, agg, weight_l.t())
-            if root is not None:
-                out = torch.addmm(out, root, weight_r.t())
+            if root is not None:  # (in place: out is this node's own; an
+                # out-of-place addmm would first copy it, a kernel a layer)
+                out = out.addmm_(root, weight_r.t())
         else:
             out = _root_and_bias(root, weight_r, bias, T, weight_l)
             rows = out.narrow(0, 0, active.num_dst)
