@@ -43,9 +43,11 @@ WALK_COLUMNS = COLUMNS + [
 # over the layers); floor_*: the batch's bytes and GEMM FLOPs at the
 # bandwidth and GEMM throughput measured in the same run (floor_ms = both
 # times added); vs_pyg / vs_best_pyg: the pyg row's / the fastest PyG
-# row's (best_pyg) step time over this row's, same setting and round.
+# row's (best_pyg) step time over this row's, same setting and round;
+# host_cpu: the host's CPU model and usable cores (empty in rows written
+# before the column): PyG's eager steps on the small graphs are host-bound.
 LAYER_COLUMNS = [
-    'device', 'torch', 'cuda', 'graph', 'num_nodes', 'num_edges', 'model',
+    'device', 'torch', 'cuda', 'host_cpu', 'graph', 'num_nodes', 'num_edges', 'model',
     'layers', 'hidden', 'fanout', 'batch_size', 'batches', 'dtype',
     'variant', 'execution', 'round', 'steps', 'warmup', 'step_ms',
     'first_step_ms', 'batch_nodes', 'batch_edges', 'layer_edges', 'floor_mb',

@@ -130,7 +130,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 import torch.nn.functional as F
 
-from ..environment import device_name, versions
+from ..environment import device_name, host_cpu, versions
 from .csv_schema import LAYER_COLUMNS, append_rows, read_rows
 from .graph_runs import for_each_graph, write_markdown
 from .spmm_runner import copy_bandwidth
@@ -737,7 +737,8 @@ def setting_rows(g: Graph, model: str, dname: str, variants: List[str],
             (b.nse.values() if b.hetero else [b.nse]))
         for l in range(spec.layers)))
     base_row = {
-        'device': device_name(dev), **versions(), 'graph': label,
+        'device': device_name(dev), **versions(), 'host_cpu': host_cpu(),
+        'graph': label,
         'num_nodes': data.num_nodes, 'num_edges': data.num_edges,
         'model': model, 'layers': spec.layers,
         'hidden': g.hidden(model), 'fanout': '-'.join(map(str, spec.fanout)),
