@@ -628,3 +628,22 @@ def test_a_batchs_trimmed_layers_share_one_order(device):
         assert orders[0][0].numel() == 75
     else:
         assert orders == [None] * 3
+
+
+def test_a_batchs_order_is_made_once_and_only_for_its_rows():
+    # (the CPU can run the sort: the layouts only ask for it on a GPU)
+    from pyg_fusesample.sparse.target_layout import (_batch_entry,
+                                                     _batch_order,
+                                                     register_batch)
+    ei, nodes, edges = hop_batch()
+    register_batch(ei, nodes, edges)
+    entry = _batch_entry(ei.narrow(1, 0, 50))
+    order = _batch_order(entry, 27)
+    assert order is _batch_order(entry, 47)  # once per batch
+    for a, b in zip(order, _order_reference(ei[0], 47)):
+        assert torch.equal(a, b)
+    assert _batch_order(entry, 48) is None  # more rows than the batch's nodes
+    # a layout's active rows keep the batch's order
+    layout = target_layout(ei.narrow(1, 0, 50), 27, 20, 'test')
+    assert layout.active == 13
+    assert layout.active_rows().batch_order is layout.batch_order
