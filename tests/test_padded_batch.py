@@ -370,3 +370,17 @@ def test_link_and_disjoint_batches():
         n = cum[h + 1] - cum[h]
         assert torch.equal(padded.batch[pcum[h]:pcum[h] + n],
                            disjoint.batch[cum[h]:cum[h + 1]])
+
+
+def test_fill_refuses_rows_of_another_shape():
+    # a batch whose features are narrower than the padded batch's would be
+    # broadcast by a copy: refused before anything is written
+    _, loader = _loader('products', [4, 3, 2])
+    a, b = [x for _, x in zip(range(2), loader)]
+    padded = PaddedBatch(a, BatchCapacity.of(a, 1.0), attrs=['x', 'y'])
+    before = padded.batch.x.clone()
+    b.x = b.x[:, :1]
+    with pytest.raises(ValueError, match=r"rows of shape \[1\] where the "
+                       r"padded batch's have \[100\]"):
+        padded.fill(b)
+    assert torch.equal(padded.batch.x, before)
