@@ -47,8 +47,8 @@ WALK_COLUMNS = COLUMNS + [
 # host_cpu: the host's CPU model and usable cores (empty in rows written
 # before the column): PyG's eager steps on the small graphs are host-bound.
 LAYER_COLUMNS = [
-    'device', 'torch', 'cuda', 'host_cpu', 'graph', 'num_nodes', 'num_edges', 'model',
-    'layers', 'hidden', 'fanout', 'batch_size', 'batches', 'dtype',
+    'device', 'torch', 'cuda', 'host_cpu', 'graph', 'num_nodes', 'num_edges',
+    'model', 'layers', 'hidden', 'fanout', 'batch_size', 'batches', 'dtype',
     'variant', 'execution', 'round', 'steps', 'warmup', 'step_ms',
     'first_step_ms', 'batch_nodes', 'batch_edges', 'layer_edges', 'floor_mb',
     'floor_gflop', 'bandwidth_gbps', 'gemm_tflops', 'floor_ms',

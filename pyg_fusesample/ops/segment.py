@@ -7,7 +7,8 @@ the op behind the mini-batch layers (``pyg_fusesample.nn.SAGEConv`` ...).
 ``segment_aggregate_backward`` is its gradient in ``x`` (the slots grouped
 by source on the device, summed in slot order: deterministic, no atomics,
 no host synchronisation; the grouping, ``segment_source_order``, made once
-per layout and shared by the backwards over it). The gradient of the slot
+per layout, or once per fused loader batch for all its trimmed layers, and
+shared by the backwards over it). The gradient of the slot
 values is ``<grad[dst], x[src]>`` per head (an SDDMM).
 """
 from typing import Optional, Tuple

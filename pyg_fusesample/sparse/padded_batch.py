@@ -317,19 +317,22 @@ class _Blocks:
         self.blocks.append([0, 0, out.size(0) if out.dim() else 1])
 
     def copy(self) -> None:
-        for d, s in zip(self.dsts, self.srcs):
+        # (every pair checked before anything is written)
+        by_device: Dict[torch.device, List[int]] = {}
+        rest: List[int] = []
+        for i, (d, s) in enumerate(zip(self.dsts, self.srcs)):
             if d.shape[1:] != s.shape[1:]:  # (a copy would broadcast)
                 raise ValueError(
                     f"PaddedBatch: a batch's tensor has rows of shape "
                     f"{list(s.shape[1:])} where the padded batch's have "
                     f"{list(d.shape[1:])}")
-        by_device: Dict[torch.device, List[int]] = {}
-        for i, (d, s) in enumerate(zip(self.dsts, self.srcs)):
             if d.dtype == s.dtype and d.device == s.device and \
                     d.is_contiguous() and s.is_contiguous():
                 by_device.setdefault(d.device, []).append(i)
             else:
-                self._copy_views(i)
+                rest.append(i)
+        for i in rest:
+            self._copy_views(i)
         for pairs in by_device.values():  # (a batch may keep some on the host)
             flat = [x for k, i in enumerate(pairs)
                     for j in range(0, len(self.blocks[i]), 3)
