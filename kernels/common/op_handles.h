@@ -46,6 +46,48 @@ inline const c10::TypedOperatorHandle<GatherRowsFn>& gather_rows() {
   return op;
 }
 
+// fusesample::keyed_draws (kernels/sampler/keyed_draws.cpp)
+using KeyedDrawsFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, const at::Tensor&,
+    const at::Tensor&, int64_t, bool, int64_t, int64_t, const std::optional<at::Tensor>&,
+    const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, bool);
+
+inline const c10::TypedOperatorHandle<KeyedDrawsFn>& keyed_draws() {
+  static const auto op = find<KeyedDrawsFn>("fusesample::keyed_draws");
+  return op;
+}
+
+// A distributed hop's bookkeeping (kernels/sampler/dist_hop.cpp)
+using DistRequestsFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor&, int64_t, int64_t, int64_t, const at::Tensor&, int64_t,
+    const std::optional<at::Tensor>&);
+using DistReplySizesFn = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                    const at::Tensor&, const at::Tensor&);
+using DistFrontierOrderFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t);
+using DistRelabelFn = std::tuple<at::Tensor, at::Tensor, int64_t>(const at::Tensor&,
+                                                                  const at::Tensor&);
+
+inline const c10::TypedOperatorHandle<DistRequestsFn>& dist_requests() {
+  static const auto op = find<DistRequestsFn>("fusesample::dist_requests");
+  return op;
+}
+
+inline const c10::TypedOperatorHandle<DistReplySizesFn>& dist_reply_sizes() {
+  static const auto op = find<DistReplySizesFn>("fusesample::dist_reply_sizes");
+  return op;
+}
+
+inline const c10::TypedOperatorHandle<DistFrontierOrderFn>& dist_frontier_order() {
+  static const auto op = find<DistFrontierOrderFn>("fusesample::dist_frontier_order");
+  return op;
+}
+
+inline const c10::TypedOperatorHandle<DistRelabelFn>& dist_relabel() {
+  static const auto op = find<DistRelabelFn>("fusesample::dist_relabel");
+  return op;
+}
+
 // src.index_select(0, index) for an int64 index the caller knows lies in
 // range (an op's own intermediate ids). On a GPU it goes through
 // gather_rows' kernel, a thread per element: ATen's index_select hands more

@@ -29,9 +29,13 @@ A hop's bookkeeping between the exchanges (the requests grouped by owner,
 the draws' sizes both ways, the draws put back in frontier order, the
 relabelling) runs as four composite C++ ops (``fusesample::dist_requests``,
 ``dist_reply_sizes``, ``dist_frontier_order``, ``dist_relabel``:
-kernels/sampler/dist_hop.cpp), the device's ATen kernels called from C++
-without the GIL: the same kernels as the Python they replaced, fewer
-Python dispatches.
+kernels/sampler/dist_hop.cpp), the device's ATen kernels called from C++:
+the same kernels as the Python they replaced, fewer Python dispatches. A
+batch's hops, exchanges included, are one op
+(``fusesample::dist_sample_hops``: kernels/sampler/dist_sample_hops.cpp,
+the process group's all-to-all called from C++), which runs without the
+GIL: a loader thread sampling ahead does not hold it from the training
+step.
 
 Host reads: ``all_to_all_single`` takes its split sizes as host integers,
 so where the receivers do not know them yet, the sizes are read back to
@@ -79,8 +83,7 @@ import torch.distributed as dist
 from torch import Tensor
 
 from .. import _extension  # noqa: F401  (registers the ops)
-from ..ops import gather_rows, keyed_draws
-from ..ops.keyed_draws import KeyedDraws
+from ..ops import gather_rows
 from ..sampler.graph_store import CSCGraph
 from ..sampler.rule_graph import (temporal_csc, weighted_csc,
                                   weighted_temporal_csc)
@@ -88,8 +91,15 @@ from ..sampler.sampling_rule import check_weight, every_node_time
 from .partition_files import PartCSC, Partition
 from .typed_part import TypedPart, typed_fanouts, typed_part
 
-# (a hop's bookkeeping: kernels/sampler/dist_hop.cpp)
+# (a batch's hops: kernels/sampler/dist_sample_hops.cpp, over dist_hop.cpp)
 _ops = torch.ops.fusesample
+# (the refusal of a request for a node not owned here, C++'s and Python's)
+_FOREIGN = 'was asked for nodes it does not own'
+
+
+def _group_name(group) -> str:
+    # (the name a C++ op resolves the process group by)
+    return (dist.group.WORLD if group is None else group).group_name
 
 
 class DistSample(NamedTuple):
@@ -322,11 +332,14 @@ class DistNeighborSampler:
         try:
             yield
         except RuntimeError as e:  # (gloo's / NCCL's DistError and the like)
-            raise RuntimeError(
-                f"DistNeighborSampler, rank {self.rank} of "
-                f"{self.world_size}: an exchange with the other ranks "
-                f"failed: a rank died, or did not answer within the process "
-                f"group's timeout ({type(e).__name__}: {e})") from e
+            raise self._exchange_error(e) from e
+
+    def _exchange_error(self, e: RuntimeError) -> RuntimeError:
+        return RuntimeError(
+            f"DistNeighborSampler, rank {self.rank} of {self.world_size}: an "
+            f"exchange with the other ranks failed: a rank died, or did not "
+            f"answer within the process group's timeout "
+            f"({type(e).__name__}: {e})")
 
     def _count(self, row_bytes: int, out_splits: List[int],
                in_splits: List[int]) -> None:
@@ -380,25 +393,17 @@ class DistNeighborSampler:
         # Rows of owned global ids in this part (a request for a node the
         # part does not own is a bug of the caller: refused; one host
         # read).
-        local, foreign = self._local_unchecked(ids)
-        if ids.numel() and bool(foreign):
+        n = self.nodes.numel()
+        if ids.numel() == 0:
+            return ids
+        local = torch.searchsorted(self.nodes, ids).clamp_max_(n - 1) \
+            if n else None
+        if n == 0 or bool((self.nodes[local] != ids).any()):
             self._refuse_foreign()
         return local
 
-    def _local_unchecked(self, ids: Tensor) -> Tuple[Tensor, Tensor]:
-        # (the rows of ids, in range whatever ids are; whether any id is not
-        # owned here, on the device: the caller reads it with sizes it
-        # reads anyway, and refuses the batch before using the rows)
-        n = self.nodes.numel()
-        if n == 0:
-            return torch.zeros_like(ids), torch.tensor(
-                ids.numel() > 0, device=ids.device)
-        local = torch.searchsorted(self.nodes, ids).clamp_max_(n - 1)
-        return local, (self.nodes[local] != ids).any()
-
     def _refuse_foreign(self):
-        raise RuntimeError(f"rank {self.rank} was asked for nodes it does "
-                           f"not own")
+        raise RuntimeError(f"rank {self.rank} {_FOREIGN}")
 
     # ------------------------------------------------------------ sampling
     def sample(self, seed: Tensor, rng_seed: int,
@@ -422,81 +427,30 @@ class DistNeighborSampler:
                                  f"({seed.numel()}), got {seed_time.numel()}")
         # The batch's nodes as keys: the node, or (seed index, node) when
         # disjoint (a node is new once per seed's subtree).
-        N, W = self.owner.numel(), self.world_size
+        N = self.owner.numel()
         key = seed if not self.disjoint else \
             torch.arange(seed.numel(), device=dev) * N + seed
-        rows, cols, edges = [], [], []
-        nsn, nse = [seed.numel()], []
-        begin, end = 0, seed.numel()
-        for hop in range(len(self.fanouts)):
-            # the frontier's (node, position[, root seed's time]) grouped by
-            # owner; their sizes exchanged (a host read), then the requests
-            requests, perm, counts, owner = _ops.dist_requests(
-                key, begin, end, N, self.owner, W, seed_time)
-            sent, asked_counts, asked_dev = self._sizes(counts)
-            asked = self._send(requests, sent, asked_counts)
-            # Serve the requests received: draws per request, in order.
-            local, foreign = self._local_unchecked(asked[:, 0].contiguous())
-            draws = self._serve(
-                local, asked[:, 1].contiguous(), hop, rng_seed,
-                None if seed_time is None else asked[:, 2].contiguous())
-            # the draw counts back (sizes: the requests'), then the draws'
-            # sizes both ways from them (a host read), then the draws
-            got_count = self._send(draws.count, asked_counts, sent)
-            sizes = self._read(_ops.dist_reply_sizes(
-                asked_dev, draws.count, owner, got_count, foreign))
-            if sizes[-1]:  # (the check of the requests, read with the sizes)
+        # every hop, exchanges included, in one op (dist_sample_hops.cpp:
+        # the loop this method ran, without the GIL)
+        try:
+            (key, row, col, edge, nsn, nse, exchanges,
+             reads) = _ops.dist_sample_hops(
+                _group_name(self.group), key, N, self.owner, self.nodes,
+                self.csc.colptr, self.csc.row, self.csc.edge_id,
+                [int(k) for ks in self.fanouts for k in ks],
+                len(self.fanouts[0]) if self.fanouts else 1, self.replace,
+                int(rng_seed), self.disjoint, self.weight_cumsum,
+                self.edge_time, seed_time, self.temporal_strategy == 'last')
+        except RuntimeError as e:
+            if _FOREIGN in str(e):
                 self._refuse_foreign()
-            reply_sizes, got_sizes = sizes[:W], sizes[W:2 * W]
-            got = self._send(torch.stack([draws.row, draws.edge], 1),
-                             reply_sizes, got_sizes)
-            src, edge, col = _ops.dist_frontier_order(
-                got, got_count, perm, begin, sum(got_sizes))
-            if self.disjoint:  # (the root of the draw's target)
-                src = key[col] // N * N + src
-            key, row, new = _ops.dist_relabel(key, src)
-            rows.append(row)
-            cols.append(col)
-            edges.append(edge)
-            nsn.append(new)
-            nse.append(src.numel())
-            begin, end = end, key.numel()
-        cat = lambda ts: torch.cat(ts) if ts else \
-            torch.empty(0, dtype=torch.long, device=dev)  # noqa: E731
-        return DistSample(key % N, cat(rows), cat(cols), cat(edges), nsn, nse,
+            raise self._exchange_error(e) from e
+        W = self.world_size
+        for r in exchanges.tolist():
+            self._count(r[0], r[1:1 + W], r[1 + W:])
+        self._traffic.add(host_reads=reads)
+        return DistSample(key % N, row, col, edge, list(nsn), list(nse),
                           key // N if self.disjoint else None)
-
-    def _serve(self, local: Tensor, position: Tensor, hop: int,
-               rng_seed: int, seed_time: Optional[Tensor]) -> KeyedDraws:
-        # The draws of hop `hop` for the requests received (owned nodes
-        # `local`, their positions in the requesters' batches), request
-        # after request, each request's edge types in order, as the whole
-        # graph's op draws a target's segments (typed_part.py: segment
-        # j * T + t, key field hop * T + t; T = 1 for a homogeneous part).
-        ks = self.fanouts[hop]
-        T = len(ks)
-        if T == 1:
-            return keyed_draws(
-                self.csc.colptr, self.csc.row, self.csc.edge_id, local,
-                position, ks[0], self.replace, rng_seed, hop,
-                self.weight_cumsum, self.edge_time, seed_time,
-                self.temporal_strategy)
-        counts, rows, edges, owners = [], [], [], []
-        for t, k in enumerate(ks):
-            d = keyed_draws(self.csc.colptr, self.csc.row, self.csc.edge_id,
-                            local * T + t, position, k, self.replace,
-                            rng_seed, hop * T + t, self.weight_cumsum,
-                            self.edge_time, seed_time,
-                            self.temporal_strategy)
-            counts.append(d.count)
-            rows.append(d.row)
-            edges.append(d.edge)
-            owners.append(torch.repeat_interleave(
-                d.count, output_size=d.row.numel()))
-        # (a stable sort by request keeps each request's types in order)
-        order = torch.sort(torch.cat(owners), stable=True).indices
-        return KeyedDraws(torch.stack(counts).sum(0),
-                          torch.cat(rows)[order], torch.cat(edges)[order])
 
     # ------------------------------------------------------------ features
     def gather(self, ids: Tensor, name: str = 'x') -> Tensor:

@@ -1,0 +1,287 @@
+// fusesample::dist_sample_hops -- every hop of one distributed batch
+// (pyg_fusesample.distributed.dist_sampler: DistNeighborSampler.sample), the
+// exchanges included, in one call.
+//
+// Why in C++: a hop is a few composite ops (dist_hop.cpp), keyed_draws and
+// four all-to-alls, each issued from Python with its argument checks and
+// bookkeeping; and everything Python does holds the GIL, so a loader thread
+// sampling the next batch (prefetch) competes with the training step's own
+// Python for it. One op runs the whole loop with the GIL released (torch.ops
+// calls release it), calling the process group's all-to-all from C++ as
+// torch.distributed does from Python.
+//
+// Contract (int64 index tensors on one device, the process group's):
+//   group: the name of a torch.distributed process group (``group_name``),
+//     this rank one of its world_size ranks; every rank calls the op, with
+//     batches of any size (collective).
+//   seed_key [S]: the batch's seed keys (the node, or seed index *
+//     num_nodes + node when disjoint); owner_map [num_nodes]: each node's
+//     rank; nodes [n]: the global ids owned here, ascending (their rows are
+//     colptr's segments: num_types per node, type-major within a node);
+//     colptr / row / edge_id / weight_cumsum / edge_time: this rank's CSC, as
+//     fusesample::keyed_draws takes it.
+//   fanouts [hops * num_types]: hop h's fan-out of edge type t at
+//     h * num_types + t; replace, rng_seed, disjoint: the batch's; seed_time
+//     [S] (with edge_time): the seeds' times; temporal_last: the 'last'
+//     strategy.
+// Returns the batch's keys (seeds, then each hop's new ones), the local ids
+// of every draw's source and target and its edge id (grouped by hop, targets
+// in batch order, draws in draw order), nodes and edges per hop, the
+// exchanges made (one row each: bytes a row, rows sent to each rank, rows
+// received from each; CPU int64) and the number of host reads.
+// Per hop, as the Python it replaced: the request sizes (an all-to-all and
+// one host read), the requests, the draw counts, their sizes both ways (one
+// host read, with the check that every request was for a node owned here),
+// the draws; then the draws in frontier order and relabelled. Errors: a
+// request for a node not owned here raises "rank r was asked for nodes it
+// does not own"; a failed exchange raises the process group's error (a peer
+// that died, or did not answer within the group's timeout).
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/repeat_interleave.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/searchsorted.h>
+#include <ATen/ops/sort.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros_like.h>
+#include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/library.h>
+
+#include <numeric>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../common/checks.h"
+#include "../common/op_handles.h"
+
+namespace fusesample {
+namespace {
+
+using Splits = std::vector<int64_t>;
+
+int64_t total(const Splits& s) { return std::accumulate(s.begin(), s.end(), int64_t{0}); }
+
+// One rank's all-to-alls over a process group, with their log.
+class Exchanges {
+ public:
+  explicit Exchanges(const std::string& group)
+      : pg_(c10d::resolve_process_group(group)),
+        rank_(pg_->getRank()),
+        world_(pg_->getSize()) {}
+
+  int64_t rank() const { return rank_; }
+  int64_t world() const { return world_; }
+  int64_t host_reads() const { return host_reads_; }
+
+  // rows (grouped by destination: out[r] for rank r) to their ranks; the
+  // rows received, grouped by source (in[r] from rank r).
+  at::Tensor send(const at::Tensor& rows, Splits out, Splits in) {
+    std::vector<int64_t> shape = rows.sizes().vec();
+    shape[0] = total(in);
+    at::Tensor recv = at::empty(shape, rows.options());
+    at::Tensor sent = rows.contiguous();
+    int64_t row_bytes = rows.element_size();
+    for (size_t d = 1; d < shape.size(); ++d) row_bytes *= shape[d];
+    all_to_all(recv, sent, in, out);
+    log_.push_back(row_bytes);
+    log_.insert(log_.end(), out.begin(), out.end());
+    log_.insert(log_.end(), in.begin(), in.end());
+    return recv;
+  }
+
+  // counts[r]: the rows about to go to rank r. One exchange of the counts,
+  // one host read: the rows to send and to come per rank (host), and the
+  // latter on the device.
+  std::tuple<Splits, Splits, at::Tensor> sizes(const at::Tensor& counts) {
+    const Splits ones(world_, 1);
+    at::Tensor recv = send(counts, ones, ones);
+    Splits both = read(at::stack({counts, recv}));
+    return {Splits(both.begin(), both.begin() + world_),
+            Splits(both.begin() + world_, both.end()), recv};
+  }
+
+  // A host read (a wait for the device on a GPU).
+  Splits read(const at::Tensor& t) {
+    at::Tensor host = t.to(at::kCPU, at::kLong).contiguous();
+    ++host_reads_;
+    const int64_t* p = host.data_ptr<int64_t>();
+    return Splits(p, p + host.numel());
+  }
+
+  // (bytes a row, rows to each rank, rows from each) per exchange
+  at::Tensor log() const {
+    return at::tensor(log_, at::kLong).view({-1, 1 + 2 * world_});
+  }
+
+ private:
+  void all_to_all(at::Tensor& recv, at::Tensor& sent, Splits& in, Splits& out) {
+    // (alltoall_base: the name torch 2.11's ProcessGroup has; later ones
+    // keep it as an alias of all_to_all_single)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    pg_->alltoall_base(recv, sent, in, out)->wait();
+#pragma GCC diagnostic pop
+  }
+
+  c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+  int64_t rank_, world_;
+  int64_t host_reads_ = 0;
+  std::vector<int64_t> log_;
+};
+
+// Rows of `ids` in the owned `nodes` (in range whatever ids are), and
+// whether any id is not owned here (on the device: read with the draws'
+// sizes).
+std::tuple<at::Tensor, at::Tensor> local_rows(const at::Tensor& nodes, const at::Tensor& ids) {
+  const int64_t n = nodes.numel();
+  if (n == 0) {
+    return {at::zeros_like(ids),
+            at::scalar_tensor(ids.numel() > 0, ids.options().dtype(at::kBool))};
+  }
+  at::Tensor local = at::searchsorted(nodes, ids).clamp_max_(n - 1);
+  return {local, nodes.index_select(0, local).ne(ids).any()};
+}
+
+struct Draws {
+  at::Tensor count, row, edge;
+};
+
+// The draws of hop `hop` for the requests received: each request's edge
+// types in order, as the whole graph's op draws a target's segments
+// (segment j * T + t, key field hop * T + t).
+Draws serve(const at::Tensor& colptr, const at::Tensor& row,
+            const std::optional<at::Tensor>& edge_id, const at::Tensor& local,
+            const at::Tensor& position, at::IntArrayRef fanouts, int64_t hop, bool replace,
+            int64_t rng_seed, const std::optional<at::Tensor>& weight_cumsum,
+            const std::optional<at::Tensor>& edge_time,
+            const std::optional<at::Tensor>& seed_time, bool temporal_last) {
+  const int64_t T = static_cast<int64_t>(fanouts.size());
+  const auto& keyed_draws = ops::keyed_draws();
+  if (T == 1) {
+    auto d = keyed_draws.call(colptr, row, edge_id, local, position, fanouts[0], replace,
+                              rng_seed, hop, weight_cumsum, edge_time, seed_time,
+                              temporal_last);
+    return {std::get<0>(d), std::get<1>(d), std::get<2>(d)};
+  }
+  std::vector<at::Tensor> counts, rows, edges, owners;
+  for (int64_t t = 0; t < T; ++t) {
+    auto d = keyed_draws.call(colptr, row, edge_id, local * T + t, position, fanouts[t],
+                              replace, rng_seed, hop * T + t, weight_cumsum, edge_time,
+                              seed_time, temporal_last);
+    counts.push_back(std::get<0>(d));
+    rows.push_back(std::get<1>(d));
+    edges.push_back(std::get<2>(d));
+    owners.push_back(at::repeat_interleave(std::get<0>(d),
+                                           std::optional<int64_t>(std::get<1>(d).numel())));
+  }
+  // (a stable sort by request keeps each request's types in order)
+  const at::Tensor order =
+      std::get<1>(at::sort(at::cat(owners), /*stable=*/true, 0, /*descending=*/false));
+  return {at::stack(counts).sum(0), at::cat(rows).index_select(0, order),
+          at::cat(edges).index_select(0, order)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, std::vector<int64_t>,
+           std::vector<int64_t>, at::Tensor, int64_t>
+dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t num_nodes,
+                 const at::Tensor& owner_map, const at::Tensor& nodes,
+                 const at::Tensor& colptr, const at::Tensor& row,
+                 const std::optional<at::Tensor>& edge_id, at::IntArrayRef fanouts,
+                 int64_t num_types, bool replace, int64_t rng_seed, bool disjoint,
+                 const std::optional<at::Tensor>& weight_cumsum,
+                 const std::optional<at::Tensor>& edge_time,
+                 const std::optional<at::Tensor>& seed_time, bool temporal_last) {
+  const char* op = "fusesample::dist_sample_hops";
+  check_node_ids(op, "seed_key", seed_key, seed_key, "seed_key");
+  check_node_ids(op, "nodes", nodes, seed_key, "seed_key");
+  TORCH_CHECK(num_types > 0 && static_cast<int64_t>(fanouts.size()) % num_types == 0, op,
+              ": 'fanouts' must hold 'num_types' (", num_types, ") fan-outs a hop, got ",
+              fanouts.size());
+  Exchanges ex(group);
+  const int64_t W = ex.world(), T = num_types;
+  const int64_t hops = static_cast<int64_t>(fanouts.size()) / T;
+  at::Tensor key = seed_key;
+  std::vector<at::Tensor> rows, cols, edges;
+  std::vector<int64_t> num_sampled_nodes{seed_key.numel()}, num_sampled_edges;
+  int64_t begin = 0, end = key.numel();
+  for (int64_t hop = 0; hop < hops; ++hop) {
+    // the frontier's (node, position[, root seed's time]) grouped by owner;
+    // their sizes exchanged (a host read), then the requests
+    at::Tensor requests, perm, counts, owner;
+    std::tie(requests, perm, counts, owner) = ops::dist_requests().call(
+        key, begin, end, num_nodes, owner_map, W, seed_time);
+    Splits sent, asked_counts;
+    at::Tensor asked_dev;
+    std::tie(sent, asked_counts, asked_dev) = ex.sizes(counts);
+    const at::Tensor asked = ex.send(requests, sent, asked_counts);
+    // serve the requests received: draws per request, in order
+    at::Tensor local, foreign;
+    std::tie(local, foreign) = local_rows(nodes, asked.select(1, 0).contiguous());
+    const std::optional<at::Tensor> asked_time =
+        seed_time.has_value() ? std::optional<at::Tensor>(asked.select(1, 2).contiguous())
+                              : std::nullopt;
+    const Draws draws =
+        serve(colptr, row, edge_id, local, asked.select(1, 1).contiguous(),
+              fanouts.slice(hop * T, T), hop, replace, rng_seed, weight_cumsum, edge_time,
+              asked_time, temporal_last);
+    // the draw counts back (sizes: the requests'), then the draws' sizes
+    // both ways from them (a host read, the check of the requests with it),
+    // then the draws
+    const at::Tensor got_count = ex.send(draws.count, asked_counts, sent);
+    const Splits sizes = ex.read(
+        ops::dist_reply_sizes().call(asked_dev, draws.count, owner, got_count, foreign));
+    TORCH_CHECK(sizes[2 * W] == 0, "rank ", ex.rank(),
+                " was asked for nodes it does not own");
+    const Splits reply_sizes(sizes.begin(), sizes.begin() + W);
+    const Splits got_sizes(sizes.begin() + W, sizes.begin() + 2 * W);
+    const at::Tensor got =
+        ex.send(at::stack({draws.row, draws.edge}, 1), reply_sizes, got_sizes);
+    at::Tensor src, edge, col;
+    std::tie(src, edge, col) =
+        ops::dist_frontier_order().call(got, got_count, perm, begin, total(got_sizes));
+    if (disjoint) {  // (the root of the draw's target)
+      src = key.index_select(0, col).div(num_nodes, "floor") * num_nodes + src;
+    }
+    at::Tensor local_src;
+    int64_t fresh = 0;
+    std::tie(key, local_src, fresh) = ops::dist_relabel().call(key, src);
+    rows.push_back(local_src);
+    cols.push_back(col);
+    edges.push_back(edge);
+    num_sampled_nodes.push_back(fresh);
+    num_sampled_edges.push_back(src.numel());
+    begin = end;
+    end = key.numel();
+  }
+  auto cat = [&](const std::vector<at::Tensor>& ts) {
+    return ts.empty() ? at::empty({0}, seed_key.options()) : at::cat(ts);
+  };
+  return {key, cat(rows), cat(cols), cat(edges), num_sampled_nodes, num_sampled_edges,
+          ex.log(), ex.host_reads()};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(fusesample, m) {
+  m.def(
+      "dist_sample_hops(str group, Tensor seed_key, int num_nodes, Tensor owner_map, "
+      "Tensor nodes, Tensor colptr, Tensor row, Tensor? edge_id, int[] fanouts, "
+      "int num_types, bool replace, int rng_seed, bool disjoint, Tensor? weight_cumsum, "
+      "Tensor? edge_time, Tensor? seed_time, bool temporal_last) -> (Tensor node, "
+      "Tensor row, Tensor col, Tensor edge, int[] num_sampled_nodes, "
+      "int[] num_sampled_edges, Tensor exchanges, int host_reads)");
+}
+
+TORCH_LIBRARY_IMPL(fusesample, CompositeExplicitAutograd, m) {
+  m.impl("dist_sample_hops", &dist_sample_hops);
+}
+
+}  // namespace fusesample
