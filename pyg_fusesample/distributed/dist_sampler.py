@@ -32,14 +32,15 @@ relabelling) runs as four composite C++ ops (``fusesample::dist_requests``,
 kernels/sampler/dist_hop.cpp), the device's ATen kernels called from C++:
 the same kernels as the Python they replaced, fewer Python dispatches. A
 batch's hops, exchanges included, are one op
-(``fusesample::dist_sample_hops``: kernels/sampler/dist_sample_hops.cpp,
-the process group's all-to-all called from C++), which runs without the
-GIL: a loader thread sampling ahead does not hold it from the training
-step.
+(``fusesample::dist_sample_hops``: kernels/sampler/dist_sample_hops.cpp),
+and so is a feature gather (``fusesample::dist_fetch_rows``), the process
+group's all-to-all called from C++ (kernels/sampler/dist_exchanges.h): they
+run without the GIL, so a loader thread sampling ahead does not hold it
+from the training step.
 
-Host reads: ``all_to_all_single`` takes its split sizes as host integers,
-so where the receivers do not know them yet, the sizes are read back to
-the host (``.tolist()``): one read per such exchange, two per hop (the
+Host reads: an all-to-all takes its split sizes as host integers, so where
+the receivers do not know them yet, the sizes are read back to the host:
+one read per such exchange, two per hop (the
 request sizes; then the draws' sizes both ways, derived from the draw
 counts) and one per gather (the ids' sizes), counted in ``host_reads``. On
 a GPU each one waits for the device. The other synchronisations of a hop:
@@ -72,18 +73,15 @@ hot remote nodes (``cache_rows``); heterogeneous partitions too
 (typed_part.py), with every rule and the cache. ``time_attr`` takes the
 partition's own times (:func:`partition_times`).
 """
-import contextlib
 import copy
-import math
 import threading
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import torch
 import torch.distributed as dist
 from torch import Tensor
 
 from .. import _extension  # noqa: F401  (registers the ops)
-from ..ops import gather_rows
 from ..sampler.graph_store import CSCGraph
 from ..sampler.rule_graph import (temporal_csc, weighted_csc,
                                   weighted_temporal_csc)
@@ -327,80 +325,26 @@ class DistNeighborSampler:
         return other
 
     # ------------------------------------------------------------ exchange
-    @contextlib.contextmanager
-    def _collective(self):
+    def _exchange(self, op, *args):
+        # A collective op of this sampler's (its all-to-alls called from C++
+        # over the group): its outputs, its exchange log (bytes a row, rows to
+        # and from each rank) and host reads added to the counters; a failed
+        # exchange or a request for a node not owned here raised as such.
         try:
-            yield
+            *out, exchanges, reads = op(_group_name(self.group), *args)
         except RuntimeError as e:  # (gloo's / NCCL's DistError and the like)
-            raise self._exchange_error(e) from e
-
-    def _exchange_error(self, e: RuntimeError) -> RuntimeError:
-        return RuntimeError(
-            f"DistNeighborSampler, rank {self.rank} of {self.world_size}: an "
-            f"exchange with the other ranks failed: a rank died, or did not "
-            f"answer within the process group's timeout "
-            f"({type(e).__name__}: {e})")
-
-    def _count(self, row_bytes: int, out_splits: List[int],
-               in_splits: List[int]) -> None:
-        self._traffic.count(self.rank, row_bytes, out_splits, in_splits)
-
-    def _read(self, t: Tensor) -> List:
-        # A host read of exchange sizes (a wait for the device on a GPU).
-        with self._collective():
-            out = t.tolist()
-        self._traffic.add(host_reads=1)
+            if _FOREIGN in str(e):
+                self._refuse_foreign()
+            raise RuntimeError(
+                f"DistNeighborSampler, rank {self.rank} of "
+                f"{self.world_size}: an exchange with the other ranks "
+                f"failed: a rank died, or did not answer within the process "
+                f"group's timeout ({type(e).__name__}: {e})") from e
+        W = self.world_size
+        for r in exchanges.tolist():
+            self._traffic.count(self.rank, r[0], r[1:1 + W], r[1 + W:])
+        self._traffic.add(host_reads=reads)
         return out
-
-    def _sizes(self, counts: Tensor) -> Tuple[List[int], List[int], Tensor]:
-        # counts[r]: the rows this rank is about to send rank r. One
-        # exchange of the counts and one host read: returns the rows to
-        # send and the rows to come from each rank as host lists, and the
-        # latter on the device.
-        recv = torch.empty_like(counts)
-        with self._collective():
-            dist.all_to_all_single(recv, counts, group=self.group)
-        self._count(counts.element_size(), [1] * self.world_size,
-                    [1] * self.world_size)
-        out, come = self._read(torch.stack([counts, recv]))
-        return out, come, recv
-
-    def _send(self, send: Tensor, out_splits: List[int],
-              in_splits: List[int]) -> Tensor:
-        # Rows of `send`, grouped by destination (out_splits[r] rows for
-        # rank r), to their ranks; returns the rows received, grouped by
-        # source (in_splits[r] from rank r). One exchange, its sizes known
-        # on both sides.
-        recv = send.new_empty((sum(in_splits), ) + send.shape[1:])
-        with self._collective():
-            dist.all_to_all_single(recv, send.contiguous(), in_splits,
-                                   out_splits, group=self.group)
-        self._count(math.prod(send.shape[1:]) * send.element_size(),
-                    out_splits, in_splits)
-        return recv
-
-    def _by_owner(self, ids: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        # (a stable order of ids grouped by owner, rows per owner, the owner
-        # of each id in that order)
-        owner = self.owner[ids]
-        perm = torch.sort(owner, stable=True).indices
-        counts = torch.zeros(self.world_size, dtype=torch.long,
-                             device=self.device).index_add_(
-                                 0, owner, torch.ones_like(owner))
-        return perm, counts, owner[perm]
-
-    def _local(self, ids: Tensor) -> Tensor:
-        # Rows of owned global ids in this part (a request for a node the
-        # part does not own is a bug of the caller: refused; one host
-        # read).
-        n = self.nodes.numel()
-        if ids.numel() == 0:
-            return ids
-        local = torch.searchsorted(self.nodes, ids).clamp_max_(n - 1) \
-            if n else None
-        if n == 0 or bool((self.nodes[local] != ids).any()):
-            self._refuse_foreign()
-        return local
 
     def _refuse_foreign(self):
         raise RuntimeError(f"rank {self.rank} {_FOREIGN}")
@@ -432,23 +376,13 @@ class DistNeighborSampler:
             torch.arange(seed.numel(), device=dev) * N + seed
         # every hop, exchanges included, in one op (dist_sample_hops.cpp:
         # the loop this method ran, without the GIL)
-        try:
-            (key, row, col, edge, nsn, nse, exchanges,
-             reads) = _ops.dist_sample_hops(
-                _group_name(self.group), key, N, self.owner, self.nodes,
-                self.csc.colptr, self.csc.row, self.csc.edge_id,
-                [int(k) for ks in self.fanouts for k in ks],
-                len(self.fanouts[0]) if self.fanouts else 1, self.replace,
-                int(rng_seed), self.disjoint, self.weight_cumsum,
-                self.edge_time, seed_time, self.temporal_strategy == 'last')
-        except RuntimeError as e:
-            if _FOREIGN in str(e):
-                self._refuse_foreign()
-            raise self._exchange_error(e) from e
-        W = self.world_size
-        for r in exchanges.tolist():
-            self._count(r[0], r[1:1 + W], r[1 + W:])
-        self._traffic.add(host_reads=reads)
+        key, row, col, edge, nsn, nse = self._exchange(
+            _ops.dist_sample_hops, key, N, self.owner, self.nodes,
+            self.csc.colptr, self.csc.row, self.csc.edge_id,
+            [int(k) for ks in self.fanouts for k in ks],
+            len(self.fanouts[0]) if self.fanouts else 1, self.replace,
+            int(rng_seed), self.disjoint, self.weight_cumsum, self.edge_time,
+            seed_time, self.temporal_strategy == 'last')
         return DistSample(key % N, row, col, edge, list(nsn), list(nse),
                           key // N if self.disjoint else None)
 
@@ -525,20 +459,15 @@ class DistNeighborSampler:
     def _fetch(self, ids: Tensor, tables: Dict[str, Tensor],
                count: bool, row_offset: int = 0) -> Dict[str, Tensor]:
         # Rows of `ids` from their owners, for every table (collective: the
-        # ids' sizes, the ids, one exchange of rows per table); a table's
-        # row of owned node j is j - row_offset (a node type's rows).
-        perm, counts, _ = self._by_owner(ids)
-        sent, asked_counts, _ = self._sizes(counts)
-        local = self._local(self._send(ids[perm], sent, asked_counts)) \
-            - row_offset
+        # ids' sizes, the ids, one exchange of rows per table, in one op:
+        # dist_fetch_rows.cpp); a table's row of owned node j is
+        # j - row_offset (a node type's rows).
+        rows, remote = self._exchange(_ops.dist_fetch_rows, ids, self.owner,
+                                      self.nodes, list(tables.values()),
+                                      row_offset)
         if count:
-            self._traffic.add(remote_rows=sum(sent) - sent[self.rank])
-        out = {}
-        for name, table in tables.items():
-            rows = self._send(_rows_at(table, local), asked_counts, sent)
-            out[name] = torch.empty_like(rows)
-            out[name][perm] = rows
-        return out
+            self._traffic.add(remote_rows=remote)
+        return dict(zip(tables, rows))
 
     def _build_cache(self, cache_rows: int) -> None:
         # The same size on every rank (else one rank's fetch below would
@@ -662,14 +591,6 @@ def _backend(group, device: torch.device) -> str:
                          f"the process group's backend is {name}, which "
                          f"exchanges {want.upper()} tensors: {hint}")
     return name
-
-
-def _rows_at(table: Tensor, local: Tensor) -> Tensor:
-    # table[local] on local's device; a pinned host table behind a GPU is
-    # read in place (local is checked: in range).
-    if table.device == local.device:
-        return table[local]
-    return gather_rows(table, local, check_index=False)
 
 
 def partition_times(part: Partition, typed: Optional[TypedPart],

@@ -1,0 +1,94 @@
+// One rank's all-to-alls over a torch.distributed process group, called from
+// C++ (the distributed sampler's ops: dist_sample_hops.cpp,
+// dist_fetch_rows.cpp), with the log the Python counters are kept from.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/tensor.h>
+#include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace fusesample {
+namespace dist {
+
+using Splits = std::vector<int64_t>;
+
+inline int64_t total(const Splits& s) { return std::accumulate(s.begin(), s.end(), int64_t{0}); }
+
+// One rank's all-to-alls over a process group, with their log.
+class Exchanges {
+ public:
+  explicit Exchanges(const std::string& group)
+      : pg_(c10d::resolve_process_group(group)),
+        rank_(pg_->getRank()),
+        world_(pg_->getSize()) {}
+
+  int64_t rank() const { return rank_; }
+  int64_t world() const { return world_; }
+  int64_t host_reads() const { return host_reads_; }
+
+  // rows (grouped by destination: out[r] for rank r) to their ranks; the
+  // rows received, grouped by source (in[r] from rank r).
+  at::Tensor send(const at::Tensor& rows, Splits out, Splits in) {
+    std::vector<int64_t> shape = rows.sizes().vec();
+    shape[0] = total(in);
+    at::Tensor recv = at::empty(shape, rows.options());
+    at::Tensor sent = rows.contiguous();
+    int64_t row_bytes = rows.element_size();
+    for (size_t d = 1; d < shape.size(); ++d) row_bytes *= shape[d];
+    all_to_all(recv, sent, in, out);
+    log_.push_back(row_bytes);
+    log_.insert(log_.end(), out.begin(), out.end());
+    log_.insert(log_.end(), in.begin(), in.end());
+    return recv;
+  }
+
+  // counts[r]: the rows about to go to rank r. One exchange of the counts,
+  // one host read: the rows to send and to come per rank (host), and the
+  // latter on the device.
+  std::tuple<Splits, Splits, at::Tensor> sizes(const at::Tensor& counts) {
+    const Splits ones(world_, 1);
+    at::Tensor recv = send(counts, ones, ones);
+    Splits both = read(at::stack({counts, recv}));
+    return {Splits(both.begin(), both.begin() + world_),
+            Splits(both.begin() + world_, both.end()), recv};
+  }
+
+  // A host read (a wait for the device on a GPU).
+  Splits read(const at::Tensor& t) {
+    at::Tensor host = t.to(at::kCPU, at::kLong).contiguous();
+    ++host_reads_;
+    const int64_t* p = host.data_ptr<int64_t>();
+    return Splits(p, p + host.numel());
+  }
+
+  // (bytes a row, rows to each rank, rows from each) per exchange
+  at::Tensor log() const {
+    return at::tensor(log_, at::kLong).view({-1, 1 + 2 * world_});
+  }
+
+ private:
+  void all_to_all(at::Tensor& recv, at::Tensor& sent, Splits& in, Splits& out) {
+    // (alltoall_base: the name torch 2.11's ProcessGroup has; later ones
+    // keep it as an alias of all_to_all_single)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    pg_->alltoall_base(recv, sent, in, out)->wait();
+#pragma GCC diagnostic pop
+  }
+
+  c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+  int64_t rank_, world_;
+  int64_t host_reads_ = 0;
+  std::vector<int64_t> log_;
+};
+
+}  // namespace dist
+}  // namespace fusesample
