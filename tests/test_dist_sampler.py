@@ -491,6 +491,45 @@ def test_a_request_for_a_node_not_owned_is_refused(tmp_path):
         dist.destroy_process_group()
 
 
+def test_the_ops_behind_sample_and_gather_refuse_bad_arguments(tmp_path):
+    # fusesample::dist_sample_hops and dist_fetch_rows (the sampler's C++
+    # ops, exchanges included): fan-outs that are not whole hops of
+    # num_types, a process group name nothing is registered under, ids of
+    # another dtype: clear errors, before any exchange.
+    edge_index, x, y = graph()
+    write_partitions(str(tmp_path), N, [(edge_index[0], edge_index[1])], 1,
+                     node_feats=x)
+    part = read_partition(str(tmp_path), 0)
+    dist.init_process_group('gloo', init_method=f'file://{tmp_path}/init',
+                            rank=0, world_size=1)
+    try:
+        s = DistNeighborSampler(part, [2, 2])
+        ops = torch.ops.fusesample
+        name = dist.group.WORLD.group_name
+        key = torch.tensor([5, 8])
+
+        def hops(group, fanouts, num_types, key=key):
+            return ops.dist_sample_hops(
+                group, key, N, s.owner, s.nodes, s.csc.colptr, s.csc.row,
+                s.csc.edge_id, fanouts, num_types, False, 0, False, None,
+                None, None, False)
+        assert hops(name, [2, 2], 1)[0][:2].tolist() == [5, 8]
+        with pytest.raises(RuntimeError, match="'fanouts' must hold "
+                                               "'num_types'"):
+            hops(name, [2, 2, 2], 2)
+        with pytest.raises(RuntimeError, match='no such group'):
+            hops('no such group', [2, 2], 1)
+        with pytest.raises(RuntimeError, match="'seed_key'"):
+            hops(name, [2, 2], 1, key=key.int())
+        rows = ops.dist_fetch_rows(name, key, s.owner, s.nodes,
+                                   [part.node_feats[None]['x']], 0)[0]
+        assert torch.equal(rows[0], x[key])
+        with pytest.raises(RuntimeError, match="'ids'"):
+            ops.dist_fetch_rows(name, key.int(), s.owner, s.nodes, [], 0)
+    finally:
+        dist.destroy_process_group()
+
+
 def _temporal_loader_worker(rank, world, root, init, out_dir, strategy):
     from pyg_fusesample.distributed import FusedDistNeighborLoader
     _join(rank, world, init)
@@ -666,6 +705,49 @@ def test_loader_batches_equal_on_the_device(device, case):
             assert got[r]['sent'][p] == got[p]['received'][r]
     assert sum(g['bytes_sent'] for g in got) == \
         sum(g['bytes_received'] for g in got)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('case', list(PARITY))
+def test_loader_batches_equal_at_world_size_one_on_a_gpu(case):
+    # One NCCL process on one GPU (every exchange a copy to itself): the
+    # device path of the sampler's ops on any machine with a GPU; batches
+    # equal FusedNeighborLoader's on the whole graph, 4 all-to-alls and 2
+    # host reads a hop, 2 + 2 for x and y.
+    from torch_geometric.data import Data
+
+    from pyg_fusesample import FusedNeighborLoader
+    opts = PARITY[case]
+    edge_index, x, y = graph()
+    weighted, temporal = opts.get('weighted', False), opts.get('temporal',
+                                                               False)
+    g = on_parts(_parity_worker, 1, 'parity', 'nccl', case,
+                 weighted=weighted)[0]
+    assert g['where'] == {'cuda:0'}
+    train = (torch.arange(N) % 3 == 0).nonzero().view(-1)
+    data = Data(x=x, y=y, edge_index=edge_index, num_nodes=N)
+    kw = {}
+    if weighted:
+        data.w = weights(edge_index)
+        kw['weight_attr'] = 'w'
+    if temporal:
+        data.time = edge_times(edge_index)
+        kw = dict(time_attr='time', input_time=seed_times(0, train.numel()))
+    want = list(FusedNeighborLoader(
+        data.to('cuda'), opts['num_neighbors'], input_nodes=train,
+        batch_size=16, shuffle=True, seed=5,
+        replace=opts.get('replace', False), **kw))
+    assert len(g['batches']) == len(want) > 0
+    keys = ('x', 'y', 'edge_index', 'n_id', 'e_id', 'input_id') + (
+        ('batch', ) if temporal else ())
+    for a, b in zip(g['batches'], want):
+        for key in keys:
+            assert torch.equal(a[key], b[key].cpu()), key
+        assert list(a['num_sampled_nodes']) == list(b.num_sampled_nodes)
+        assert list(a['num_sampled_edges']) == list(b.num_sampled_edges)
+    hops = len(opts['num_neighbors'])
+    assert g['exchanges'] == len(want) * (4 * hops + 2 + 2)
+    assert g['host_reads'] == len(want) * (2 * hops + 1)
 
 
 def _bytes_worker(rank, world, root, init, out_dir, fanout):
