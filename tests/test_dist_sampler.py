@@ -9,6 +9,7 @@ owners equal the whole graph's rows; bad setups are refused. The same
 batches on GPUs (2 NCCL processes, one GPU each: skipped with fewer than 2
 GPUs), and the bytes every rank counts (sent by all == received by all,
 and per peer as the batches say)."""
+import contextlib
 import datetime
 import os
 import tempfile
@@ -432,15 +433,25 @@ def test_temporal_batches_equal_the_whole_graph(world, fanout, replace,
             assert out['num_sampled_nodes'] == want.num_sampled_nodes.tolist()
 
 
-def test_temporal_refusals(tmp_path):
+@contextlib.contextmanager
+def one_rank(tmp_path):
+    # This process as the one rank of a gloo group, holding the test
+    # graph's single part (with its features): yields the part.
     edge_index, x, y = graph()
     write_partitions(str(tmp_path), N, [(edge_index[0], edge_index[1])], 1,
                      node_feats=x)
     part = read_partition(str(tmp_path), 0)
-    times = torch.zeros(part.csc[None].num_edges, dtype=torch.long)
     dist.init_process_group('gloo', init_method=f'file://{tmp_path}/init',
                             rank=0, world_size=1)
     try:
+        yield part
+    finally:
+        dist.destroy_process_group()
+
+
+def test_temporal_refusals(tmp_path):
+    with one_rank(tmp_path) as part:
+        times = torch.zeros(part.csc[None].num_edges, dtype=torch.long)
         with pytest.raises(ValueError, match='needs disjoint=True'):
             DistNeighborSampler(part, [2], edge_time=times)
         with pytest.raises(ValueError, match="must be int64 with one time"):
@@ -458,8 +469,6 @@ def test_temporal_refusals(tmp_path):
         plain = DistNeighborSampler(part, [2])
         with pytest.raises(ValueError, match='has no edge_time'):
             plain.sample(torch.tensor([1]), 0, torch.tensor([3]))
-    finally:
-        dist.destroy_process_group()
 
 
 def test_a_request_for_a_node_not_owned_is_refused(tmp_path):
@@ -467,13 +476,7 @@ def test_a_request_for_a_node_not_owned_is_refused(tmp_path):
     # sends a rank requests for nodes it does not hold: refused, whether
     # the check is read on its own (a gather) or with a hop's draw sizes
     # (sampling), before any row of the request is used.
-    edge_index, x, y = graph()
-    write_partitions(str(tmp_path), N, [(edge_index[0], edge_index[1])], 1,
-                     node_feats=x)
-    part = read_partition(str(tmp_path), 0)
-    dist.init_process_group('gloo', init_method=f'file://{tmp_path}/init',
-                            rank=0, world_size=1)
-    try:
+    with one_rank(tmp_path) as part:
         sampler = DistNeighborSampler(part, [2, 2])
         assert sampler.sample(torch.tensor([5, 8]), 0).node[:2].tolist() == \
             [5, 8]
@@ -487,8 +490,6 @@ def test_a_request_for_a_node_not_owned_is_refused(tmp_path):
         sampler.nodes = sampler.nodes[:0]  # (a part holding nothing)
         with pytest.raises(RuntimeError, match='does not own'):
             sampler.sample(torch.tensor([1]), 0)
-    finally:
-        dist.destroy_process_group()
 
 
 def test_the_ops_behind_sample_and_gather_refuse_bad_arguments(tmp_path):
@@ -496,13 +497,8 @@ def test_the_ops_behind_sample_and_gather_refuse_bad_arguments(tmp_path):
     # ops, exchanges included): fan-outs that are not whole hops of
     # num_types, a process group name nothing is registered under, ids of
     # another dtype: clear errors, before any exchange.
-    edge_index, x, y = graph()
-    write_partitions(str(tmp_path), N, [(edge_index[0], edge_index[1])], 1,
-                     node_feats=x)
-    part = read_partition(str(tmp_path), 0)
-    dist.init_process_group('gloo', init_method=f'file://{tmp_path}/init',
-                            rank=0, world_size=1)
-    try:
+    _, x, _ = graph()
+    with one_rank(tmp_path) as part:
         s = DistNeighborSampler(part, [2, 2])
         ops = torch.ops.fusesample
         name = dist.group.WORLD.group_name
@@ -526,8 +522,6 @@ def test_the_ops_behind_sample_and_gather_refuse_bad_arguments(tmp_path):
         assert torch.equal(rows[0], x[key])
         with pytest.raises(RuntimeError, match="'ids'"):
             ops.dist_fetch_rows(name, key.int(), s.owner, s.nodes, [], 0)
-    finally:
-        dist.destroy_process_group()
 
 
 def _temporal_loader_worker(rank, world, root, init, out_dir, strategy):

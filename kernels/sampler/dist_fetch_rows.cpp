@@ -19,10 +19,6 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/empty_like.h>
-#include <ATen/ops/ones_like.h>
-#include <ATen/ops/searchsorted.h>
-#include <ATen/ops/sort.h>
-#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include <string>
@@ -31,7 +27,7 @@
 
 #include "../common/checks.h"
 #include "../common/op_handles.h"
-#include "dist_exchanges.h"
+#include "dist_common.h"
 
 namespace fusesample {
 namespace {
@@ -47,29 +43,17 @@ std::tuple<std::vector<at::Tensor>, int64_t, at::Tensor, int64_t> dist_fetch_row
   check_node_ids(op, "owner_map", owner_map, ids, "ids");
   check_node_ids(op, "nodes", nodes, ids, "ids");
   Exchanges ex(group);
-  const int64_t W = ex.world();
-  // ids grouped by owner (stable), rows per owner
-  const at::Tensor owner = owner_map.index_select(0, ids);
-  const at::Tensor perm =
-      std::get<1>(at::sort(owner, /*stable=*/true, 0, /*descending=*/false));
-  const at::Tensor counts =
-      at::zeros({W}, ids.options()).index_add_(0, owner, at::ones_like(owner));
+  at::Tensor perm, counts, unused;
+  std::tie(perm, counts, unused) = dist::by_owner(owner_map, ids, ex.world());
   Splits sent, asked_counts;
-  at::Tensor unused;
   std::tie(sent, asked_counts, unused) = ex.sizes(counts);
   const at::Tensor asked = ex.send(ids.index_select(0, perm), sent, asked_counts);
-  // their rows here (a request for a node not owned here: refused)
-  at::Tensor local = asked;
-  if (asked.numel() > 0) {
-    const int64_t n = nodes.numel();
-    bool foreign = n == 0;
-    if (!foreign) {
-      local = at::searchsorted(nodes, asked).clamp_max_(n - 1);
-      foreign = nodes.index_select(0, local).ne(asked).any().item<bool>();
-    }
-    TORCH_CHECK(!foreign, "rank ", ex.rank(), " was asked for nodes it does not own");
-    local = local - row_offset;
-  }
+  // their rows here (a request for a node not owned here: refused; a host
+  // read of its own where there are requests)
+  at::Tensor local, foreign;
+  std::tie(local, foreign) = dist::local_rows(nodes, asked);
+  if (asked.numel() > 0) dist::refuse_foreign(foreign.item<bool>(), ex.rank());
+  local = local - row_offset;
   std::vector<at::Tensor> out;
   for (const at::Tensor& table : tables) {
     // (a pinned host table behind a GPU is read in place; local in range)

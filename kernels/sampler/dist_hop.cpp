@@ -73,6 +73,7 @@
 #include <vector>
 
 #include "../common/checks.h"
+#include "dist_common.h"
 
 namespace fusesample {
 namespace {
@@ -96,9 +97,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> dist_requests(
               ": 'num_nodes' and 'world_size' must be positive");
   const at::Tensor keys = key.slice(0, begin, end);
   const at::Tensor frontier = keys.remainder(num_nodes);
-  const at::Tensor owner = owner_map.index_select(0, frontier);
-  const at::Tensor perm =
-      std::get<1>(at::sort(owner, /*stable=*/true, /*dim=*/0, /*descending=*/false));
+  at::Tensor perm, counts, owner;
+  std::tie(perm, counts, owner) = dist::by_owner(owner_map, frontier, world_size);
   std::vector<at::Tensor> fields = {
       frontier.index_select(0, perm),
       at::arange(begin, end, key.options()).index_select(0, perm)};
@@ -107,9 +107,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> dist_requests(
     fields.push_back(
         seed_time->index_select(0, keys.div(num_nodes, "floor")).index_select(0, perm));
   }
-  return {at::stack(fields, 1), perm,
-          counts_of(owner, at::ones_like(owner), world_size),
-          owner.index_select(0, perm)};
+  return {at::stack(fields, 1), perm, counts, owner};
 }
 
 at::Tensor dist_reply_sizes(const at::Tensor& asked_counts, const at::Tensor& draw_count,

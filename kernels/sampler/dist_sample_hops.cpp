@@ -43,12 +43,9 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/repeat_interleave.h>
-#include <ATen/ops/scalar_tensor.h>
-#include <ATen/ops/searchsorted.h>
 #include <ATen/ops/sort.h>
 #include <ATen/ops/stack.h>
 #include <ATen/ops/tensor.h>
-#include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
 #include <optional>
@@ -58,27 +55,15 @@
 
 #include "../common/checks.h"
 #include "../common/op_handles.h"
-#include "dist_exchanges.h"
+#include "dist_common.h"
 
 namespace fusesample {
 namespace {
 
 using dist::Exchanges;
+using dist::local_rows;
 using dist::Splits;
 using dist::total;
-
-// Rows of `ids` in the owned `nodes` (in range whatever ids are), and
-// whether any id is not owned here (on the device: read with the draws'
-// sizes).
-std::tuple<at::Tensor, at::Tensor> local_rows(const at::Tensor& nodes, const at::Tensor& ids) {
-  const int64_t n = nodes.numel();
-  if (n == 0) {
-    return {at::zeros_like(ids),
-            at::scalar_tensor(ids.numel() > 0, ids.options().dtype(at::kBool))};
-  }
-  at::Tensor local = at::searchsorted(nodes, ids).clamp_max_(n - 1);
-  return {local, nodes.index_select(0, local).ne(ids).any()};
-}
 
 struct Draws {
   at::Tensor count, row, edge;
@@ -168,8 +153,7 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
     const at::Tensor got_count = ex.send(draws.count, asked_counts, sent);
     const Splits sizes = ex.read(
         ops::dist_reply_sizes().call(asked_dev, draws.count, owner, got_count, foreign));
-    TORCH_CHECK(sizes[2 * W] == 0, "rank ", ex.rank(),
-                " was asked for nodes it does not own");
+    dist::refuse_foreign(sizes[2 * W] != 0, ex.rank());
     const Splits reply_sizes(sizes.begin(), sizes.begin() + W);
     const Splits got_sizes(sizes.begin() + W, sizes.begin() + 2 * W);
     const at::Tensor got =

@@ -34,7 +34,7 @@ the same kernels as the Python they replaced, fewer Python dispatches. A
 batch's hops, exchanges included, are one op
 (``fusesample::dist_sample_hops``: kernels/sampler/dist_sample_hops.cpp),
 and so is a feature gather (``fusesample::dist_fetch_rows``), the process
-group's all-to-all called from C++ (kernels/sampler/dist_exchanges.h): they
+group's all-to-all called from C++ (kernels/sampler/dist_common.h): they
 run without the GIL, so a loader thread sampling ahead does not hold it
 from the training step.
 

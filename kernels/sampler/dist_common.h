@@ -1,12 +1,21 @@
-// One rank's all-to-alls over a torch.distributed process group, called from
-// C++ (the distributed sampler's ops: dist_sample_hops.cpp,
-// dist_fetch_rows.cpp), with the log the Python counters are kept from.
+// What the distributed sampler's ops (dist_hop.cpp, dist_sample_hops.cpp,
+// dist_fetch_rows.cpp) share: ids grouped by their owner rank, the rows of
+// owned ids and the refusal of the others, and one rank's all-to-alls over a
+// torch.distributed process group called from C++, with the log the Python
+// counters are kept from.
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/TensorOperators.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/searchsorted.h>
+#include <ATen/ops/sort.h>
 #include <ATen/ops/stack.h>
 #include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
 #include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
@@ -21,6 +30,41 @@ namespace dist {
 using Splits = std::vector<int64_t>;
 
 inline int64_t total(const Splits& s) { return std::accumulate(s.begin(), s.end(), int64_t{0}); }
+
+// ids [m] grouped by owner rank (owner_map [num_nodes]): a stable order of
+// them (perm), ids per rank [world_size] and the owner of each in perm's
+// order.
+inline std::tuple<at::Tensor, at::Tensor, at::Tensor> by_owner(const at::Tensor& owner_map,
+                                                               const at::Tensor& ids,
+                                                               int64_t world_size) {
+  const at::Tensor owner = owner_map.index_select(0, ids);
+  const at::Tensor perm =
+      std::get<1>(at::sort(owner, /*stable=*/true, 0, /*descending=*/false));
+  // (integers: exact in any order)
+  const at::Tensor counts =
+      at::zeros({world_size}, ids.options()).index_add_(0, owner, at::ones_like(owner));
+  return {perm, counts, owner.index_select(0, perm)};
+}
+
+// Rows of `ids` in the owned `nodes` (ascending; in range whatever ids
+// are), and whether any id is not owned here, on the device (the caller
+// reads it before the rows are used).
+inline std::tuple<at::Tensor, at::Tensor> local_rows(const at::Tensor& nodes,
+                                                     const at::Tensor& ids) {
+  const int64_t n = nodes.numel();
+  if (n == 0) {
+    return {at::zeros_like(ids),
+            at::scalar_tensor(ids.numel() > 0, ids.options().dtype(at::kBool))};
+  }
+  at::Tensor local = at::searchsorted(nodes, ids).clamp_max_(n - 1);
+  return {local, nodes.index_select(0, local).ne(ids).any()};
+}
+
+// A request for a node this rank does not own (the Python side matches
+// this message).
+inline void refuse_foreign(bool foreign, int64_t rank) {
+  TORCH_CHECK(!foreign, "rank ", rank, " was asked for nodes it does not own");
+}
 
 // One rank's all-to-alls over a process group, with their log.
 class Exchanges {
