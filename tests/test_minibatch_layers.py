@@ -787,3 +787,46 @@ def test_odd_widths_padded_without_changing_the_result(
             assert got.shape == want.shape, name
             err = (got.detach().double() - want.detach()).abs().max().item()
             assert err <= 2 ** -5 * scale, (name, err, scale)
+
+
+@pytest.mark.parametrize('device', devices())
+@pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16,
+                                   torch.float64])
+@pytest.mark.parametrize('rows,cols', [(1, 3), (1000, 40), (16385, 256)])
+def test_column_sums_equal_the_sum_over_rows(device, dtype, rows, cols,
+                                             monkeypatch):
+    # The bias gradient's column sums, by ATen's reduction and as a GEMM
+    # against a row of ones (the GPU's path for large gradients, forced here
+    # for every size): both the float64 sum up to the dtype's rounding.
+    from pyg_fusesample.ops import aggregate_linear as al
+    g = torch.randn(rows, cols, generator=torch.Generator().manual_seed(0),
+                    dtype=torch.float64).to(device, dtype)
+    want = g.double().sum(0)
+    tol = {torch.float64: 1e-12, torch.float32: 1e-5,
+           torch.bfloat16: 2 ** -7}[dtype] * (1 + rows ** 0.5)
+    for threshold in (1 << 62, 0):
+        monkeypatch.setattr(al, '_GEMM_COLUMN_SUMS', threshold)
+        got = al.column_sums(g)
+        assert got.shape == (cols, ) and got.dtype == dtype
+        assert (got.double() - want).abs().max().item() <= tol * (
+            1 + want.abs().max().item())
+
+
+@pytest.mark.cuda
+def test_sage_bias_gradient_as_a_gemm_equals_the_reduction(monkeypatch):
+    # SAGEConv's backward with the bias gradient as a GEMM (threshold 0) and
+    # as ATen's reduction: the same gradients.
+    from pyg_fusesample.ops import aggregate_linear as al
+    data = power_law_graph(400, 6, 32, 3, seed=0)
+    b = next(iter(FusedNeighborLoader(data, num_neighbors=[5, 3],
+                                      batch_size=32))).to('cuda')
+    conv = SAGEConv(32, 64).to('cuda')
+    grads = []
+    for threshold in (1 << 62, 0):
+        monkeypatch.setattr(al, '_GEMM_COLUMN_SUMS', threshold)
+        conv.zero_grad()
+        conv(b.x, b.edge_index).pow(2).sum().backward()
+        grads.append({n: p.grad.clone() for n, p in conv.named_parameters()})
+    for name in grads[0]:
+        torch.testing.assert_close(grads[0][name], grads[1][name], rtol=1e-5,
+                                   atol=1e-5)
