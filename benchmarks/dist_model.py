@@ -8,21 +8,26 @@ and a host count that cannot be run here.
         --out benchmarks/results/model/dist_model_igb_full.csv
 
 **Counts** (exact, from the code: docs/multi_gpu.md "Messages per hop").
-A batch of ``L`` hops over ``P`` hash parts, frontier ``f_h`` nodes at hop
-``h`` (``f_0``: the seeds), ``d_h`` draws (sampled edges) at hop ``h``,
-``n`` nodes in all, ``F`` features of ``s`` bytes and an int64 label:
-``4 L + 4`` all-to-alls; a rank sends (by symmetry of the hash parts, what
-it serves others equals what they serve it)
+A batch of ``L`` hops over ``P`` hash parts, fan-out ``k_h >= 0`` at hop
+``h``, frontier ``f_h`` nodes at hop ``h`` (``f_0``: the seeds), ``d_h``
+draws (sampled edges) at hop ``h``, ``n`` nodes in all, ``F`` features of
+``s`` bytes and an int64 label: ``3 L + 4`` all-to-alls; a rank sends (by
+symmetry of the hash parts, what it serves others equals what they serve
+it)
 
-    bytes = (L + 1) 8 (P - 1) + r sum_h (24 f_h + 16 d_h)
-            + 8 (P - 1) + r n (8 + F s + 8),       r = (P - 1) / P
+    bytes = (L + 1) 8 (P - 1) + r sum_h (16 + 8 (1 + 2 k_h)) f_h
+            + 8 (P - 1) + r n (8 + F s + 8),         r = (P - 1) / P
 
-(sizes 8 bytes a peer; a request 16 bytes and its draw count 8; a draw 16;
-an id 8, a row ``F s``, a label 8). ``f_h``, ``d_h``, ``n`` are those of
-the measured run's batches: the same graph, seeds, fan-out and batch size
-sampled by ``FusedNeighborLoader`` here on the CPU (a partitioned batch is
-the single-process batch), so the bytes the model predicts for the
-measured ``P`` are checked against the bytes the run counted.
+(sizes 8 bytes a peer; a request 16 bytes and its reply, padded to the
+fan-out, 8 (1 + 2 k_h); an id 8, a row ``F s``, a label 8). A hop of
+fan-out -1 takes one exchange more and ``24 f_h + 16 d_h`` bytes (its
+replies unpadded), as every hop did before the replies were padded (``4 L
++ 4`` all-to-alls): a measured run whose exchange count says it ran that
+protocol is checked against it. ``f_h``, ``d_h``, ``n`` are those of the measured
+run's batches: the same graph, seeds, fan-out and batch size sampled by
+``FusedNeighborLoader`` here on the CPU (a partitioned batch is the
+single-process batch), so the bytes the model predicts for the measured
+``P`` are checked against the bytes the run counted.
 
 **Memory per rank**: features ``N F s / P``, labels ``8 N / P``, owned ids
 ``8 N / P``, CSC ``8 (N / P + 1) + 16 E / P``, the node -> part map ``8 N``
@@ -32,7 +37,7 @@ measured ``P`` are checked against the bytes the run counted.
 loader adds to a step beyond a single-GPU loader's (``loader_excess_ms``):
 the measured run's excess of the partitioned step over the replicated one
 (the sampler's per-hop host work, which depends on the batch, not on ``P``;
-taken as it was measured, 128 features), plus ``(4 L + 4)`` all-to-all
+taken as it was measured, 128 features), plus ``3 L + 4`` all-to-all
 latencies and the bytes over the link, at a latency and a bandwidth given
 as assumptions for the projected cluster (the measured run's NVLink is not
 an InfiniBand fabric). The model's own step on the projected graph is not
@@ -113,11 +118,27 @@ def batch_counts(run: dict, batches: int) -> dict:
                 nodes=n / k, batches=k)
 
 
-def bytes_sent(c: dict, P: int, features: int, feature_bytes: int) -> float:
+def exchanges_per_hop(fanout) -> int:
+    # (messages a rank sends a hop, per peer: the most of any hop)
+    return max(4 if k < 0 else 3 for k in fanout)
+
+
+def exchanges_per_batch(fanout, padded: bool = True) -> int:
+    # (padded: the current protocol; else every hop's replies unpadded, as
+    # before; the gather of x and y: 4)
+    return sum(4 if k < 0 or not padded else 3 for k in fanout) + 4
+
+
+def bytes_sent(c: dict, P: int, features: int, feature_bytes: int,
+               fanout, padded: bool = True) -> float:
     L, r = len(c['frontier']), (P - 1) / P
-    sampling = (L * 8 * (P - 1) + r * sum(
-        24 * f + 16 * d for f, d in zip(c['frontier'], c['draws'])))
-    gather = 8 * (P - 1) + r * c['nodes'] * (8 + features * feature_bytes + 8)
+    hops = 0.0
+    for k, f, d in zip(fanout, c['frontier'], c['draws']):
+        hops += 16 * f + (8 * (1 + 2 * k) * f if padded and k >= 0
+                          else 8 * f + 16 * d)
+    sampling = L * 8 * (P - 1) + r * hops
+    gather = 8 * (P - 1) + r * c['nodes'] * (8 + features * feature_bytes
+                                             + 8)
     return sampling + gather
 
 
@@ -136,12 +157,15 @@ def main(argv=None) -> int:
     rep = next(r for r in rows if r['variant'] == 'replicated')
     P = int(part['world_size'])
     F = int(part['num_features'])
-    L = len(part['fanout'].split('-'))
+    fanout = [int(k) for k in part['fanout'].split('-')]
     c = batch_counts(part, args.batches)
-    model_bytes = bytes_sent(c, P, F, 4)
+    # (the protocol the measured run ran: its exchange count says)
+    padded = float(part['a2a_exchanges_per_batch']) != \
+        exchanges_per_batch(fanout, padded=False)
+    model_bytes = bytes_sent(c, P, F, 4, fanout, padded)
     measured = float(part['a2a_sent_bytes_per_batch'])
     host_ms = float(part['step_ms']) - float(rep['step_ms'])
-    exchanges = 4 * L + 4
+    exchanges = exchanges_per_batch(fanout)
     common = dict(graph=part['graph'], scale=part['scale'],
                   fanout=part['fanout'], batch_size=part['batch_size'],
                   frontier='/'.join(f'{x:.0f}' for x in c['frontier']),
@@ -155,7 +179,9 @@ def main(argv=None) -> int:
            dict(kind='model', hosts=P, features=F,
                 bytes_per_batch=f'{model_bytes:.0f}',
                 model_over_measured=f'{model_bytes / measured:.4f}',
-                exchanges_per_batch=exchanges, **common)]
+                exchanges_per_batch=exchanges_per_batch(fanout, padded),
+                protocol='padded replies' if padded else
+                'unpadded replies (before 2026-11-29)', **common)]
     print(f"measured run: {P} x {part['device_name']}, {part['graph']} scale "
           f"{part['scale']}: {measured / 2**20:.2f} MiB sent a batch; model "
           f"{model_bytes / 2**20:.2f} MiB ({model_bytes / measured:.3f}x); "
@@ -163,7 +189,7 @@ def main(argv=None) -> int:
           f"{common['batch_nodes']} nodes ({c['batches']} batches)")
     N, E, FB = args.graph_nodes, args.graph_edges, args.feature_bytes
     for hosts in args.hosts:
-        b = bytes_sent(c, hosts, args.features, FB)
+        b = bytes_sent(c, hosts, args.features, FB, fanout)
         mem = memory_per_rank(N, E, hosts, args.features, FB)
         link_ms = b / (args.link_gbps * 1e9) * 1e3
         lat_ms = exchanges * args.latency_us / 1e3
@@ -174,7 +200,7 @@ def main(argv=None) -> int:
             kind='projection', hosts=hosts, features=args.features,
             graph_nodes=N, graph_edges=E, bytes_per_batch=f'{b:.0f}',
             exchanges_per_batch=exchanges,
-            messages_per_hop=4 * (hosts - 1),
+            messages_per_hop=exchanges_per_hop(fanout) * (hosts - 1),
             link_ms=f'{link_ms:.3f}', latency_ms=f'{lat_ms:.3f}',
             host_ms=f'{host_ms:.3f}', loader_excess_ms=f'{extra:.3f}',
             assumed_latency_us=args.latency_us,
@@ -182,7 +208,7 @@ def main(argv=None) -> int:
             **{f'mem_{k}_gb': f'{v / 1e9:.3f}' for k, v in mem.items()},
             mem_total_gb=f'{sum(mem.values()) / 1e9:.3f}', **common))
         print(f'{hosts:3d} hosts: {b / 2**20:8.1f} MiB a batch a rank, '
-              f'{4 * (hosts - 1)} messages a hop, link {link_ms:6.2f} ms + '
+              f'{exchanges_per_hop(fanout) * (hosts - 1)} messages a hop, link {link_ms:6.2f} ms + '
               f'latency {lat_ms:.2f} ms + host {host_ms:.2f} ms; memory '
               f'{sum(mem.values()) / 1e9:.1f} GB a rank (features '
               f"{mem['features'] / 1e9:.1f}, node map "

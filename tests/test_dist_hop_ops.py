@@ -1,7 +1,8 @@
 """The distributed sampler's per-hop bookkeeping ops (kernels/sampler/
 dist_hop.cpp): fusesample::dist_requests, dist_reply_sizes,
 dist_frontier_order and dist_relabel equal the plain tensor code they
-replaced (kept here as the reference), on random inputs with repeated seeds,
+replaced (kept here as the reference), and dist_pad_replies /
+dist_unpad_replies plain loops, on random inputs with repeated seeds,
 repeated sources, empty frontiers, empty hops, targets without draws and
 disjoint keys with root times; on the CPU and CUDA (the same results); bad
 inputs name the op and the argument."""
@@ -68,6 +69,31 @@ def ref_relabel(node, src):
     return (torch.tensor(out, dtype=torch.long, device=dev),
             torch.tensor(local, dtype=torch.long, device=dev),
             len(out) - node.numel())
+
+
+def ref_pad_replies(count, row, edge, K):
+    # request r's draws are row / edge[sum(count[:r]) : + count[r]]
+    reply, at = [], 0
+    for c in count.tolist():
+        pad = [-1] * (K - c)
+        reply.append([c] + row[at:at + c].tolist() + pad +
+                     edge[at:at + c].tolist() + pad)
+        at += c
+    return torch.tensor(reply, dtype=torch.long,
+                        device=count.device).view(len(reply), 1 + 2 * K)
+
+
+def ref_unpad_replies(got, perm, begin, K):
+    # reply i is frontier node perm[i]'s; its draws go out in frontier order
+    by_target = dict(zip(perm.tolist(), got.tolist()))
+    src, edge, col = [], [], []
+    for t in sorted(by_target):
+        c, rest = by_target[t][0], by_target[t][1:]
+        src += rest[:c]
+        edge += rest[K:K + c]
+        col += [t + begin] * c
+    return tuple(torch.tensor(v, dtype=torch.long, device=got.device)
+                 for v in (src, edge, col))
 
 
 def _randint(g, lo, hi, n):
@@ -168,6 +194,77 @@ def test_reply_sizes_equal_the_reference(device):
             flag = torch.tensor(foreign, device=device)
             assert torch.equal(ops.dist_reply_sizes(*args, flag),
                                ref_reply_sizes(*args, flag))
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_padded_replies_equal_plain_loops(device):
+    # pad: the draws of each request in K slots, -1 after them; unpad of the
+    # padded replies, received in any order (perm), gives the draws target
+    # after target in frontier order, as dist_frontier_order does on the
+    # same draws unpadded. Requests without draws, K = 0, no requests.
+    g = torch.Generator().manual_seed(4)
+    for R, K in [(0, 3), (1, 0), (5, 0), (1, 1), (7, 3), (40, 15),
+                 (300, 25)]:
+        for _ in range(3):
+            count = _randint(g, 0, K + 1, R)
+            D = int(count.sum())
+            row, edge = _randint(g, 0, 10 ** 6, D), _randint(g, 0, 10 ** 9, D)
+            args = [t.to(device) for t in (count, row, edge)]
+            reply = ops.dist_pad_replies(*args, K)
+            assert torch.equal(reply, ref_pad_replies(*args, K))
+            perm = torch.randperm(R, generator=g).to(device)
+            begin = int(_randint(g, 0, 50, 1))
+            got = ops.dist_unpad_replies(reply, perm, begin, K, D)
+            want = ref_unpad_replies(reply, perm, begin, K)
+            for a, b in zip(got, want):
+                assert torch.equal(a, b)
+            unpadded = ops.dist_frontier_order(
+                torch.stack([row, edge], 1).to(device), count.to(device),
+                perm, begin, D)
+            for a, b in zip(got, unpadded):
+                assert torch.equal(a, b)
+
+
+@pytest.mark.cuda
+def test_cuda_padded_replies_equal_the_composite_at_scale():
+    # (many blocks; the CPU composite as the reference)
+    g = torch.Generator().manual_seed(5)
+    for R, K in [(200000, 15), (35000, 30)]:
+        count = _randint(g, 0, K + 1, R)
+        D = int(count.sum())
+        row, edge = _randint(g, 0, 10 ** 8, D), _randint(g, 0, 10 ** 9, D)
+        want = ops.dist_pad_replies(count, row, edge, K)
+        got = ops.dist_pad_replies(count.cuda(), row.cuda(), edge.cuda(), K)
+        assert torch.equal(got.cpu(), want)
+        perm = torch.randperm(R, generator=g)
+        want = ops.dist_unpad_replies(want, perm, 7, K, D)
+        got = ops.dist_unpad_replies(got, perm.cuda(), 7, K, D)
+        for a, b in zip(got, want):
+            assert torch.equal(a.cpu(), b)
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_padded_replies_refuse_bad_arguments(device):
+    long = dict(dtype=torch.long, device=device)
+    one = torch.ones(2, **long)
+    with pytest.raises(RuntimeError, match="dist_pad_replies: 'row' and "
+                       "'edge' must hold one entry per draw"):
+        ops.dist_pad_replies(one, torch.ones(2, **long),
+                             torch.ones(3, **long), 1)
+    with pytest.raises(RuntimeError, match="dist_pad_replies: 'K'"):
+        ops.dist_pad_replies(one, one, one, -1)
+    with pytest.raises(RuntimeError, match="dist_pad_replies: 'count' must "
+                       "be"):
+        ops.dist_pad_replies(one.int(), one, one, 1)
+    got = torch.zeros(2, 3, **long)
+    with pytest.raises(RuntimeError, match=r"dist_unpad_replies: 'got' must "
+                       r"be \[F, 1 \+ 2K\]"):
+        ops.dist_unpad_replies(got, torch.arange(2, device=device), 0, 2, 0)
+    with pytest.raises(RuntimeError, match="dist_unpad_replies: 'perm' must "
+                       "hold one entry per reply"):
+        ops.dist_unpad_replies(got, torch.arange(3, device=device), 0, 1, 0)
+    with pytest.raises(RuntimeError, match="dist_unpad_replies: 'total'"):
+        ops.dist_unpad_replies(got, torch.arange(2, device=device), 0, 1, 3)
 
 
 def test_bad_inputs_name_the_op_and_argument():

@@ -645,8 +645,9 @@ def test_loader_batches_equal_on_the_device(device, case, world):
     # equals FusedNeighborLoader's on the whole graph (on the CPU and on the
     # device), and every tensor of a batch is on the rank's device; the
     # bytes one rank counts as sent to another are the bytes that one
-    # counts as received, and a batch takes 4 all-to-alls and 2 host reads
-    # a hop and 2 + 2 for x and y.
+    # counts as received, and a batch takes 2 host reads a hop and 1 for x
+    # and y, and all-to-alls: 3 a hop (4 with a fan-out of -1: replies not
+    # padded) and 2 + 2 for x and y.
     from torch_geometric.data import Data
 
     from pyg_fusesample import FusedNeighborLoader
@@ -693,7 +694,8 @@ def test_loader_batches_equal_on_the_device(device, case, world):
                 assert list(a['num_sampled_edges']) == list(
                     b.num_sampled_edges)
         batches = len(g['batches'])
-        assert g['exchanges'] == batches * (4 * hops + 2 + 2)
+        assert g['exchanges'] == batches * (sum(
+            4 if k < 0 else 3 for k in opts['num_neighbors']) + 2 + 2)
         assert g['host_reads'] == batches * (2 * hops + 1)
         assert g['bytes_sent'] == sum(g['sent'])
         assert g['bytes_sent'] > 0 or world == 1  # (no peer to send to)
@@ -733,10 +735,12 @@ def _bytes_worker(rank, world, root, init, out_dir, fanout):
 def test_byte_counters(world, fanout):
     # gloo: every rank's counted bytes per peer are those its batches and
     # its peers' batches imply. Per hop and peer: 8 bytes of sizes; 16 a
-    # frontier node the peer owns (the request); 8 a frontier node of the
-    # peer's that this rank owns (its draw count); 16 a draw this rank
-    # makes for the peer. Per gather of x (5 floats) and y (int64): 8 bytes
-    # of sizes, 8 an id asked for, 28 a row sent.
+    # frontier node the peer owns (the request); then the replies to the
+    # peer's requests this rank serves: with fan-out k >= 0, 8 (1 + 2 k) a
+    # request (its draw count and k sources and edge ids, padded); with -1,
+    # 8 a request (its draw count) and 16 a draw. Per gather of x (5
+    # floats) and y (int64): 8 bytes of sizes, 8 an id asked for, 28 a row
+    # sent.
     edge_index, x, y = graph()
     got = on_parts(_bytes_worker, world, 'bytes', fanout)
     from pyg_fusesample.distributed import assign_nodes
@@ -756,7 +760,8 @@ def test_byte_counters(world, fanout):
 
         for r in range(world):
             _, (sent, received, exchanges, reads), gathered, feats = got[r][i]
-            assert (exchanges, reads) == (4 * hops, 2 * hops)
+            assert (exchanges, reads) == (
+                sum(4 if k < 0 else 3 for k in fanout), 2 * hops)
             for p in range(world):
                 if p == r:
                     assert sent[p] == received[p] == 0
@@ -765,8 +770,12 @@ def test_byte_counters(world, fanout):
                 for h in range(hops):
                     want += 8
                     want += 16 * int((owner[frontier(outs[r], h)] == p).sum())
-                    want += 8 * int((owner[frontier(outs[p], h)] == r).sum())
-                    want += 16 * int((owner[targets(outs[p], h)] == r).sum())
+                    served = int((owner[frontier(outs[p], h)] == r).sum())
+                    if fanout[h] >= 0:
+                        want += 8 * (1 + 2 * fanout[h]) * served
+                    else:
+                        want += 8 * served + 16 * int(
+                            (owner[targets(outs[p], h)] == r).sum())
                 assert sent[p] == want
                 assert received[p] == got[p][i][1][0][r]
             g_sent, g_received, g_exchanges, g_reads, fetched = gathered

@@ -67,6 +67,10 @@ using DistFrontierOrderFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t);
 using DistRelabelFn = std::tuple<at::Tensor, at::Tensor, int64_t>(const at::Tensor&,
                                                                   const at::Tensor&);
+using DistPadRepliesFn = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                    int64_t);
+using DistUnpadRepliesFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t);
 
 inline const c10::TypedOperatorHandle<DistRequestsFn>& dist_requests() {
   static const auto op = find<DistRequestsFn>("fusesample::dist_requests");
@@ -85,6 +89,16 @@ inline const c10::TypedOperatorHandle<DistFrontierOrderFn>& dist_frontier_order(
 
 inline const c10::TypedOperatorHandle<DistRelabelFn>& dist_relabel() {
   static const auto op = find<DistRelabelFn>("fusesample::dist_relabel");
+  return op;
+}
+
+inline const c10::TypedOperatorHandle<DistPadRepliesFn>& dist_pad_replies() {
+  static const auto op = find<DistPadRepliesFn>("fusesample::dist_pad_replies");
+  return op;
+}
+
+inline const c10::TypedOperatorHandle<DistUnpadRepliesFn>& dist_unpad_replies() {
+  static const auto op = find<DistUnpadRepliesFn>("fusesample::dist_unpad_replies");
   return op;
 }
 

@@ -41,6 +41,24 @@
 //   draw order): sources, edge ids and each draw's target's position in the
 //   batch (begin + frontier index).
 //
+// dist_pad_replies(count, row, edge, K) -> reply [R, 1 + 2K]
+//   count [R]: the draws an owner made for each request it received (at
+//   most K each: K is the hop's fan-outs summed, all >= 0); row / edge
+//   [D = count.sum()]: the draws' sources and edge ids, request after
+//   request. reply row r: count[r], then its sources, then its edge ids,
+//   each in K slots, the unused ones -1. Its rows are the requests', so
+//   the reply needs no exchange of sizes. On CUDA a kernel of its own
+//   (cuda/dist_replies_kernel.cu: a scan and one fill, where this composite
+//   is ~13 launches).
+//
+// dist_unpad_replies(got, perm, begin, K, total) -> (src, edge, col)
+//   got [F, 1 + 2K]: the padded replies received, in perm's order (grouped
+//   by owner, each owner's in request order); perm [F]: the frontier index
+//   of each; total: the draws in all (got[:, 0].sum(), read by the caller).
+//   Returns what dist_frontier_order returns for the same draws: sources,
+//   edge ids and targets' batch positions, target after target in
+//   frontier order. On CUDA: a scatter, a scan and one fill.
+//
 // dist_relabel(node, src) -> (node, local, new)
 //   node [K]: the batch's keys so far (a seed may repeat; its first
 //   position counts), src [D]: the hop's sources' keys. Sources not yet in
@@ -57,6 +75,7 @@
 #include <ATen/ops/cummax.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/index_copy.h>
 #include <ATen/ops/masked_select.h>
 #include <ATen/ops/index_select.h>
@@ -74,6 +93,7 @@
 
 #include "../common/checks.h"
 #include "dist_common.h"
+#include "dist_replies_checks.h"
 
 namespace fusesample {
 namespace {
@@ -153,6 +173,41 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> dist_frontier_order(
   return {drawn.select(1, 0), drawn.select(1, 1), target + begin};
 }
 
+at::Tensor dist_pad_replies(const at::Tensor& count, const at::Tensor& row,
+                            const at::Tensor& edge, int64_t K) {
+  const char* op = "fusesample::dist_pad_replies";
+  check_pad_replies(op, count, row, edge, K);
+  const int64_t R = count.numel(), D = row.numel(), width = 1 + 2 * K;
+  at::Tensor reply = at::full({R, width}, -1, count.options());
+  reply.select(1, 0).copy_(count);
+  if (D > 0) {
+    // each draw's slot: its request's row, plus its rank among the request's
+    const at::Tensor request = at::repeat_interleave(count, c10::optional<int64_t>(D));
+    const at::Tensor slot = request * width + 1 + at::arange(D, count.options()) -
+                            (count.cumsum(0) - count).index_select(0, request);
+    at::Tensor flat = reply.view({-1});
+    flat.index_copy_(0, slot, row);
+    flat.index_copy_(0, slot + K, edge);
+  }
+  return reply;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> dist_unpad_replies(const at::Tensor& got,
+                                                                  const at::Tensor& perm,
+                                                                  int64_t begin, int64_t K,
+                                                                  int64_t total) {
+  const char* op = "fusesample::dist_unpad_replies";
+  check_unpad_replies(op, got, perm, K, total);
+  const int64_t width = 1 + 2 * K;
+  const at::Tensor ordered = at::empty_like(got).index_copy_(0, perm, got);
+  const at::Tensor count = ordered.select(1, 0).contiguous();
+  const at::Tensor target = at::repeat_interleave(count, c10::optional<int64_t>(total));
+  const at::Tensor slot = target * width + 1 + at::arange(total, got.options()) -
+                          (count.cumsum(0) - count).index_select(0, target);
+  const at::Tensor flat = ordered.view({-1});
+  return {flat.index_select(0, slot), flat.index_select(0, slot + K), target + begin};
+}
+
 std::tuple<at::Tensor, at::Tensor, int64_t> dist_relabel(const at::Tensor& node,
                                                          const at::Tensor& src) {
   const char* op = "fusesample::dist_relabel";
@@ -193,6 +248,10 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "dist_frontier_order(Tensor got, Tensor got_count, Tensor perm, int begin, "
       "int total) -> (Tensor src, Tensor edge, Tensor col)");
+  m.def("dist_pad_replies(Tensor count, Tensor row, Tensor edge, int K) -> Tensor");
+  m.def(
+      "dist_unpad_replies(Tensor got, Tensor perm, int begin, int K, int total) -> "
+      "(Tensor src, Tensor edge, Tensor col)");
   m.def("dist_relabel(Tensor node, Tensor src) -> (Tensor node, Tensor local, int new)");
 }
 
@@ -200,6 +259,8 @@ TORCH_LIBRARY_IMPL(fusesample, CompositeExplicitAutograd, m) {
   m.impl("dist_requests", &dist_requests);
   m.impl("dist_reply_sizes", &dist_reply_sizes);
   m.impl("dist_frontier_order", &dist_frontier_order);
+  m.impl("dist_pad_replies", &dist_pad_replies);
+  m.impl("dist_unpad_replies", &dist_unpad_replies);
   m.impl("dist_relabel", &dist_relabel);
 }
 

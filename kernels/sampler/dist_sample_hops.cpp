@@ -29,10 +29,15 @@
 // in batch order, draws in draw order), nodes and edges per hop, the
 // exchanges made (one row each: bytes a row, rows sent to each rank, rows
 // received from each; CPU int64) and the number of host reads.
-// Per hop, as the Python it replaced: the request sizes (an all-to-all and
-// one host read), the requests, the draw counts, their sizes both ways (one
-// host read, with the check that every request was for a node owned here),
-// the draws; then the draws in frontier order and relabelled. Errors: a
+// Per hop: the request sizes (an all-to-all and one host read), the
+// requests, then the replies, in one of two forms. Where every fan-out of
+// the hop is >= 0, a request has at most K (the hop's fan-outs summed)
+// draws, so the replies are padded to K draws each (count, K sources, K edge
+// ids: one all-to-all, its sizes the requests'), and one host read gives the
+// draws received (with the check that every request was for a node owned
+// here). With a fan-out of -1, as the Python loop it replaced did: the draw
+// counts, their sizes both ways (one host read, with the check), the
+// draws. Then the draws in frontier order and relabelled. Errors: a
 // request for a node not owned here raises "rank r was asked for nodes it
 // does not own"; a failed exchange raises the process group's error (a peer
 // that died, or did not answer within the group's timeout).
@@ -48,6 +53,8 @@
 #include <ATen/ops/tensor.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -138,6 +145,7 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
     std::tie(sent, asked_counts, asked_dev) = ex.sizes(counts);
     const at::Tensor asked = ex.send(requests, sent, asked_counts);
     // serve the requests received: draws per request, in order
+    const at::IntArrayRef hop_fanouts = fanouts.slice(hop * T, T);
     at::Tensor local, foreign;
     std::tie(local, foreign) = local_rows(nodes, asked.select(1, 0).contiguous());
     const std::optional<at::Tensor> asked_time =
@@ -145,22 +153,35 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
                               : std::nullopt;
     const Draws draws =
         serve(colptr, row, edge_id, local, asked.select(1, 1).contiguous(),
-              fanouts.slice(hop * T, T), hop, replace, rng_seed, weight_cumsum, edge_time,
+              hop_fanouts, hop, replace, rng_seed, weight_cumsum, edge_time,
               asked_time, temporal_last);
-    // the draw counts back (sizes: the requests'), then the draws' sizes
-    // both ways from them (a host read, the check of the requests with it),
-    // then the draws
-    const at::Tensor got_count = ex.send(draws.count, asked_counts, sent);
-    const Splits sizes = ex.read(
-        ops::dist_reply_sizes().call(asked_dev, draws.count, owner, got_count, foreign));
-    dist::refuse_foreign(sizes[2 * W] != 0, ex.rank());
-    const Splits reply_sizes(sizes.begin(), sizes.begin() + W);
-    const Splits got_sizes(sizes.begin() + W, sizes.begin() + 2 * W);
-    const at::Tensor got =
-        ex.send(at::stack({draws.row, draws.edge}, 1), reply_sizes, got_sizes);
     at::Tensor src, edge, col;
-    std::tie(src, edge, col) =
-        ops::dist_frontier_order().call(got, got_count, perm, begin, total(got_sizes));
+    if (std::all_of(hop_fanouts.begin(), hop_fanouts.end(), [](int64_t k) { return k >= 0; })) {
+      // the replies padded to K draws (sizes: the requests'), then the
+      // draws received (a host read, the check of the requests with it)
+      const int64_t K = std::accumulate(hop_fanouts.begin(), hop_fanouts.end(), int64_t{0});
+      const at::Tensor got = ex.send(
+          ops::dist_pad_replies().call(draws.count, draws.row, draws.edge, K), asked_counts,
+          sent);
+      const Splits read = ex.read(at::stack(
+          {got.select(1, 0).sum(), foreign.to(at::kLong).reshape({})}));
+      dist::refuse_foreign(read[1] != 0, ex.rank());
+      std::tie(src, edge, col) = ops::dist_unpad_replies().call(got, perm, begin, K, read[0]);
+    } else {
+      // the draw counts back (sizes: the requests'), then the draws' sizes
+      // both ways from them (a host read, the check of the requests with
+      // it), then the draws
+      const at::Tensor got_count = ex.send(draws.count, asked_counts, sent);
+      const Splits sizes = ex.read(ops::dist_reply_sizes().call(asked_dev, draws.count, owner,
+                                                                got_count, foreign));
+      dist::refuse_foreign(sizes[2 * W] != 0, ex.rank());
+      const Splits reply_sizes(sizes.begin(), sizes.begin() + W);
+      const Splits got_sizes(sizes.begin() + W, sizes.begin() + 2 * W);
+      const at::Tensor got =
+          ex.send(at::stack({draws.row, draws.edge}, 1), reply_sizes, got_sizes);
+      std::tie(src, edge, col) =
+          ops::dist_frontier_order().call(got, got_count, perm, begin, total(got_sizes));
+    }
     if (disjoint) {  // (the root of the draw's target)
       src = key.index_select(0, col).div(num_nodes, "floor") * num_nodes + src;
     }

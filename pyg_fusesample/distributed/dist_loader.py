@@ -126,9 +126,10 @@ class FusedDistNeighborLoader:
     this rank's GPU under an ``nccl`` group, the part moved there by
     ``read_partition(root, rank, device=torch.device('cuda', local_rank))``
     (or :meth:`Partition.to`; ``pin_features=True`` keeps the node features
-    in pinned host memory). A batch of ``L`` hops takes ``4 L + 2 + F``
-    all-to-alls (``F``: the features gathered, ``x`` and ``y``) and
-    ``2 L + 1`` host reads of their sizes; the sampler
+    in pinned host memory). A batch of ``L`` hops takes ``3 L + 2 + F``
+    all-to-alls (one more for each hop with a fan-out of ``-1``; ``F``:
+    the features gathered, ``x`` and ``y``) and ``2 L + 1`` host reads of
+    their sizes; the sampler
     (``loader.sampler``) counts them and the bytes sent and received
     (:class:`~pyg_fusesample.distributed.DistNeighborSampler`, which also
     says what is not done yet).

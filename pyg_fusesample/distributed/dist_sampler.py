@@ -14,20 +14,23 @@ partition's in-edges of a node are in edge id order, as the whole graph's
 CSC holds them); the requester puts the draws back in frontier order and
 deduplicates them as the op does.
 
-Exchanges (``all_to_all_single``), per hop four: the request sizes; the
-requests ((node, position) pairs, 16 bytes a frontier node, 24 with the
-root seed's time); the draw counts (8 bytes a frontier node; their sizes
-are the requests'); the draws ((source, edge id), 16 bytes a sampled edge).
-Per feature gather (:meth:`DistNeighborSampler.gather_all`): the ids'
-sizes, the ids (8 bytes a node), then one of rows per feature (sizes
-known). Every rank counts the bytes it sends to and receives from the
+Exchanges (all-to-alls), per hop three: the request sizes; the requests
+((node, position) pairs, 16 bytes a frontier node, 24 with the root seed's
+time); the replies, padded: a request's draw count, then its sources and
+edge ids in ``K`` slots each, ``K`` the hop's fan-outs summed (``8 (1 + 2
+K)`` bytes a frontier node; their sizes are the requests', so they need no
+exchange of sizes). A hop with a fan-out of ``-1`` has no bound ``K``: it
+sends the draw counts (8 bytes a frontier node) and then the draws
+((source, edge id), 16 bytes a sampled edge), four exchanges. Per feature
+gather (:meth:`DistNeighborSampler.gather_all`): the ids' sizes, the ids (8
+bytes a node), then one of rows per feature (sizes known). Every rank counts the bytes it sends to and receives from the
 others (``bytes_sent``, ``bytes_received``, per peer ``bytes_sent_to`` /
 ``bytes_received_from``; a rank's rows to itself do not cross a link and
 are not counted) and the all-to-alls (``exchanges``).
 
 A hop's bookkeeping between the exchanges (the requests grouped by owner,
-the draws' sizes both ways, the draws put back in frontier order, the
-relabelling) runs as four composite C++ ops (``fusesample::dist_requests``,
+for a fan-out of -1 the draws' sizes both ways, the draws put back in
+frontier order, the relabelling) runs as four composite C++ ops (``fusesample::dist_requests``,
 ``dist_reply_sizes``, ``dist_frontier_order``, ``dist_relabel``:
 kernels/sampler/dist_hop.cpp), the device's ATen kernels called from C++:
 the same kernels as the Python they replaced, fewer Python dispatches. A
@@ -40,13 +43,14 @@ from the training step.
 
 Host reads: an all-to-all takes its split sizes as host integers, so where
 the receivers do not know them yet, the sizes are read back to the host:
-one read per such exchange, two per hop (the
-request sizes; then the draws' sizes both ways, derived from the draw
+two reads per hop (the request sizes; then the number of draws received,
+or for a fan-out of -1 the draws' sizes both ways, derived from the draw
 counts) and one per gather (the ids' sizes), counted in ``host_reads``. On
 a GPU each one waits for the device. The other synchronisations of a hop:
 the deduplication's (the number of new nodes: one) and
 :func:`~pyg_fusesample.ops.keyed_draws`' own (sizing its output); the check
-that every requested node is owned here is read with the draws' sizes.
+that every requested node is owned here is read with the hop's second
+read.
 
 Devices: the sampler runs where its part is (:meth:`~pyg_fusesample.
 distributed.Partition.to`, ``read_partition(..., device=...)``): on the CPU
