@@ -38,8 +38,16 @@ inline std::tuple<at::Tensor, at::Tensor, at::Tensor> by_owner(const at::Tensor&
                                                                const at::Tensor& ids,
                                                                int64_t world_size) {
   const at::Tensor owner = owner_map.index_select(0, ids);
-  const at::Tensor perm =
-      std::get<1>(at::sort(owner, /*stable=*/true, 0, /*descending=*/false));
+  // (above 4,096 ids sorted as the narrowest integers that hold a rank: a
+  // GPU's radix sort takes a pass per 8 bits of key, 8 for int64; one H200,
+  // .lab probe: 6.5k / 35k / 165k ids 105 / 133 / 95 us as int64, 65 / 68 /
+  // 42 us as uint8 with the cast. Up to 4,096 ATen sorts in one block,
+  // where the cast's launch costs more than it saves: 1,024 ids 50 vs 67 us)
+  const at::ScalarType key = world_size <= 256     ? at::kByte
+                             : world_size <= 32768 ? at::kShort
+                                                   : at::kInt;
+  const at::Tensor perm = std::get<1>(at::sort(ids.numel() > 4096 ? owner.to(key) : owner,
+                                               /*stable=*/true, 0, /*descending=*/false));
   // (integers: exact in any order)
   const at::Tensor counts =
       at::zeros({world_size}, ids.options()).index_add_(0, owner, at::ones_like(owner));
