@@ -173,6 +173,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> dist_frontier_order(
   return {drawn.select(1, 0), drawn.select(1, 1), target + begin};
 }
 
+// The padded replies' layout: n draws, count[r] of them request r's in
+// order, in a row-major [R, width] table whose row r holds request r's draw
+// j at column 1 + j (its sources; edge ids K columns on). Returns each
+// draw's request and its flat position in the table.
+std::tuple<at::Tensor, at::Tensor> reply_slots(const at::Tensor& count, int64_t n,
+                                               int64_t width) {
+  const at::Tensor request = at::repeat_interleave(count, c10::optional<int64_t>(n));
+  const at::Tensor slot = request * width + 1 + at::arange(n, count.options()) -
+                          (count.cumsum(0) - count).index_select(0, request);
+  return {request, slot};
+}
+
 at::Tensor dist_pad_replies(const at::Tensor& count, const at::Tensor& row,
                             const at::Tensor& edge, int64_t K) {
   const char* op = "fusesample::dist_pad_replies";
@@ -181,10 +193,7 @@ at::Tensor dist_pad_replies(const at::Tensor& count, const at::Tensor& row,
   at::Tensor reply = at::full({R, width}, -1, count.options());
   reply.select(1, 0).copy_(count);
   if (D > 0) {
-    // each draw's slot: its request's row, plus its rank among the request's
-    const at::Tensor request = at::repeat_interleave(count, c10::optional<int64_t>(D));
-    const at::Tensor slot = request * width + 1 + at::arange(D, count.options()) -
-                            (count.cumsum(0) - count).index_select(0, request);
+    const at::Tensor slot = std::get<1>(reply_slots(count, D, width));
     at::Tensor flat = reply.view({-1});
     flat.index_copy_(0, slot, row);
     flat.index_copy_(0, slot + K, edge);
@@ -200,10 +209,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> dist_unpad_replies(const at::Tens
   check_unpad_replies(op, got, perm, K, total);
   const int64_t width = 1 + 2 * K;
   const at::Tensor ordered = at::empty_like(got).index_copy_(0, perm, got);
-  const at::Tensor count = ordered.select(1, 0).contiguous();
-  const at::Tensor target = at::repeat_interleave(count, c10::optional<int64_t>(total));
-  const at::Tensor slot = target * width + 1 + at::arange(total, got.options()) -
-                          (count.cumsum(0) - count).index_select(0, target);
+  at::Tensor target, slot;  // (in frontier order: a request's target)
+  std::tie(target, slot) = reply_slots(ordered.select(1, 0).contiguous(), total, width);
   const at::Tensor flat = ordered.view({-1});
   return {flat.index_select(0, slot), flat.index_select(0, slot + K), target + begin};
 }
