@@ -43,7 +43,9 @@ Model: PyG's ``GraphSAGE`` (``--hidden`` 256, one layer per hop, fan-out
 rank; trimmed by the batches' per-hop counts unless ``--no-trim``.
 
 **Measured.** A step is the loader's next batch + forward + loss + backward
-+ optimizer step. Every step starts at a barrier and ends with the training
++ optimizer step (with ``--loader-only``, the next batch moved to the device
+alone: the loaders' own time a batch, no model; ``hidden`` and ``trim`` are
+left empty in its rows and their note says so). Every step starts at a barrier and ends with the training
 stream synchronised (not a prefetching loader's side streams, which sample
 ahead); its time is the slowest rank's. Per variant, after
 ``--warmup`` steps: the median step time over ``--steps`` (>= 30 by
@@ -129,6 +131,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument('--prefetch', action='store_true',
                    help='partitioned: FusedDistNeighborLoader(prefetch=True)'
                         ' (batches made ahead on background threads)')
+    p.add_argument('--loader-only', action='store_true',
+                   help='time the loaders alone: a step is the next batch '
+                        '(no model, no optimizer)')
     p.add_argument('--steps', type=int, default=30)
     p.add_argument('--warmup', type=int, default=5)
     p.add_argument('--link-mib', type=float, default=None,
@@ -289,6 +294,9 @@ def measure_link(args, device, world: int) -> dict:
 
 # ------------------------------------------------------------------ steps
 def build_model(args, in_channels: int, num_classes: int, device):
+    # (None, None) with --loader-only: train_steps then times the batches
+    if args.loader_only:
+        return None, None
     from torch.nn.parallel import DistributedDataParallel
     from torch_geometric.nn.models import GraphSAGE
     torch.manual_seed(args.seed)  # the same initial weights on every rank
@@ -331,7 +339,8 @@ def train_steps(args, loader, model, optimizer, device, before_timed=None):
     # second over all ranks, sampled edges a batch (mean over this rank's),
     # peak memory MiB (largest rank)).
     batches = Forever(loader)
-    model.train()
+    if model is not None:
+        model.train()
     times, seeds, edges = [], 0, 0
     for i in range(args.warmup + args.steps):
         if i == args.warmup:
@@ -344,14 +353,15 @@ def train_steps(args, loader, model, optimizer, device, before_timed=None):
         t0 = time.perf_counter()
         batch = next(batches).to(device)
         n = batch.batch_size
-        kwargs = dict(num_sampled_nodes_per_hop=batch.num_sampled_nodes,
-                      num_sampled_edges_per_hop=batch.num_sampled_edges) \
-            if args.trim else {}
-        optimizer.zero_grad(set_to_none=True)
-        out = model(batch.x, batch.edge_index, **kwargs)[:n]
-        loss = F.cross_entropy(out, batch.y[:n])
-        loss.backward()
-        optimizer.step()
+        if model is not None:
+            kwargs = dict(num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                          num_sampled_edges_per_hop=batch.num_sampled_edges) \
+                if args.trim else {}
+            optimizer.zero_grad(set_to_none=True)
+            out = model(batch.x, batch.edge_index, **kwargs)[:n]
+            loss = F.cross_entropy(out, batch.y[:n])
+            loss.backward()
+            optimizer.step()
         sync(device, stream_only=True)
         if i >= args.warmup:
             times.append(time.perf_counter() - t0)
@@ -596,7 +606,8 @@ def run(args, rank: int, device) -> int:
             if device.type == 'cuda':
                 torch.cuda.empty_cache()
             r = results[variant]
-            say(f"{variant}: {r['step_ms']:.2f} ms a step (median of "
+            what = 'batch, loader only' if args.loader_only else 'step'
+            say(f"{variant}: {r['step_ms']:.2f} ms a {what} (median of "
                 f"{args.steps}), {r['seeds_per_s']:,.0f} seeds/s")
     finally:
         dist.barrier()
@@ -613,7 +624,9 @@ def run(args, rank: int, device) -> int:
             num_nodes=data.num_nodes, num_edges=data.edge_index.size(1),
             num_features=data.x.size(1),
             fanout='-'.join(map(str, args.num_neighbors)),
-            batch_size=args.batch_size, hidden=args.hidden, trim=args.trim,
+            batch_size=args.batch_size,
+            hidden='' if args.loader_only else args.hidden,
+            trim='' if args.loader_only else args.trim,
             variant=variant,
             cache_rows=args.cache_rows if variant == 'partitioned' else '',
             steps=args.steps, warmup=args.warmup,
@@ -627,7 +640,8 @@ def run(args, rank: int, device) -> int:
             row[key] = f'{r[key]:.3f}'
         row['seeds_per_s'] = f"{r['seeds_per_s']:.1f}"
         row['sampled_edges_per_batch'] = f"{r['sampled_edges_per_batch']:.1f}"
-        row['note'] = r['note']
+        row['note'] = ('loader only (no model): ' if args.loader_only
+                       else '') + r['note']
         if base is not None:
             row['vs_replicated'] = f"{r['seeds_per_s'] / base['seeds_per_s']:.4f}"
         if 'pyg' in results:  # (throughput over PyG's DistNeighborLoader's)

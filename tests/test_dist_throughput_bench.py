@@ -13,7 +13,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def smoke(tmp_path, *variants):
+def smoke(tmp_path, *variants, extra=()):
     # The benchmark's smoke form on 2 gloo processes: (its output, the CSV)
     out = tmp_path / 'throughput.csv'
     cmd = [sys.executable, '-m', 'torch.distributed.run', '--standalone',
@@ -23,6 +23,7 @@ def smoke(tmp_path, *variants):
            '--batch-size', '64', '--num-neighbors', '5', '5', '--hidden',
            '32', '--out', str(out)]
     cmd += ['--variants', *variants] if variants else []
+    cmd += list(extra)
     env = dict(os.environ, OMP_NUM_THREADS='1',
                PYTHONPATH=os.pathsep.join(
                    [str(REPO)] + os.environ.get('PYTHONPATH', '').split(
@@ -87,6 +88,21 @@ def test_dist_throughput_smoke(tmp_path):
     # 1/64 of IGB-full's features (1024 float32 a node) a rank
     assert abs(float(far['mem_features_gb']) -
                269_346_174 * 1024 * 4 / 64 / 1e9) < 1e-2
+
+
+def test_loader_only(tmp_path):
+    # --loader-only: a step is the next batch alone (no model): both
+    # variants' rows say so, with no width or trim, and the partitioned
+    # row still counts its exchanges
+    done, out = smoke(tmp_path, extra=['--loader-only'])
+    assert 'ms a batch, loader only' in done.stdout
+    rows = list(csv.DictReader(out.open()))
+    assert [r['variant'] for r in rows] == ['partitioned', 'replicated']
+    for r in rows:
+        assert r['note'].startswith('loader only (no model): ')
+        assert r['hidden'] == r['trim'] == ''
+        assert float(r['step_ms']) > 0 and float(r['seeds_per_s']) > 0
+    assert float(rows[0]['a2a_exchanges_per_batch']) == 3 * 2 + 2 + 2
 
 
 def test_pyg_dist_neighbor_loader_variant(tmp_path):
