@@ -23,11 +23,11 @@ fan-out, 8 (1 + 2 k_h); an id 8, a row ``F s``, a label 8). A hop of
 fan-out -1 takes one exchange more and ``24 f_h + 16 d_h`` bytes (its
 replies unpadded), as every hop did before the replies were padded (``4 L
 + 4`` all-to-alls): a measured run whose exchange count says it ran that
-protocol is checked against it. ``f_h``, ``d_h``, ``n`` are those of the measured
-run's batches: the same graph, seeds, fan-out and batch size sampled by
-``FusedNeighborLoader`` here on the CPU (a partitioned batch is the
-single-process batch), so the bytes the model predicts for the measured
-``P`` are checked against the bytes the run counted.
+protocol is checked against it. ``f_h``, ``d_h``, ``n`` are those of the
+measured run's batches: the same graph, seeds, fan-out and batch size
+sampled by ``FusedNeighborLoader`` here on the CPU (a partitioned batch is
+the single-process batch), so the bytes the model predicts for the
+measured ``P`` are checked against the bytes the run counted.
 
 **Memory per rank**: features ``N F s / P``, labels ``8 N / P``, owned ids
 ``8 N / P``, CSC ``8 (N / P + 1) + 16 E / P``, the node -> part map ``8 N``
@@ -166,6 +166,7 @@ def main(argv=None) -> int:
     measured = float(part['a2a_sent_bytes_per_batch'])
     host_ms = float(part['step_ms']) - float(rep['step_ms'])
     exchanges = exchanges_per_batch(fanout)
+    per_hop = exchanges_per_hop(fanout)
     common = dict(graph=part['graph'], scale=part['scale'],
                   fanout=part['fanout'], batch_size=part['batch_size'],
                   frontier='/'.join(f'{x:.0f}' for x in c['frontier']),
@@ -200,7 +201,7 @@ def main(argv=None) -> int:
             kind='projection', hosts=hosts, features=args.features,
             graph_nodes=N, graph_edges=E, bytes_per_batch=f'{b:.0f}',
             exchanges_per_batch=exchanges,
-            messages_per_hop=exchanges_per_hop(fanout) * (hosts - 1),
+            messages_per_hop=per_hop * (hosts - 1),
             link_ms=f'{link_ms:.3f}', latency_ms=f'{lat_ms:.3f}',
             host_ms=f'{host_ms:.3f}', loader_excess_ms=f'{extra:.3f}',
             assumed_latency_us=args.latency_us,
@@ -208,7 +209,8 @@ def main(argv=None) -> int:
             **{f'mem_{k}_gb': f'{v / 1e9:.3f}' for k, v in mem.items()},
             mem_total_gb=f'{sum(mem.values()) / 1e9:.3f}', **common))
         print(f'{hosts:3d} hosts: {b / 2**20:8.1f} MiB a batch a rank, '
-              f'{exchanges_per_hop(fanout) * (hosts - 1)} messages a hop, link {link_ms:6.2f} ms + '
+              f'{per_hop * (hosts - 1)} messages a hop, link '
+              f'{link_ms:6.2f} ms + '
               f'latency {lat_ms:.2f} ms + host {host_ms:.2f} ms; memory '
               f'{sum(mem.values()) / 1e9:.1f} GB a rank (features '
               f"{mem['features'] / 1e9:.1f}, node map "

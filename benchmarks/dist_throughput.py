@@ -45,9 +45,10 @@ rank; trimmed by the batches' per-hop counts unless ``--no-trim``.
 **Measured.** A step is the loader's next batch + forward + loss + backward
 + optimizer step (with ``--loader-only``, the next batch moved to the device
 alone: the loaders' own time a batch, no model; ``hidden`` and ``trim`` are
-left empty in its rows and their note says so). Every step starts at a barrier and ends with the training
-stream synchronised (not a prefetching loader's side streams, which sample
-ahead); its time is the slowest rank's. Per variant, after
+left empty in its rows and their note says so). Every step starts at a
+barrier and ends with the training stream synchronised (not a prefetching
+loader's side streams, which sample ahead); its time is the slowest
+rank's. Per variant, after
 ``--warmup`` steps: the median step time over ``--steps`` (>= 30 by
 default), the seeds a second over all ranks (all ranks' seeds over the sum
 of the step times), the ratio of the partitioned throughput to the

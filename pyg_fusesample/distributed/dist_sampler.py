@@ -23,17 +23,21 @@ exchange of sizes). A hop with a fan-out of ``-1`` has no bound ``K``: it
 sends the draw counts (8 bytes a frontier node) and then the draws
 ((source, edge id), 16 bytes a sampled edge), four exchanges. Per feature
 gather (:meth:`DistNeighborSampler.gather_all`): the ids' sizes, the ids (8
-bytes a node), then one of rows per feature (sizes known). Every rank counts the bytes it sends to and receives from the
-others (``bytes_sent``, ``bytes_received``, per peer ``bytes_sent_to`` /
+bytes a node), then one of rows per feature (sizes known). Every rank
+counts the bytes it sends to and receives from the others (``bytes_sent``,
+``bytes_received``, per peer ``bytes_sent_to`` /
 ``bytes_received_from``; a rank's rows to itself do not cross a link and
 are not counted) and the all-to-alls (``exchanges``).
 
 A hop's bookkeeping between the exchanges (the requests grouped by owner,
-for a fan-out of -1 the draws' sizes both ways, the draws put back in
-frontier order, the relabelling) runs as four composite C++ ops (``fusesample::dist_requests``,
-``dist_reply_sizes``, ``dist_frontier_order``, ``dist_relabel``:
-kernels/sampler/dist_hop.cpp), the device's ATen kernels called from C++:
-the same kernels as the Python they replaced, fewer Python dispatches. A
+the replies padded and put back in frontier order, or for a fan-out of -1
+the draws' sizes both ways and the draws put back, the relabelling) runs as
+C++ ops (``fusesample::dist_requests``, ``dist_pad_replies``,
+``dist_unpad_replies``, ``dist_reply_sizes``, ``dist_frontier_order``,
+``dist_relabel``: kernels/sampler/dist_hop.cpp), composites of the
+device's ATen kernels called from C++ (fewer Python dispatches than the
+Python they replaced); the padding, its undoing and the relabelling have
+CUDA kernels of their own. A
 batch's hops, exchanges included, are one op
 (``fusesample::dist_sample_hops``: kernels/sampler/dist_sample_hops.cpp),
 and so is a feature gather (``fusesample::dist_fetch_rows``), the process
