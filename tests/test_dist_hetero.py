@@ -7,7 +7,9 @@ edge_index, e_id, num_sampled_edges; input_id, batch_size), for one fan-out
 list, a dict of fan-outs per edge type (an edge type left at 0, -1),
 replacement and disjoint batches, weights (zero weights among them),
 node-level times (two node types timed, two not), edge-level times and a
-cache of hot remote rows; bad arguments are refused."""
+cache of hot remote rows; bad arguments are refused. The same on GPUs
+(NCCL, one GPU a rank, parts read onto it: world 1 on any machine with a
+GPU, world 2 where two are visible), every batch tensor on the rank's GPU."""
 import os
 import tempfile
 
@@ -21,7 +23,7 @@ from pyg_fusesample.distributed import (DistNeighborSampler,
                                         FusedDistNeighborLoader,
                                         read_partition, write_partitions)
 
-from test_dist_sampler import _join
+from test_dist_sampler import _join, _on_cpu, two_gpus
 
 
 def graph(rule=None):
@@ -77,20 +79,27 @@ def rule_kwargs(rule, data, train, distributed):
 
 
 def _worker(rank, world, root, init, out_dir, kind, replace, disjoint,
-            rule):
-    _join(rank, world, init)
+            rule, backend='gloo'):
+    _join(rank, world, init, backend=backend)
     try:
         data = graph(rule)
-        part = read_partition(root, rank)
+        device = torch.device('cuda', rank) if backend == 'nccl' else \
+            torch.device('cpu')
+        part = read_partition(root, rank, device=device)
         if rule == 'edge_time':  # (the whole graph's, at the part's edges)
             for et in data.edge_types:
-                part.csc[et].edge_time = data[et].time[part.csc[et].edge_id]
+                part.csc[et].edge_time = data[et].time[
+                    part.csc[et].edge_id.cpu()].to(device)
         train = data['paper'].train_mask.nonzero().view(-1)
         loader = FusedDistNeighborLoader(
             part, fanouts(kind, data), input_nodes=('paper', train),
             batch_size=8, shuffle=True, seed=4, replace=replace,
             disjoint=disjoint, **rule_kwargs(rule, data, train, True))
-        batches = [b.to_dict() for b in loader]
+        batches, where = [], set()
+        for b in loader:
+            where |= {str(v.device) for s in b.stores for k, v in s.items()
+                      if isinstance(v, torch.Tensor) and k != 'input_id'}
+            batches.append(_on_cpu(b.to_dict()))
         if rule == 'cache':
             # every node type's cached rows, gathered (all hits: no row
             # crosses the ranks), are the whole graph's
@@ -100,16 +109,16 @@ def _worker(rank, world, root, init, out_dir, kind, replace, disjoint,
                 ids, _ = s._cached(nt)
                 ids = ids - s.typed.node_offset[i]
                 before = s.remote_rows_fetched
-                got = s.gather_all(ids, ['x'], node_type=nt)['x']
+                got = s.gather_all(ids.to(device), ['x'], node_type=nt)['x']
                 assert s.remote_rows_fetched == before
-                assert torch.equal(got, data[nt].x[ids])
-        torch.save((len(loader), batches),
+                assert torch.equal(got.cpu(), data[nt].x[ids.cpu()])
+        torch.save((len(loader), batches, where),
                    os.path.join(out_dir, f'{rank}.pt'))
     finally:
         dist.destroy_process_group()
 
 
-def on_parts(world, *args, rule=None):
+def on_parts(world, *args, rule=None, backend='gloo'):
     data = graph(rule)
     weighted = rule == 'weighted'
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,7 +134,7 @@ def on_parts(world, *args, rule=None):
             node_time={nt: data[nt].time for nt in data.node_types
                        if 'time' in data[nt]} or None)
         mp.spawn(_worker, args=(world, root, os.path.join(tmp, 'init'), tmp,
-                                *args, rule), nprocs=world)
+                                *args, rule, backend), nprocs=world)
         return [torch.load(os.path.join(tmp, f'{r}.pt'), weights_only=False)
                 for r in range(world)]
 
@@ -140,13 +149,36 @@ def on_parts(world, *args, rule=None):
                                             'cache')])
 def test_hetero_batches_equal_fused_neighbor_loader(world, kind, replace,
                                                     disjoint, rule):
+    check_batches(world, kind, replace, disjoint, rule, 'gloo')
+
+
+# (fan-outs, replace, disjoint, rule) on GPUs: every rule once
+GPU_CASES = [('list', False, False, None), ('dict', True, False, 'weighted'),
+             ('list', False, True, 'node_time'),
+             ('dict', False, True, 'edge_time'),
+             ('list', False, False, 'cache')]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('world,kind,replace,disjoint,rule', [
+    (1, *case) for case in GPU_CASES] + [
+    pytest.param(2, *case, marks=two_gpus) for case in GPU_CASES])
+def test_hetero_batches_equal_on_gpus(world, kind, replace, disjoint, rule):
+    check_batches(world, kind, replace, disjoint, rule, 'nccl')
+
+
+def check_batches(world, kind, replace, disjoint, rule, backend):
+    # rank r's batches (world processes, `backend`) against
+    # FusedNeighborLoader's on the whole graph for r's share of the seeds
     from pyg_fusesample import FusedNeighborLoader
     from pyg_fusesample.loader import rank_seeds
     data = graph(rule)
     train = data['paper'].train_mask.nonzero().view(-1)
-    got = on_parts(world, kind, replace, disjoint, rule=rule)
-    assert len({n for n, _ in got}) == 1  # as many batches on every rank
-    for rank, (num_batches, batches) in enumerate(got):
+    got = on_parts(world, kind, replace, disjoint, rule=rule,
+                   backend=backend)
+    assert len({n for n, _, _ in got}) == 1  # as many batches on every rank
+    for rank, (num_batches, batches, where) in enumerate(got):
+        assert where == {f'cuda:{rank}' if backend == 'nccl' else 'cpu'}
         mine = rank_seeds(torch.arange(train.numel()), rank, world,
                           shuffle=False)
         extra = rule_kwargs(rule, data, train, False)
