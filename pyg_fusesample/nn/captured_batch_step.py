@@ -15,6 +15,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 from torch import Tensor
+from torch_geometric.data import HeteroData
 
 from ..sparse.padded_batch import BatchCapacity, PaddedBatch
 from .captured_step import capture_on_side_stream, check_capturable
@@ -141,7 +142,9 @@ class CapturedBatchStep:
 
 
 def _device_of(batch) -> torch.device:
-    stores = batch.edge_stores
+    # (on every step's path: a Data's own store, not PyG's edge_stores)
+    stores = batch.edge_stores if isinstance(batch, HeteroData) else \
+        [batch._store]
     for store in stores:
         if 'edge_index' in store:
             device = store.edge_index.device
