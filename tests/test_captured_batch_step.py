@@ -93,7 +93,13 @@ def test_captured_equals_eager(make, compiled):
     step = CapturedBatchStep(_step_fn(run, opt), opt, margin=1.0, warmup=2)
     got = [float(step(b)) for b in batches]
     assert step.captures == 1 and step.eager_steps == 0
-    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    # (the compiler's fused kernels round otherwise, and AdamW's first
+    # steps move a parameter by ~lr whatever its gradient's size, so a
+    # rounding's sign shows in later losses: compiled GAT 3.35661 vs eager
+    # 3.35754 on an H200, 2.8e-4 relative; a wrong padded row moves them by
+    # far more)
+    tol = 1e-3 if compiled else 1e-4
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol)
     for p, q in zip(model.parameters(), ref.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)
 
