@@ -14,11 +14,15 @@
 // ranks, the exchanges made (bytes a row, rows to each rank, rows from each;
 // CPU int64) and the host reads of exchange sizes (one).
 // Exchanges: the ids' sizes (one host read), the ids, one of rows per
-// table. A request for a node not owned here raises "rank r was asked for
-// nodes it does not own" (a host read of its own, not counted).
+// table; this rank's own ids stay out of them (their rows are read here and
+// written in place: at world size 1, one gather where the all-to-all's copy
+// to itself and a scatter were two more passes over the rows). A request for
+// a node not owned here, by a peer or by this rank's own map, raises "rank r
+// was asked for nodes it does not own" (a host read of its own, not counted).
 #include <ATen/core/Tensor.h>
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/empty_like.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 #include <string>
@@ -35,6 +39,22 @@ namespace {
 using dist::Exchanges;
 using dist::Splits;
 
+// t without its rows [start, start + n) (a copy where that leaves both ends)
+at::Tensor without(const at::Tensor& t, int64_t start, int64_t n) {
+  if (n == 0) return t;
+  const int64_t end = start + n;
+  if (start == 0) return t.narrow(0, end, t.size(0) - end);
+  if (end == t.size(0)) return t.narrow(0, 0, start);
+  return at::cat({t.narrow(0, 0, start), t.narrow(0, end, t.size(0) - end)});
+}
+
+// rows of a table at local rows (a pinned host table behind a GPU is read
+// in place; local is in range)
+at::Tensor rows_of(const at::Tensor& table, const at::Tensor& local) {
+  return table.device() == local.device() ? table.index_select(0, local)
+                                          : ops::gather_rows().call(table, local, false);
+}
+
 std::tuple<std::vector<at::Tensor>, int64_t, at::Tensor, int64_t> dist_fetch_rows(
     const std::string& group, const at::Tensor& ids, const at::Tensor& owner_map,
     const at::Tensor& nodes, at::TensorList tables, int64_t row_offset) {
@@ -43,27 +63,44 @@ std::tuple<std::vector<at::Tensor>, int64_t, at::Tensor, int64_t> dist_fetch_row
   check_node_ids(op, "owner_map", owner_map, ids, "ids");
   check_node_ids(op, "nodes", nodes, ids, "ids");
   Exchanges ex(group);
+  const int64_t me = ex.rank();
   at::Tensor perm, counts, unused;
   std::tie(perm, counts, unused) = dist::by_owner(owner_map, ids, ex.world());
   Splits sent, asked_counts;
   std::tie(sent, asked_counts, unused) = ex.sizes(counts);
-  const at::Tensor asked = ex.send(ids.index_select(0, perm), sent, asked_counts);
-  // their rows here (a request for a node not owned here: refused; a host
-  // read of its own where there are requests)
-  at::Tensor local, foreign;
+  // this rank's own ids: a block of perm (ids grouped by owner), left out
+  // of the exchanges
+  const int64_t own_start = std::accumulate(sent.begin(), sent.begin() + me, int64_t{0});
+  const int64_t own = sent[me];
+  sent[me] = asked_counts[me] = 0;
+  const at::Tensor grouped = ids.index_select(0, perm);
+  const at::Tensor asked = ex.send(without(grouped, own_start, own), sent, asked_counts);
+  // the rows of what peers ask and of own ids (a node not owned here:
+  // refused, one host read where there are any)
+  at::Tensor local, foreign, own_local, own_foreign;
   std::tie(local, foreign) = dist::local_rows(nodes, asked);
-  if (asked.numel() > 0) dist::refuse_foreign(foreign.item<bool>(), ex.rank());
+  std::tie(own_local, own_foreign) = dist::local_rows(nodes, grouped.narrow(0, own_start, own));
+  if (asked.numel() + own > 0) dist::refuse_foreign(foreign.logical_or(own_foreign).item<bool>(), me);
   local = local - row_offset;
+  own_local = own_local - row_offset;
+  const bool all_own = own == ids.numel();  // (then perm is the identity)
+  const at::Tensor perm_own = perm.narrow(0, own_start, own);
+  const at::Tensor perm_peers = without(perm, own_start, own);
   std::vector<at::Tensor> out;
   for (const at::Tensor& table : tables) {
-    // (a pinned host table behind a GPU is read in place; local in range)
-    const at::Tensor rows = table.device() == local.device()
-                                ? table.index_select(0, local)
-                                : ops::gather_rows().call(table, local, false);
-    const at::Tensor got = ex.send(rows, asked_counts, sent);
-    out.push_back(at::empty_like(got).index_copy_(0, perm, got));
+    const at::Tensor got = ex.send(rows_of(table, local), asked_counts, sent);
+    if (all_own) {
+      out.push_back(rows_of(table, own_local));
+      continue;
+    }
+    std::vector<int64_t> shape = table.sizes().vec();
+    shape[0] = ids.numel();
+    at::Tensor rows = at::empty(shape, got.options());
+    rows.index_copy_(0, perm_peers, got);
+    if (own > 0) rows.index_copy_(0, perm_own, rows_of(table, own_local));
+    out.push_back(rows);
   }
-  const int64_t remote = dist::total(sent) - sent[ex.rank()];
+  const int64_t remote = dist::total(sent);
   return {out, remote, ex.log(), ex.host_reads()};
 }
 
