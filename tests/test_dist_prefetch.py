@@ -121,4 +121,12 @@ def test_prefetched_batches_are_plain_iterations(world):
 @pytest.mark.cuda
 @two_gpus
 def test_prefetched_batches_on_gpus():
-    check(2, 'nccl')
+    check(2, 'nccl')  # (its workers warn: prefetch_hazard)
+
+
+def test_prefetch_across_gpus_is_advised_against():
+    from pyg_fusesample.distributed.dist_loader import prefetch_hazard
+    assert 'leave \'prefetch\' unset' in prefetch_hazard(
+        torch.device('cuda', 0), 2)
+    assert prefetch_hazard(torch.device('cuda', 0), 1) is None
+    assert prefetch_hazard(torch.device('cpu'), 4) is None

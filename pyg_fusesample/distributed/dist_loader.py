@@ -1,6 +1,7 @@
 r"""``FusedDistNeighborLoader``: mini-batches of a partitioned graph, one
 process per part, as :class:`~pyg_fusesample.FusedNeighborLoader` gives them
 on the whole graph."""
+import warnings
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
@@ -103,10 +104,12 @@ class FusedDistNeighborLoader:
             default group's backend and timeout; shared by later loaders),
             so that sampling may overlap the training step and a thread's
             host reads wait for its sampling only. Off by default
-            (``None``): on two H200s it made the loader slower (20.2 ms a
-            batch against 9.3 ms in the same run, loader only; docs/
-            multi_gpu.md), the threads contending for the GIL and the
-            GPU. The batches are the same. Only with the world as the group
+            (``None``): at world size 1 on an H200 it shortened the
+            training step (6.61 ms, 10.36 without it, one run); across
+            GPUs a DDP
+            training step with it did not complete on two H200s (the loader
+            alone ran, 2.96 ms a batch), so there it warns
+            (:func:`prefetch_hazard`). The batches are the same. Only with the world as the group
             (:obj:`group` unset). An epoch left before its end: every rank
             leaves it at the same batch (iteration is collective), and its
             threads make the batches their queues have room for before they
@@ -214,6 +217,10 @@ class FusedDistNeighborLoader:
                              f"threads; with a 'group' of your own, leave "
                              f"'prefetch' unset")
         if prefetch:
+            hazard = prefetch_hazard(device, self.sampler.world_size)
+            if hazard is not None:
+                warnings.warn(f"{type(self).__name__}: {hazard}",
+                              stacklevel=2)
             threads = GPU_THREADS if device.type == 'cuda' else 1
             self._lane_key, groups = _lane_groups(device, threads)
             self._lanes = [self.sampler.lane(g) for g in groups]
@@ -291,6 +298,23 @@ class FusedDistNeighborLoader:
                 f'world_size={self.sampler.world_size}, '
                 f'num_neighbors={self.sampler.num_neighbors}, '
                 f'batch_size={self.batches.batch_size})')
+
+
+def prefetch_hazard(device: torch.device, world_size: int) -> Optional[str]:
+    r"""Why ``prefetch=True`` is not advised on :obj:`device` at
+    :obj:`world_size` ranks, or ``None``. On GPUs across ranks (NCCL), a
+    DDP training step with it did not complete in the throughput benchmark
+    on two H200s (2026-11-29: 90 s for 23 steps of ~6 ms; the loader alone,
+    with no model, ran). Not yet explained; suspected: the threads' NCCL
+    collectives in flight on their communicators while the training step
+    synchronises the device, which NCCL does not order across
+    communicators (docs/multi_gpu.md)."""
+    if device.type != 'cuda' or world_size < 2:
+        return None
+    return ("prefetch=True across GPUs (NCCL, more than one rank): a DDP "
+            "training step with it did not complete on two H200s (the "
+            "loader alone ran); leave 'prefetch' unset for training across "
+            "GPUs (docs/multi_gpu.md)")
 
 
 def _batches_of(make, sampler: DistNeighborSampler, items) -> Iterator:
