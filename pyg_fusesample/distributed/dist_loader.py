@@ -106,16 +106,15 @@ class FusedDistNeighborLoader:
             host reads wait for its sampling only. Off by default
             (``None``): at world size 1 on an H200 it shortened the
             training step (6.61 ms, 10.36 without it, one run); across
-            GPUs a DDP
-            training step with it did not complete on two H200s (the loader
-            alone ran, 2.96 ms a batch), so there it warns
-            (:func:`prefetch_hazard`). The batches are the same. Only with the world as the group
-            (:obj:`group` unset). An epoch left before its end: every rank
-            leaves it at the same batch (iteration is collective), and its
-            threads make the batches their queues have room for before they
-            stop (at most two more each), the same on every rank; close the
-            epoch's iterator (``it.close()``) before destroying the process
-            group.
+            GPUs a DDP training step with it did not complete on two H200s
+            (the loader alone ran, 2.96 ms a batch), so there it warns
+            (:func:`prefetch_hazard`). The batches are the same. Only with
+            the world as the group (:obj:`group` unset). An epoch left
+            before its end: every rank leaves it at the same batch
+            (iteration is collective), and its threads make the batches
+            their queues have room for before they stop (at most two more
+            each), the same on every rank; close the epoch's iterator
+            (``it.close()``) before destroying the process group.
 
     Batches hold ``x``, ``y`` (where the partition stores them),
     ``edge_index``, ``n_id``, ``e_id``, ``input_id`` (positions in this
