@@ -207,7 +207,7 @@ class DistNeighborSampler:
     ``bytes_sent_to[r]`` / ``bytes_received_from[r]`` per peer,
     ``exchanges`` (all-to-alls), ``host_reads`` (exchange sizes read back
     to the host), ``remote_rows_fetched`` (rows :meth:`gather` received
-    from other ranks), ``batches_sampled`` (:meth:`sample` calls); a
+    from other ranks), ``batches_sampled`` (:meth:`sample` calls done); a
     :meth:`lane` shares them.
     """
     def __init__(self, part: Partition, num_neighbors: Sequence[int],
@@ -309,7 +309,8 @@ class DistNeighborSampler:
 
     @property
     def batches_sampled(self) -> int:
-        r"""Calls of :meth:`sample` (batches) begun."""
+        r"""Calls of :meth:`sample` (batches) done: counted with their
+        hops' exchanges."""
         return self._traffic.samples
 
     @property
@@ -365,7 +366,6 @@ class DistNeighborSampler:
         :obj:`seed_time` (int64, one per seed) bounds each seed's
         subtree."""
         dev = self.device
-        self._traffic.add(samples=1)
         seed = seed.to(device=dev, dtype=torch.long).reshape(-1)
         if (seed_time is None) != (self.edge_time is None):
             raise ValueError("'seed_time' is needed with edge_time (and only "
@@ -391,6 +391,11 @@ class DistNeighborSampler:
             len(self.fanouts[0]) if self.fanouts else 1, self.replace,
             int(rng_seed), self.disjoint, self.weight_cumsum, self.edge_time,
             seed_time, self.temporal_strategy == 'last')
+        # (counted once its exchanges are: a batch a background thread is
+        # sampling when the counters are reset then counts with its hops'
+        # exchanges, not as exchanges without their batch; its feature
+        # gather, after this, may still fall on either side of the reset)
+        self._traffic.add(samples=1)
         return DistSample(key % N, row, col, edge, list(nsn), list(nse),
                           key // N if self.disjoint else None)
 
