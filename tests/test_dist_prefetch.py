@@ -44,14 +44,20 @@ def _epochs(loader, device):
     return out
 
 
-def _worker(rank, world, root, init, out_dir, backend):
-    from pyg_fusesample.distributed import (FusedDistNeighborLoader,
-                                            read_partition)
+def _part_on_device(rank, world, root, init, backend):
+    # (a worker's process group, 30 s for a collective, and its part on
+    # its device)
+    from pyg_fusesample.distributed import read_partition
     _join(rank, world, init, seconds=30, backend=backend)
+    device = torch.device('cuda', rank) if backend == 'nccl' else \
+        torch.device('cpu')
+    return device, read_partition(root, rank, device=device)
+
+
+def _worker(rank, world, root, init, out_dir, backend):
+    from pyg_fusesample.distributed import FusedDistNeighborLoader
+    device, part = _part_on_device(rank, world, root, init, backend)
     try:
-        device = torch.device('cuda', rank) if backend == 'nccl' else \
-            torch.device('cpu')
-        part = read_partition(root, rank, device=device)
         train = torch.arange(N) % 2 == 0
         # off by default; only over the world's ranks
         assert not FusedDistNeighborLoader(part, [4, 3], input_nodes=train,
@@ -136,13 +142,9 @@ def _ddp_worker(rank, world, root, init, out_dir, backend):
     from torch.nn.parallel import DistributedDataParallel
     from torch_geometric.nn.models import GraphSAGE
 
-    from pyg_fusesample.distributed import (FusedDistNeighborLoader,
-                                            read_partition)
-    _join(rank, world, init, seconds=30, backend=backend)
+    from pyg_fusesample.distributed import FusedDistNeighborLoader
+    device, part = _part_on_device(rank, world, root, init, backend)
     try:
-        device = torch.device('cuda', rank) if backend == 'nccl' else \
-            torch.device('cpu')
-        part = read_partition(root, rank, device=device)
         losses = {}
         for prefetch in (False, True):
             torch.manual_seed(0)
