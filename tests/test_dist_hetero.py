@@ -232,6 +232,63 @@ def _refusal_worker(rank, world, root, init, out_dir, kind, replace,
         dist.destroy_process_group()
 
 
+def _paper_features_worker(rank, world, root, init, out_dir):
+    _join(rank, world, init)
+    try:
+        data = graph()
+        train = data['paper'].train_mask.nonzero().view(-1)
+        loader = FusedDistNeighborLoader(
+            read_partition(root, rank), [3, 2],
+            input_nodes=('paper', train), batch_size=8, shuffle=True,
+            seed=4)
+        batches = [b.to_dict() for b in loader]
+        s = loader.sampler
+        torch.save((batches, s.exchanges, s.batches_sampled),
+                   os.path.join(out_dir, f'{rank}.pt'))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_types_without_features_exchange_nothing():
+    # Features on papers only (as in ogbn-mag): a batch's all-to-alls are
+    # its hops' (3 each: replies padded) and the papers' x and y (2 + 2);
+    # the other types' batches carry no features, as the whole graph's.
+    from pyg_fusesample import FusedNeighborLoader
+    from pyg_fusesample.loader import rank_seeds
+    data = graph()
+    for nt in data.node_types:
+        if nt != 'paper':
+            del data[nt].x
+    world = 2
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, 'part')
+        write_partitions(
+            root, {nt: data[nt].num_nodes for nt in data.node_types},
+            {et: [tuple(data[et].edge_index)] for et in data.edge_types},
+            world, node_feats={'paper': data['paper'].x},
+            labels={'paper': data['paper'].y})
+        mp.spawn(_paper_features_worker,
+                 args=(world, root, os.path.join(tmp, 'init'), tmp),
+                 nprocs=world)
+        got = [torch.load(os.path.join(tmp, f'{r}.pt'), weights_only=False)
+               for r in range(world)]
+    train = data['paper'].train_mask.nonzero().view(-1)
+    for rank, (batches, exchanges, sampled) in enumerate(got):
+        mine = rank_seeds(torch.arange(train.numel()), rank, world,
+                          shuffle=False)
+        want = list(FusedNeighborLoader(
+            data, [3, 2], input_nodes=('paper', train[mine]), batch_size=8,
+            shuffle=True, seed=4))
+        assert len(batches) == len(want) == sampled > 0
+        for a, b in zip(batches, want):
+            for nt in data.node_types:
+                assert ('x' in a[nt]) == (nt == 'paper') == ('x' in b[nt])
+                assert torch.equal(a[nt]['n_id'], b[nt].n_id), nt
+            assert torch.equal(a['paper']['x'], b['paper'].x)
+            assert torch.equal(a['paper']['y'], b['paper'].y)
+        assert exchanges == sampled * (3 * 2 + 2 + 2)
+
+
 def test_hetero_refusals():
     data = graph()
     with tempfile.TemporaryDirectory() as tmp:

@@ -40,7 +40,8 @@ def hetero_batch(sampler: DistNeighborSampler, out: DistSample,
                  feature_names: Dict[str, List[str]]) -> HeteroData:
     r"""The ``HeteroData`` of :obj:`out` (collective: gathers every node
     type's features in :obj:`feature_names`, types in the partition's
-    order)."""
+    order; ``2 + F`` all-to-alls for a type of ``F`` features, none for a
+    type without)."""
     typed = sampler.typed
     NT, T = len(typed.node_types), typed.num_edge_types
     node = out.node
@@ -56,9 +57,11 @@ def hetero_batch(sampler: DistNeighborSampler, out: DistSample,
         store = data[nt]
         store.num_nodes = where.numel()
         names = feature_names.get(nt, [])
-        feats = sampler.gather_all(ids, names, node_type=nt)
-        for name in names:
-            store[name] = feats[name]
+        if names:  # (a type without features exchanges nothing: every
+            # rank's partition names the same features, so all skip it)
+            feats = sampler.gather_all(ids, names, node_type=nt)
+            for name in names:
+                store[name] = feats[name]
         store.n_id = ids
         store.num_sampled_nodes = node_hops[i]
         if out.batch is not None:
