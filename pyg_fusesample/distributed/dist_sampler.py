@@ -411,9 +411,9 @@ class DistNeighborSampler:
         r"""Rows of every node feature in :obj:`names` of the global ids
         :obj:`ids`, as :meth:`gather` gives them, with one exchange of the
         ids for all of them (collective: every rank passes the same names
-        in the same order): ``2 + len(names)`` all-to-alls. A
-        heterogeneous part's features are per :obj:`node_type` (its
-        type-local ids)."""
+        in the same order): ``2 + len(names)`` all-to-alls, none for no
+        names. A heterogeneous part's features are per :obj:`node_type`
+        (its type-local ids)."""
         ids = ids.to(device=self.device, dtype=torch.long).reshape(-1)
         if (node_type is None) != (self.typed is None):
             raise ValueError("'node_type' names the node type of 'ids' in a "
@@ -425,6 +425,8 @@ class DistNeighborSampler:
             i = self.typed.type_of(node_type)
             ids = ids + self.typed.node_offset[i]
             row_offset = self.typed.local_offset[i]
+        if not tables:  # (no rows to fetch: every rank skips the exchanges)
+            return {}
         cache_ids, cached = self._cached(node_type)
         if cache_ids is None or cache_ids.numel() == 0:
             return self._fetch(ids, tables, count=True,

@@ -57,11 +57,9 @@ def hetero_batch(sampler: DistNeighborSampler, out: DistSample,
         store = data[nt]
         store.num_nodes = where.numel()
         names = feature_names.get(nt, [])
-        if names:  # (a type without features exchanges nothing: every
-            # rank's partition names the same features, so all skip it)
-            feats = sampler.gather_all(ids, names, node_type=nt)
-            for name in names:
-                store[name] = feats[name]
+        feats = sampler.gather_all(ids, names, node_type=nt)
+        for name in names:
+            store[name] = feats[name]
         store.n_id = ids
         store.num_sampled_nodes = node_hops[i]
         if out.batch is not None:

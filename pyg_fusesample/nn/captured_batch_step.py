@@ -15,9 +15,8 @@ from typing import Callable, Optional, Sequence
 
 import torch
 from torch import Tensor
-from torch_geometric.data import HeteroData
 
-from ..sparse.padded_batch import BatchCapacity, PaddedBatch
+from ..sparse.padded_batch import BatchCapacity, PaddedBatch, edge_stores_of
 from .captured_step import capture_on_side_stream, check_capturable
 
 
@@ -142,10 +141,7 @@ class CapturedBatchStep:
 
 
 def _device_of(batch) -> torch.device:
-    # (on every step's path: a Data's own store, not PyG's edge_stores)
-    stores = batch.edge_stores if isinstance(batch, HeteroData) else \
-        [batch._store]
-    for store in stores:
+    for store in edge_stores_of(batch).values():
         if 'edge_index' in store:
             device = store.edge_index.device
             if device.type != 'cuda':

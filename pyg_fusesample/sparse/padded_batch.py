@@ -46,13 +46,17 @@ def _cumulative(counts) -> List[int]:
 
 # (isinstance, not hasattr: a Data answers a missing attribute through its
 # __getattr__ and a raised AttributeError, ~2 us of a step's host time each)
-def _node_stores(batch) -> Dict:
+def node_stores_of(batch) -> Dict:
+    r"""``{node type: store}`` of a batch (``{None: batch}`` for a
+    ``Data``)."""
     if isinstance(batch, HeteroData):
         return {t: batch[t] for t in batch.node_types}
     return {HOMOGENEOUS: batch}
 
 
-def _edge_stores(batch) -> Dict:
+def edge_stores_of(batch) -> Dict:
+    r"""``{edge type: store}`` of a batch (``{None: batch}`` for a
+    ``Data``)."""
     if isinstance(batch, HeteroData):
         return {t: batch[t] for t in batch.edge_types}
     return {HOMOGENEOUS: batch}
@@ -67,8 +71,8 @@ def batch_counts_of(batch) -> Tuple[Dict, Dict]:
     r"""``({node type: nodes per hop}, {edge type: edges per hop})`` of a
     fused loader's batch (``None`` keys for a homogeneous one); raises
     ``ValueError`` for a batch without them."""
-    return (_counts(_node_stores(batch), 'num_sampled_nodes'),
-            _counts(_edge_stores(batch), 'num_sampled_edges'))
+    return (_counts(node_stores_of(batch), 'num_sampled_nodes'),
+            _counts(edge_stores_of(batch), 'num_sampled_edges'))
 
 
 def _counts(stores: Dict, key: str) -> Dict:
@@ -173,7 +177,7 @@ class PaddedBatch:
             # (a tensor left out: the step does not read it)
             return keep is not None and isinstance(value, Tensor) and \
                 key not in keep
-        for t, store in _node_stores(example).items():
+        for t, store in node_stores_of(example).items():
             out = self.batch if t is HOMOGENEOUS else self.batch[t]
             rows = sum(capacity.nodes[t])
             for key, value in store.items():
@@ -192,7 +196,7 @@ class PaddedBatch:
                     out[key] = self._fixed_copy(out, key, value)
             if 'num_nodes' not in store:
                 out.num_nodes = rows
-        for t, store in _edge_stores(example).items():
+        for t, store in edge_stores_of(example).items():
             out = self.batch if t is HOMOGENEOUS else self.batch[t]
             slots = sum(capacity.edges[t])
             for key, value in store.items():
@@ -225,7 +229,7 @@ class PaddedBatch:
         batches with the capacity's counts; this also drops what layers
         cached per batch (their target pointers), so that a capture that
         follows computes them in the graph."""
-        for t, store in _edge_stores(self.batch).items():
+        for t, store in edge_stores_of(self.batch).items():
             src, dst = _ends(t)
             register_batch(store.edge_index, self.capacity.nodes[src],
                            self.capacity.edges[t], self.capacity.nodes[dst])
@@ -285,7 +289,7 @@ class PaddedBatch:
         for out, key in self._fixed:
             copies.whole(out[key], _get(batch, out, key))
         copies.copy()
-        for t, store in _edge_stores(batch).items():
+        for t, store in edge_stores_of(batch).items():
             out = self.batch if t is HOMOGENEOUS else self.batch[t]
             src, dst = _ends(t)
             torch.ops.fusesample.pad_edge_index(
