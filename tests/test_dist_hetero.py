@@ -16,13 +16,13 @@ import tempfile
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from pyg_fusesample.datasets import mag_like
 from pyg_fusesample.distributed import (DistNeighborSampler,
                                         FusedDistNeighborLoader,
                                         read_partition, write_partitions)
 
+from spawn_within import spawn_within
 from test_dist_sampler import _join, _on_cpu, two_gpus
 
 
@@ -133,8 +133,9 @@ def on_parts(world, *args, rule=None, backend='gloo'):
             labels={'paper': data['paper'].y},
             node_time={nt: data[nt].time for nt in data.node_types
                        if 'time' in data[nt]} or None)
-        mp.spawn(_worker, args=(world, root, os.path.join(tmp, 'init'), tmp,
-                                *args, rule, backend), nprocs=world)
+        spawn_within(_worker, args=(world, root, os.path.join(tmp, 'init'),
+                                    tmp, *args, rule, backend),
+                     nprocs=world)
         return [torch.load(os.path.join(tmp, f'{r}.pt'), weights_only=False)
                 for r in range(world)]
 
@@ -267,9 +268,9 @@ def test_types_without_features_exchange_nothing():
             {et: [tuple(data[et].edge_index)] for et in data.edge_types},
             world, node_feats={'paper': data['paper'].x},
             labels={'paper': data['paper'].y})
-        mp.spawn(_paper_features_worker,
-                 args=(world, root, os.path.join(tmp, 'init'), tmp),
-                 nprocs=world)
+        spawn_within(_paper_features_worker,
+                     args=(world, root, os.path.join(tmp, 'init'), tmp),
+                     nprocs=world)
         got = [torch.load(os.path.join(tmp, f'{r}.pt'), weights_only=False)
                for r in range(world)]
     train = data['paper'].train_mask.nonzero().view(-1)
@@ -297,8 +298,9 @@ def test_hetero_refusals():
             root, {nt: data[nt].num_nodes for nt in data.node_types},
             {et: [tuple(data[et].edge_index)] for et in data.edge_types}, 1,
             node_feats={nt: data[nt].x for nt in data.node_types})
-        mp.spawn(_refusal_worker, args=(1, root, os.path.join(tmp, 'init'),
-                                        tmp, 'list', False, False), nprocs=1)
+        spawn_within(_refusal_worker,
+                     args=(1, root, os.path.join(tmp, 'init'), tmp, 'list',
+                           False, False), nprocs=1)
         said = torch.load(os.path.join(tmp, '0.pt'))
     assert len(said) == 4
     assert "no 'edge_attr'" in said[0]

@@ -11,10 +11,10 @@ import tempfile
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from pyg_fusesample.distributed import read_partition, write_partitions
 
+from spawn_within import spawn_within
 from test_dist_sampler import N, _join, graph
 
 
@@ -70,8 +70,8 @@ def test_node_time_loader_equals_fused_neighbor_loader(strategy, given):
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, 'part')
         write(root, world)
-        mp.spawn(_worker, args=(world, root, os.path.join(tmp, 'init'), tmp,
-                                strategy, given), nprocs=world)
+        spawn_within(_worker, args=(world, root, os.path.join(tmp, 'init'),
+                                    tmp, strategy, given), nprocs=world)
         got = [torch.load(os.path.join(tmp, f'{r}.pt'), weights_only=False)
                for r in range(world)]
     train, times = train_nodes(), given_times()

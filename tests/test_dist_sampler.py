@@ -25,6 +25,8 @@ from pyg_fusesample.ops import neighbor_sample
 from pyg_fusesample.sampler.graph_store import build_csc
 from pyg_fusesample.sampler.rule_graph import slot_values, weighted_csc
 
+from spawn_within import spawn_within
+
 N, E = 300, 3000
 FANOUTS = [[4, 3], [-1, 2], [0, 5], [3, 3, 3]]
 
@@ -111,8 +113,8 @@ def on_parts(worker, world, name, *args, weighted=False, assignment='hash',
         root = os.path.join(tmp, 'part')
         write_partitions(root, N, [chunk], world, assignment=assignment,
                          node_feats=x, labels=y if labels else None)
-        mp.spawn(worker, args=(world, root, os.path.join(tmp, 'init'), tmp,
-                               *args), nprocs=world)
+        spawn_within(worker, args=(world, root, os.path.join(tmp, 'init'),
+                                   tmp, *args), nprocs=world)
         return [torch.load(os.path.join(tmp, f'{name}{r}.pt'))
                 for r in range(world)]
 
@@ -269,7 +271,10 @@ def test_a_dead_or_silent_peer_ends_the_batch_with_an_error(how):
             p.start()
         for p in procs:
             p.join(60)
-            assert p.exitcode is not None, 'a rank hung'
+        hung = [p for p in procs if p.exitcode is None]
+        for p in hung:  # (ended here, not left to outlive the suite)
+            p.kill()
+        assert not hung, 'a rank hung'
         (kind, message), seconds = torch.load(os.path.join(tmp, 'dying.pt'))
     assert kind == 'raised' and 'rank 0 of 2' in message
     assert 'died' in message

@@ -1,7 +1,6 @@
 r"""``FusedDistNeighborLoader``: mini-batches of a partitioned graph, one
 process per part, as :class:`~pyg_fusesample.FusedNeighborLoader` gives them
 on the whole graph."""
-import warnings
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
@@ -105,10 +104,12 @@ class FusedDistNeighborLoader:
             so that sampling may overlap the training step and a thread's
             host reads wait for its sampling only. Off by default
             (``None``): at world size 1 on an H200 it shortened the
-            training step (6.61 ms, 10.36 without it, one run); across
-            GPUs a DDP training step with it did not complete on two H200s
-            (the loader alone ran, 2.96 ms a batch), so there it warns
-            (:func:`prefetch_hazard`). The batches are the same. Only with
+            training step (6.61 ms, 10.36 without it, one run). Refused
+            across GPUs (NCCL at world size > 1: :func:`prefetch_refusal`),
+            where the threads' NCCL collectives would run beside the
+            training thread's on other communicators of the same GPU, which
+            NCCL documents as unsafe (a DDP step did not complete on two
+            H200s). The batches are the same. Only with
             the world as the group (:obj:`group` unset). An epoch left
             before its end: every rank leaves it at the same batch
             (iteration is collective), and its threads make the batches
@@ -216,10 +217,9 @@ class FusedDistNeighborLoader:
                              f"threads; with a 'group' of your own, leave "
                              f"'prefetch' unset")
         if prefetch:
-            hazard = prefetch_hazard(device, self.sampler.world_size)
-            if hazard is not None:
-                warnings.warn(f"{type(self).__name__}: {hazard}",
-                              stacklevel=2)
+            refusal = prefetch_refusal(device, self.sampler.world_size)
+            if refusal is not None:
+                raise ValueError(f"{type(self).__name__}: {refusal}")
             threads = GPU_THREADS if device.type == 'cuda' else 1
             self._lane_key, groups = _lane_groups(device, threads)
             self._lanes = [self.sampler.lane(g) for g in groups]
@@ -299,21 +299,29 @@ class FusedDistNeighborLoader:
                 f'batch_size={self.batches.batch_size})')
 
 
-def prefetch_hazard(device: torch.device, world_size: int) -> Optional[str]:
-    r"""Why ``prefetch=True`` is not advised on :obj:`device` at
-    :obj:`world_size` ranks, or ``None``. On GPUs across ranks (NCCL), a
-    DDP training step with it did not complete in the throughput benchmark
-    on two H200s (2026-11-29: 90 s for 23 steps of ~6 ms; the loader alone,
-    with no model, ran). Not yet explained; suspected: the threads' NCCL
-    collectives in flight on their communicators while the training step
-    synchronises the device, which NCCL does not order across
-    communicators (docs/multi_gpu.md)."""
+def prefetch_refusal(device: torch.device,
+                     world_size: int) -> Optional[str]:
+    r"""Why ``prefetch=True`` is refused on :obj:`device` at
+    :obj:`world_size` ranks, or ``None``: across GPUs (NCCL, more than one
+    rank). Its threads would issue NCCL collectives on their communicators
+    while the training thread issues its own (DDP's all-reduce) on another,
+    all on one GPU, in an order that differs between the ranks. NCCL's
+    documentation rules this out: operations on independent communicators
+    of one device must not be issued in parallel from several threads, and
+    since NCCL kernels wait for their peers and any CUDA call may
+    synchronise the device, a rank can wait on a collective whose peer waits
+    on another ("Thread Safety", "Using multiple NCCL communicators
+    concurrently"). Observed: a DDP training step with it did not complete
+    on two H200s (2026-11-29). At world size 1 no collective waits for a
+    peer; on the CPU gloo's collectives do not hold the device."""
     if device.type != 'cuda' or world_size < 2:
         return None
-    return ("prefetch=True across GPUs (NCCL, more than one rank): a DDP "
-            "training step with it did not complete on two H200s (the "
-            "loader alone ran); leave 'prefetch' unset for training across "
-            "GPUs (docs/multi_gpu.md)")
+    return (f"prefetch=True across GPUs ({world_size} NCCL ranks) would "
+            f"issue the loader threads' NCCL collectives beside the "
+            f"training's on other communicators of the same GPU, which NCCL "
+            f"documents as unsafe (it can deadlock: a DDP step with it did "
+            f"not complete on two H200s); leave 'prefetch' unset "
+            f"(docs/multi_gpu.md)")
 
 
 def _batches_of(make, sampler: DistNeighborSampler, items) -> Iterator:
