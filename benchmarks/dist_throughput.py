@@ -32,7 +32,8 @@ minutes of generation and partitioning on a GPU host.
   (``read_partition(..., device=...)``, without the edge map) and trains
   from ``FusedDistNeighborLoader`` batches over its share of the training
   seeds, sampled across the parts (all-to-all exchanges over NCCL;
-  ``--prefetch``: made ahead on the loader's background threads);
+  ``--prefetch``: the loader's mode, by default its own: on a GPU one batch
+  made ahead in the training thread on a side stream);
 * ``replicated``: every rank holds the whole graph on its GPU and trains
   from a ``FusedNeighborLoader`` over its shard of the seeds
   (``rank_seeds`` / ``rank_seed``, as ``examples/multi_gpu_sage.py``; the
@@ -129,9 +130,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                                       "per-hop counts (trim_to_layer)")
     p.add_argument('--cache-rows', type=int, default=0,
                    help='partitioned: rows of hot remote nodes a rank keeps')
-    p.add_argument('--prefetch', action='store_true',
-                   help='partitioned: FusedDistNeighborLoader(prefetch=True)'
-                        ' (batches made ahead on background threads)')
+    p.add_argument('--prefetch', choices=['default', 'false', 'true',
+                                          'thread'], default='default',
+                   help="partitioned: FusedDistNeighborLoader's prefetch "
+                        "(default: the loader's, True on a GPU: one batch "
+                        "ahead on a side stream; 'thread': background "
+                        "threads, refused across GPUs)")
     p.add_argument('--loader-only', action='store_true',
                    help='time the loaders alone: a step is the next batch '
                         '(no model, no optimizer)')
@@ -334,7 +338,6 @@ class Forever:
         self.it = None
 
 
-
 def train_steps(args, loader, model, optimizer, device, before_timed=None):
     # warm-up, then the timed steps; returns (median ms, mean ms, seeds a
     # second over all ranks, sampled edges a batch (mean over this rank's),
@@ -512,6 +515,10 @@ def pyg_dist(args, data, root: str, device, rank: int, world: int) -> dict:
     return out
 
 
+PREFETCH = {'default': None, 'false': False, 'true': True,
+            'thread': 'thread'}
+
+
 def partitioned(args, data, root: str, device, rank: int,
                 world: int) -> dict:
     from pyg_fusesample.distributed import (FusedDistNeighborLoader,
@@ -524,7 +531,7 @@ def partitioned(args, data, root: str, device, rank: int,
         part, args.num_neighbors, input_nodes=data.train_mask,
         batch_size=args.batch_size, shuffle=True, drop_last=True,
         seed=args.seed, cache_rows=args.cache_rows,
-        prefetch=args.prefetch or None)
+        prefetch=PREFETCH[args.prefetch])
     sampler = loader.sampler
     model, optimizer = build_model(args, data.x.size(1),
                                    int(data.y.max()) + 1, device)
@@ -544,9 +551,10 @@ def partitioned(args, data, root: str, device, rank: int,
                a2a_received_bytes_per_batch=statistics.fmean(received),
                a2a_exchanges_per_batch=max(exchanges),
                a2a_host_reads_per_batch=max(reads), held_mb=max(held),
-               load_s=load, note='FusedDistNeighborLoader, hash parts' + (
-                   ', prefetch=True (2 threads a rank on a GPU)'
-                   if args.prefetch else ''))
+               load_s=load, note=f'FusedDistNeighborLoader, hash parts, '
+                                 f'prefetch={loader.prefetch!r}' + (
+                   ' (2 threads a rank on a GPU)'
+                   if loader.prefetch == 'thread' else ''))
     del loader, sampler, part
     return out
 

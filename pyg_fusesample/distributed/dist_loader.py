@@ -1,7 +1,7 @@
 r"""``FusedDistNeighborLoader``: mini-batches of a partitioned graph, one
 process per part, as :class:`~pyg_fusesample.FusedNeighborLoader` gives them
 on the whole graph."""
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.distributed as dist
@@ -11,6 +11,7 @@ from torch_geometric.data import Data
 from ..loader.background import GPU_THREADS, start_threads
 from ..loader.distributed import node_index, rank_seeds
 from ..loader.seeded_batches import SeededBatchSampler, resolve_generator
+from ..loader.side_stream import SideStreamIterator
 from ..sparse.target_layout import register_batch
 from .dist_sampler import DistNeighborSampler
 from .hetero_batch import feature_names_of, hetero_batch
@@ -96,26 +97,37 @@ class FusedDistNeighborLoader:
             (:func:`~pyg_fusesample.distributed.dist_sampler.
             partition_times`). Instead of :obj:`edge_time`; homogeneous or
             heterogeneous.
-        prefetch (bool, optional): make the batches ahead on background
-            threads (on a GPU two, each every other batch, each on a CUDA
-            stream of its own; on the CPU one), each exchanging over a
-            process group of its own (made here: the world's ranks, the
-            default group's backend and timeout; shared by later loaders),
-            so that sampling may overlap the training step and a thread's
-            host reads wait for its sampling only. Off by default
-            (``None``): at world size 1 on an H200 it shortened the
-            training step (6.61 ms, 10.36 without it, one run). Refused
-            across GPUs (NCCL at world size > 1: :func:`prefetch_refusal`),
-            where the threads' NCCL collectives would run beside the
-            training thread's on other communicators of the same GPU, which
-            NCCL documents as unsafe (a DDP step did not complete on two
-            H200s). The batches are the same. Only with
-            the world as the group (:obj:`group` unset). An epoch left
-            before its end: every rank leaves it at the same batch
-            (iteration is collective), and its threads make the batches
-            their queues have room for before they stop (at most two more
-            each), the same on every rank; close the epoch's iterator
-            (``it.close()``) before destroying the process group.
+        prefetch (bool or str, optional): make batches ahead of the
+            training step, over process groups of the loader's own (made
+            here: the world's ranks, the default group's backend and
+            timeout; shared by later loaders); the batches are the same in
+            every mode. Only with the world as the group (:obj:`group`
+            unset).
+            ``True``: the next batch is made as the current one is handed
+            out, in the caller's thread, on a CUDA stream of its own on a
+            GPU (its host reads wait for its sampling, not for the training
+            step enqueued before it), exchanging over one group of its own.
+            Every rank issues its collectives, the loader's and the
+            training's (DDP's all-reduce), in its program's order, the same
+            on every rank: what NCCL asks of several communicators on one
+            GPU ("Using multiple NCCL communicators concurrently").
+            ``'thread'``: batches made on background threads (on a GPU two,
+            each every other batch on a CUDA stream of its own; on the CPU
+            one), each exchanging over a group of its own, so the host work
+            of sampling overlaps the training step's too (at world size 1
+            on an H200: a 6.61 ms training step, 10.36 without it, one
+            run). Refused across GPUs (NCCL at world size > 1:
+            :func:`prefetch_refusal`): the threads would issue NCCL
+            collectives in parallel with the training thread's, which NCCL
+            documents as unsafe (a DDP step did not complete on two H200s).
+            An epoch left before its end: every rank leaves it at the same
+            batch (iteration is collective), and its threads make the
+            batches their queues have room for before they stop (at most
+            two more each), the same on every rank; close the epoch's
+            iterator (``it.close()``) before destroying the process group.
+            (default: ``True`` on a GPU without a :obj:`group`, else
+            ``False``: the batches made when asked for, in the caller's
+            thread, on its stream, over :obj:`group`)
 
     Batches hold ``x``, ``y`` (where the partition stores them),
     ``edge_index``, ``n_id``, ``e_id``, ``input_id`` (positions in this
@@ -147,7 +159,7 @@ class FusedDistNeighborLoader:
                  input_time: Optional[Tensor] = None,
                  temporal_strategy: str = 'uniform', cache_rows: int = 0,
                  group=None, time_attr: Optional[str] = None,
-                 prefetch: Optional[bool] = None):
+                 prefetch: Optional[Union[bool, str]] = None):
         if time_attr is None and (edge_time is None) != (input_time is None):
             raise ValueError("'edge_time' and 'input_time' come together "
                              "(temporal sampling)")
@@ -206,23 +218,25 @@ class FusedDistNeighborLoader:
         else:
             feats = part.node_feats[None]
             self._feature_names = [n for n in ('x', 'y') if n in feats]
-        # (the samplers of the background threads: one process group each)
-        self.prefetch = prefetch
+        self.prefetch = prefetch = _prefetch_mode(
+            prefetch, self.sampler.device, group, type(self).__name__)
+        # (the samplers of the lanes, each exchanging over a process group
+        # of its own: one in the caller's thread, or one a background thread)
         self._lanes: List[DistNeighborSampler] = []
         self._lane_key: Optional[Tuple] = None
+        self._stream: Optional['torch.cuda.Stream'] = None
         device = self.sampler.device
-        if prefetch and group is not None:
-            raise ValueError(f"{type(self).__name__}: 'prefetch=True' makes "
-                             f"process groups of the world's ranks for its "
-                             f"threads; with a 'group' of your own, leave "
-                             f"'prefetch' unset")
-        if prefetch:
+        if prefetch == 'thread':
             refusal = prefetch_refusal(device, self.sampler.world_size)
             if refusal is not None:
                 raise ValueError(f"{type(self).__name__}: {refusal}")
-            threads = GPU_THREADS if device.type == 'cuda' else 1
-            self._lane_key, groups = _lane_groups(device, threads)
+        if prefetch:
+            lanes = GPU_THREADS if (prefetch == 'thread'
+                                    and device.type == 'cuda') else 1
+            self._lane_key, groups = _lane_groups(device, lanes)
             self._lanes = [self.sampler.lane(g) for g in groups]
+        if prefetch is True and device.type == 'cuda':
+            self._stream = _side_stream(self._lane_key, device)
 
     def __len__(self) -> int:
         return len(self.batches)
@@ -236,10 +250,17 @@ class FusedDistNeighborLoader:
                     for positions, key, _ in items)
         # The last epoch on these groups (of any loader) ends first: its
         # threads stop after the same batch on every rank, then this
-        # epoch's threads take the groups.
+        # epoch takes the groups.
         for thread in _LANE_THREADS.pop(self._lane_key, []):
             thread.stop.set()
             thread.join()
+        if self.prefetch is True:
+            # (one ahead, in this thread: every rank issues its collectives,
+            # the lane's and the training's, in its program's order)
+            lane = self._lanes[0]
+            return SideStreamIterator(
+                iter(items), lambda item: self._batch(lane, *item[:2]),
+                self.sampler.device, self._stream)
         W = len(self._lanes)
         parts = [_batches_of(self._batch, lane, items[i::W])
                  for i, lane in enumerate(self._lanes)]
@@ -301,7 +322,7 @@ class FusedDistNeighborLoader:
 
 def prefetch_refusal(device: torch.device,
                      world_size: int) -> Optional[str]:
-    r"""Why ``prefetch=True`` is refused on :obj:`device` at
+    r"""Why ``prefetch='thread'`` is refused on :obj:`device` at
     :obj:`world_size` ranks, or ``None``: across GPUs (NCCL, more than one
     rank). Its threads would issue NCCL collectives on their communicators
     while the training thread issues its own (DDP's all-reduce) on another,
@@ -313,15 +334,43 @@ def prefetch_refusal(device: torch.device,
     on another ("Thread Safety", "Using multiple NCCL communicators
     concurrently"). Observed: a DDP training step with it did not complete
     on two H200s (2026-11-29). At world size 1 no collective waits for a
-    peer; on the CPU gloo's collectives do not hold the device."""
+    peer; on the CPU gloo's collectives do not hold the device.
+    ``prefetch=True`` (one ahead in the caller's thread) issues every
+    collective in program order and is not refused."""
     if device.type != 'cuda' or world_size < 2:
         return None
-    return (f"prefetch=True across GPUs ({world_size} NCCL ranks) would "
-            f"issue the loader threads' NCCL collectives beside the "
-            f"training's on other communicators of the same GPU, which NCCL "
-            f"documents as unsafe (it can deadlock: a DDP step with it did "
-            f"not complete on two H200s); leave 'prefetch' unset "
-            f"(docs/multi_gpu.md)")
+    return (f"prefetch='thread' across GPUs ({world_size} NCCL ranks) would "
+            f"issue the loader threads' NCCL collectives in parallel with "
+            f"the training's on other communicators of the same GPU, which "
+            f"NCCL documents as unsafe (it can deadlock: a DDP step with it "
+            f"did not complete on two H200s); use prefetch=True, the "
+            f"default on a GPU (the next batch made in this thread on a "
+            f"side stream), or False (docs/multi_gpu.md)")
+
+
+def _prefetch_mode(prefetch, device: torch.device, group,
+                   owner: str):
+    # The 'prefetch' argument checked; None decided by the device.
+    if prefetch is not None and prefetch not in (False, True, 'thread'):
+        raise ValueError(f"{owner}: 'prefetch' is None, False, True or "
+                         f"'thread', got {prefetch!r}")
+    if prefetch and group is not None:
+        raise ValueError(f"{owner}: 'prefetch={prefetch!r}' makes process "
+                         f"groups of the world's ranks; with a 'group' of "
+                         f"your own, leave 'prefetch' unset")
+    if prefetch is None:
+        return device.type == 'cuda' and group is None
+    return prefetch
+
+
+def _side_stream(key, device: torch.device) -> 'torch.cuda.Stream':
+    # (the side stream of the one-ahead lane, kept with its group: an
+    # epoch's new stream would leave the allocator's blocks cached for the
+    # last one unused)
+    stream = _LANE_STREAMS.get(key)
+    if stream is None or stream.device != device:
+        stream = _LANE_STREAMS[key] = torch.cuda.Stream(device)
+    return stream
 
 
 def _batches_of(make, sampler: DistNeighborSampler, items) -> Iterator:
@@ -338,6 +387,7 @@ def _batches_of(make, sampler: DistNeighborSampler, items) -> Iterator:
 # threads of the last one started.
 _LANE_GROUPS: Dict[Tuple, List] = {}
 _LANE_THREADS: Dict[Tuple, List] = {}
+_LANE_STREAMS: Dict[Tuple, 'torch.cuda.Stream'] = {}
 
 
 def _lane_groups(device: torch.device, count: int) -> Tuple:

@@ -9,7 +9,7 @@ while the previous training step runs. The consumer's stream waits for the
 batch's event before using it, and every tensor of the batch is recorded on
 the consumer's stream, so the allocator keeps it until that stream is done.
 """
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Optional
 
 import torch
 from torch import Tensor
@@ -52,30 +52,45 @@ def hand_over(stamped_batch, consumer: torch.cuda.Stream):
     return batch
 
 
+_END = object()  # (the items' end: any item, even None, may be a batch's)
+
+
 class SideStreamIterator:
     r"""Yields ``make(item)`` for every item of :obj:`items`, each made on a
-    side stream while the caller works on the previous one."""
-    def __init__(self, items: Iterator, make: Callable, device: torch.device):
+    side stream while the caller works on the previous one. The side stream
+    starts after everything the caller's stream has enqueued (the inputs'
+    last writes), and never waits for it again: a new one, or :obj:`stream`
+    (one kept across epochs keeps the allocator's blocks cached for it). On
+    the CPU (no streams) the items are simply made one ahead, in the
+    caller's thread."""
+    def __init__(self, items: Iterator, make: Callable, device: torch.device,
+                 stream: Optional['torch.cuda.Stream'] = None):
         self.items = items
         self.make = make
-        self.consumer = torch.cuda.current_stream(device)
-        self.stream = torch.cuda.Stream(device)
+        self.consumer = self.stream = None
+        if device.type == 'cuda':
+            self.consumer = torch.cuda.current_stream(device)
+            self.stream = stream or torch.cuda.Stream(device)
+            self.stream.wait_stream(self.consumer)
         self.ready = self._prepare()
 
     def __iter__(self):
         return self
 
     def _prepare(self):
-        item = next(self.items, None)
-        if item is None:
-            return None
+        item = next(self.items, _END)
+        if item is _END:
+            return _END
+        if self.stream is None:
+            return self.make(item)
         with torch.cuda.stream(self.stream):
             return stamped(self.make(item), self.stream)
 
     def __next__(self):
-        if self.ready is None:
+        if self.ready is _END:
             raise StopIteration
-        batch = hand_over(self.ready, self.consumer)
+        batch = self.ready if self.stream is None else hand_over(
+            self.ready, self.consumer)
         # The next batch is built now, while the GPU still runs the step the
         # caller enqueued after the previous batch.
         self.ready = self._prepare()
