@@ -75,6 +75,8 @@ def rule_kwargs(rule, data, train, distributed):
                 'input_time': seed_times(train.numel())}
     if rule == 'cache':  # (rows of hot remote nodes: the same batches)
         return {'cache_rows': 40} if distributed else {}
+    if rule in ('ahead', 'thread'):  # (batches made ahead: the same ones)
+        return {'prefetch': rule == 'ahead' or rule} if distributed else {}
     return {}
 
 
@@ -147,7 +149,8 @@ def on_parts(world, *args, rule=None, backend='gloo'):
     (3, 'dict', True, False, 'weighted'), (2, 'list', False, True,
                                           'node_time'),
     (2, 'dict', False, True, 'edge_time'), (3, 'list', False, False,
-                                            'cache')])
+                                            'cache'),
+    (2, 'dict', False, False, 'ahead'), (2, 'list', False, True, 'thread')])
 def test_hetero_batches_equal_fused_neighbor_loader(world, kind, replace,
                                                     disjoint, rule):
     check_batches(world, kind, replace, disjoint, rule, 'gloo')
