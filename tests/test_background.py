@@ -1,5 +1,6 @@
 """loader/background.py: the batch thread is stopped when its iterator is
-dropped, and at interpreter exit when it is not."""
+dropped, and at interpreter exit when it is not; loader/side_stream.py's
+iterator makes its items one ahead."""
 import itertools
 import textwrap
 import threading
@@ -209,3 +210,20 @@ def test_gpu_prefetch_makes_batches_on_a_side_stream():
     assert len(set(streams)) == min(background.GPU_THREADS, len(plain))
     for b in ahead:
         side_stream.record_on(b, torch.cuda.current_stream())
+
+
+def test_side_stream_iterator_makes_one_ahead_on_the_cpu():
+    # (the distributed loader's prefetch=True on CPU parts: items made one
+    # ahead in the caller's thread; any item, None too, is one)
+    made = []
+
+    def make(item):
+        made.append(item)
+        return item
+
+    it = side_stream.SideStreamIterator(iter([None, 1, 2]), make,
+                                        torch.device('cpu'))
+    assert made == [None]  # the first, made when the epoch starts
+    assert next(it) is None and made == [None, 1]  # the next, as one goes
+    assert list(it) == [1, 2] and made == [None, 1, 2]
+    assert next(it, 'end') == 'end'
