@@ -50,6 +50,7 @@ def test_dist_throughput_smoke(tmp_path):
         assert float(r['held_mb']) > 0 and float(r['peak_mem_mb']) > 0
     part, repl = rows
     assert float(repl['vs_replicated']) == 1.0
+    assert 'prefetch=False' in part['note']  # (the loader's default on CPUs)
     assert abs(float(part['vs_replicated']) - float(part['seeds_per_s']) /
                float(repl['seeds_per_s'])) < 1e-3
     # 2 hops of fan-out 5: 3 all-to-alls (replies padded) and 2 host reads
@@ -93,8 +94,10 @@ def test_dist_throughput_smoke(tmp_path):
 def test_loader_only(tmp_path):
     # --loader-only: a step is the next batch alone (no model): both
     # variants' rows say so, with no width or trim, and the partitioned
-    # row still counts its exchanges
-    done, out = smoke(tmp_path, extra=['--loader-only'])
+    # row still counts its exchanges (here made one batch ahead:
+    # --prefetch true)
+    done, out = smoke(tmp_path, extra=['--loader-only', '--prefetch',
+                                       'true'])
     assert 'ms a batch, loader only' in done.stdout
     rows = list(csv.DictReader(out.open()))
     assert [r['variant'] for r in rows] == ['partitioned', 'replicated']
@@ -103,6 +106,7 @@ def test_loader_only(tmp_path):
         assert r['hidden'] == r['trim'] == ''
         assert float(r['step_ms']) > 0 and float(r['seeds_per_s']) > 0
     assert float(rows[0]['a2a_exchanges_per_batch']) == 3 * 2 + 2 + 2
+    assert 'prefetch=True' in rows[0]['note']
 
 
 def test_pyg_dist_neighbor_loader_variant(tmp_path):
