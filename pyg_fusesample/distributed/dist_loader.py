@@ -109,8 +109,11 @@ class FusedDistNeighborLoader:
             step enqueued before it), exchanging over one group of its own.
             Every rank issues its collectives, the loader's and the
             training's (DDP's all-reduce), in its program's order, the same
-            on every rank: what NCCL asks of several communicators on one
-            GPU ("Using multiple NCCL communicators concurrently").
+            on every rank, as NCCL asks of several communicators on one GPU
+            ("Using multiple NCCL communicators concurrently"); the two may
+            be in flight together, which NCCL says works while their kernels
+            fit on the GPU (its stricter advice, one communicator at a time,
+            would serialise them).
             ``'thread'``: batches made on background threads (on a GPU two,
             each every other batch on a CUDA stream of its own; on the CPU
             one), each exchanging over a group of its own, so the host work
