@@ -241,3 +241,20 @@ def test_prefetch_refusal():
     assert 'use prefetch=True' in prefetch_refusal(torch.device('cuda', 0), 2)
     assert prefetch_refusal(torch.device('cuda', 0), 1) is None
     assert prefetch_refusal(torch.device('cpu'), 4) is None
+
+
+def test_prefetch_mode():
+    # (the argument's checks and default: no process group needed)
+    from pyg_fusesample.distributed.dist_loader import _prefetch_mode
+    gpu, cpu, group = torch.device('cuda', 0), torch.device('cpu'), object()
+    assert _prefetch_mode(None, gpu, None, 'L') is True
+    assert _prefetch_mode(None, cpu, None, 'L') is False
+    assert _prefetch_mode('thread', cpu, None, 'L') == 'thread'
+    with pytest.warns(UserWarning, match='made when asked for'):
+        assert _prefetch_mode(None, gpu, group, 'L') is False
+    assert _prefetch_mode(None, cpu, group, 'L') is False  # (no warning)
+    assert _prefetch_mode(False, gpu, group, 'L') is False
+    with pytest.raises(ValueError, match="with a 'group' of your own"):
+        _prefetch_mode(True, gpu, group, 'L')
+    with pytest.raises(ValueError, match="None, False, True or 'thread'"):
+        _prefetch_mode('threads', cpu, None, 'L')

@@ -1,6 +1,7 @@
 r"""``FusedDistNeighborLoader``: mini-batches of a partitioned graph, one
 process per part, as :class:`~pyg_fusesample.FusedNeighborLoader` gives them
 on the whole graph."""
+import warnings
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -130,7 +131,8 @@ class FusedDistNeighborLoader:
             iterator (``it.close()``) before destroying the process group.
             (default: ``True`` on a GPU without a :obj:`group`, else
             ``False``: the batches made when asked for, in the caller's
-            thread, on its stream, over :obj:`group`)
+            thread, on its stream, over :obj:`group`; on a GPU with a
+            :obj:`group`, with a warning)
 
     Batches hold ``x``, ``y`` (where the partition stores them),
     ``edge_index``, ``n_id``, ``e_id``, ``input_id`` (positions in this
@@ -362,6 +364,15 @@ def _prefetch_mode(prefetch, device: torch.device, group,
                          f"groups of the world's ranks; with a 'group' of "
                          f"your own, leave 'prefetch' unset")
     if prefetch is None:
+        if device.type == 'cuda' and group is not None:
+            # (the lanes' groups hold the world's ranks: new_group is a
+            # collective of the world, which a sub-group's ranks alone
+            # cannot make)
+            warnings.warn(f"{owner}: with a 'group' of your own the batches "
+                          f"are made when asked for, on the training "
+                          f"stream, after the step enqueued before them "
+                          f"(prefetch=True, the default on a GPU, needs the "
+                          f"world as the group)", stacklevel=3)
         return device.type == 'cuda' and group is None
     return prefetch
 
