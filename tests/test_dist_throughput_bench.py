@@ -48,6 +48,7 @@ def test_dist_throughput_smoke(tmp_path):
         assert r['steps'] == '3' and float(r['step_ms']) > 0
         assert float(r['seeds_per_s']) > 0 and float(r['link_gbps']) > 0
         assert float(r['held_mb']) > 0 and float(r['peak_mem_mb']) > 0
+        assert r['timing'] == 'synchronised'
     part, repl = rows
     assert float(repl['vs_replicated']) == 1.0
     assert 'prefetch=False' in part['note']  # (the loader's default on CPUs)
@@ -95,16 +96,19 @@ def test_loader_only(tmp_path):
     # --loader-only: a step is the next batch alone (no model): both
     # variants' rows say so, with no width or trim, and the partitioned
     # row still counts its exchanges (here made one batch ahead:
-    # --prefetch true)
+    # --prefetch true). Timed pipelined: one wall time over the steps, so
+    # the median and the mean are that time over the steps
     done, out = smoke(tmp_path, extra=['--loader-only', '--prefetch',
-                                       'true'])
-    assert 'ms a batch, loader only' in done.stdout
+                                       'true', '--timing', 'pipelined'])
+    assert 'ms a batch, loader only (3 pipelined)' in done.stdout
     rows = list(csv.DictReader(out.open()))
     assert [r['variant'] for r in rows] == ['partitioned', 'replicated']
     for r in rows:
         assert r['note'].startswith('loader only (no model): ')
         assert r['hidden'] == r['trim'] == ''
         assert float(r['step_ms']) > 0 and float(r['seeds_per_s']) > 0
+        assert r['timing'] == 'pipelined'
+        assert r['step_ms'] == r['step_ms_mean']
     assert float(rows[0]['a2a_exchanges_per_batch']) == 3 * 2 + 2 + 2
     assert 'prefetch=True' in rows[0]['note']
 
