@@ -231,6 +231,13 @@ def _refusal_worker(rank, world, root, init, out_dir, kind, replace,
             FusedDistNeighborLoader(part, [2], input_nodes=('venue', None))
         except KeyError as e:
             said.append(str(e))
+        sampler = DistNeighborSampler(part, [2])
+        nt = sampler.typed.node_types[0]
+        try:  # (a type-local id one past the type's nodes)
+            sampler.gather_all(torch.tensor([part.node_map[nt].numel()]),
+                               ['x'], node_type=nt)
+        except ValueError as e:
+            said.append(f'{nt} {part.node_map[nt].numel()}: {e}')
         torch.save(said, os.path.join(out_dir, f'{rank}.pt'))
     finally:
         dist.destroy_process_group()
@@ -305,8 +312,10 @@ def test_hetero_refusals():
                      args=(1, root, os.path.join(tmp, 'init'), tmp, 'list',
                            False, False), nprocs=1)
         said = torch.load(os.path.join(tmp, '0.pt'))
-    assert len(said) == 4
+    assert len(said) == 5
     assert "no 'edge_attr'" in said[0]
     assert 'holds no times' in said[1]
     assert '(node_type, ids or mask)' in said[2]
     assert 'venue' in said[3]
+    nt, n = said[4].split(':')[0].split()
+    assert f"'ids' holds ids outside [0, {n})" in said[4], said[4]

@@ -19,8 +19,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from pyg_fusesample.distributed import (DistNeighborSampler, read_partition,
-                                        write_partitions)
+from pyg_fusesample.distributed import (DistNeighborSampler,
+                                        FusedDistNeighborLoader,
+                                        read_partition, write_partitions)
 from pyg_fusesample.ops import neighbor_sample
 from pyg_fusesample.sampler.graph_store import build_csc
 from pyg_fusesample.sampler.rule_graph import slot_values, weighted_csc
@@ -495,6 +496,33 @@ def test_a_request_for_a_node_not_owned_is_refused(tmp_path):
         sampler.nodes = sampler.nodes[:0]  # (a part holding nothing)
         with pytest.raises(RuntimeError, match='does not own'):
             sampler.sample(torch.tensor([1]), 0)
+
+
+def test_ids_out_of_range_are_refused_by_name(tmp_path, monkeypatch):
+    # sample's seeds and gather's ids outside [0, N): a ValueError naming
+    # them on every device (on a GPU an index out of range in the ops would
+    # end in a device-side assert), before any exchange. The loader's
+    # seeds are checked once, when it is made: its batches read no range
+    # (no host read a batch for it).
+    from pyg_fusesample.distributed import dist_sampler
+    with one_rank(tmp_path) as part:
+        sampler = DistNeighborSampler(part, [2, 2])
+        for bad in ([N], [-1], [3, N + 7]):
+            with pytest.raises(ValueError, match=rf"'seed' holds ids outside "
+                                                 rf"\[0, {N}\)"):
+                sampler.sample(torch.tensor(bad), 0)
+            with pytest.raises(ValueError, match=rf"'ids' holds ids outside "
+                                                 rf"\[0, {N}\)"):
+                sampler.gather(torch.tensor(bad))
+        assert sampler.gather(torch.tensor([0, N - 1])).shape == (2, 5)
+        checks = []
+        monkeypatch.setattr(dist_sampler, 'check_ids_in_range',
+                            lambda *args, **kw: checks.append(args))
+        loader = FusedDistNeighborLoader(part, [2, 2],
+                                         input_nodes=torch.arange(40),
+                                         batch_size=8, prefetch=False)
+        assert sum(b.batch_size for b in loader) == 40
+        assert checks == []
 
 
 def test_the_ops_behind_sample_and_gather_refuse_bad_arguments(tmp_path):

@@ -297,7 +297,7 @@ class FusedDistNeighborLoader:
                key: int) -> Data:
         # (sampler: the loader's, or a background thread's lane of it)
         seeds = self.input_nodes[positions]
-        out = sampler.sample(
+        out = sampler._sample(
             seeds + self._seed_offset, key,
             None if self.input_time is None else self.input_time[positions])
         if self.seed_type is not None:
@@ -305,7 +305,7 @@ class FusedDistNeighborLoader:
                                 self._feature_names)
         data = Data(edge_index=torch.stack([out.row, out.col]),
                     num_nodes=out.node.numel())
-        feats = sampler.gather_all(out.node, self._feature_names)
+        feats = sampler._gather_all(out.node, self._feature_names)
         for name in self._feature_names:
             data[name] = feats[name]
         data.n_id, data.e_id = out.node, out.edge

@@ -94,6 +94,7 @@ from ..sampler.graph_store import CSCGraph
 from ..sampler.rule_graph import (temporal_csc, weighted_csc,
                                   weighted_temporal_csc)
 from ..sampler.sampling_rule import check_weight, every_node_time
+from ..sparse.edge_index_checks import check_ids_in_range
 from .partition_files import PartCSC, Partition
 from .typed_part import TypedPart, typed_fanouts, typed_part
 
@@ -364,7 +365,18 @@ class DistNeighborSampler:
         r"""The batch of :obj:`seed` (global ids, moved to the sampler's
         device) under :obj:`rng_seed` (collective); with ``edge_time``,
         :obj:`seed_time` (int64, one per seed) bounds each seed's
-        subtree."""
+        subtree. Seeds outside ``[0, num_nodes)`` raise ``ValueError`` (a
+        host read on a GPU, where an id out of range would otherwise end
+        in a device-side assert)."""
+        seed = seed.to(device=self.device, dtype=torch.long).reshape(-1)
+        check_ids_in_range(seed, self.owner.numel(), 'seed',
+                           'DistNeighborSampler.sample')
+        return self._sample(seed, rng_seed, seed_time)
+
+    def _sample(self, seed: Tensor, rng_seed: int,
+                seed_time: Optional[Tensor] = None) -> DistSample:
+        # (sample without the seeds' range check: for seeds checked once
+        # already, e.g. a loader's input nodes, with no host read a batch)
         dev = self.device
         seed = seed.to(device=dev, dtype=torch.long).reshape(-1)
         if (seed_time is None) != (self.edge_time is None):
@@ -413,11 +425,26 @@ class DistNeighborSampler:
         ids for all of them (collective: every rank passes the same names
         in the same order): ``2 + len(names)`` all-to-alls, none for no
         names. A heterogeneous part's features are per :obj:`node_type`
-        (its type-local ids)."""
+        (its type-local ids). Ids outside the (type's) nodes raise
+        ``ValueError``, as in :meth:`sample`."""
         ids = ids.to(device=self.device, dtype=torch.long).reshape(-1)
         if (node_type is None) != (self.typed is None):
             raise ValueError("'node_type' names the node type of 'ids' in a "
                              "heterogeneous partition (and only there)")
+        if self.typed is None:
+            bound = self.owner.numel()
+        else:
+            i = self.typed.type_of(node_type)
+            bound = int(self.typed.node_offset[i + 1] -
+                        self.typed.node_offset[i])
+        check_ids_in_range(ids, bound, 'ids', 'DistNeighborSampler.gather')
+        return self._gather_all(ids, names, node_type)
+
+    def _gather_all(self, ids: Tensor, names: Sequence[str],
+                    node_type: Optional[str] = None) -> Dict[str, Tensor]:
+        # (gather_all without the ids' range check: for ids a batch's
+        # sampling made, with no host read a batch)
+        ids = ids.to(device=self.device, dtype=torch.long).reshape(-1)
         tables = {name: self._table(name, node_type) for name in names}
         row_offset = 0
         if self.typed is not None:

@@ -57,7 +57,7 @@ def hetero_batch(sampler: DistNeighborSampler, out: DistSample,
         store = data[nt]
         store.num_nodes = where.numel()
         names = feature_names.get(nt, [])
-        feats = sampler.gather_all(ids, names, node_type=nt)
+        feats = sampler._gather_all(ids, names, node_type=nt)
         for name in names:
             store[name] = feats[name]
         store.n_id = ids
