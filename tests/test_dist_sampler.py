@@ -842,6 +842,35 @@ def test_partition_to_the_cpu(tmp_path):
 
 
 @pytest.mark.cuda
+def test_ids_out_of_range_on_a_gpu(tmp_path):
+    # On a GPU (NCCL, one rank, in this process) the range checks refuse
+    # bad seeds and ids before the ops index with them, and the device is
+    # still usable afterwards: the next batch and gather are the CPU's.
+    edge_index, x, y = graph()
+    write_partitions(str(tmp_path / 'p'), N,
+                     [(edge_index[0], edge_index[1])], 1, node_feats=x)
+    part = read_partition(str(tmp_path / 'p'), 0)
+    torch.cuda.set_device(0)
+    dist.init_process_group('nccl', init_method=f'file://{tmp_path}/init',
+                            rank=0, world_size=1,
+                            device_id=torch.device('cuda', 0))
+    try:
+        sampler = DistNeighborSampler(part.to('cuda:0'), [2, 2])
+        with pytest.raises(ValueError, match="'seed' holds ids outside"):
+            sampler.sample(torch.tensor([1, N]), 0)
+        with pytest.raises(ValueError, match="'ids' holds ids outside"):
+            sampler.gather(torch.tensor([-1]))
+        out = sampler.sample(torch.tensor([1, 2]), 0)
+        g = build_csc(edge_index, N)
+        want = neighbor_sample(g.colptr, g.row, g.edge_id,
+                               torch.tensor([1, 2]), [2, 2], False, False, 0)
+        assert torch.equal(out.node.cpu(), want.node)
+        assert torch.equal(sampler.gather(out.node).cpu(), x[want.node])
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.cuda
 def test_device_and_backend_must_agree(tmp_path):
     # A part on a GPU under a gloo group, or on the CPU under an NCCL one,
     # is refused with a message saying what to do; so is a part on another
