@@ -194,13 +194,17 @@ def test_gpu_prefetch_makes_batches_on_a_side_stream():
             data, batch_size=5, walk_length=2, num_steps=8, log=False,
             seed=1, prefetch=prefetch)
     plain = [b.x for b in saint(False)]
-    loader = saint(True)
-    streams, make = [], loader._collate
+    streams = []
 
-    def spy(item):
-        streams.append(torch.cuda.current_stream().cuda_stream)
-        return make(item)
-    loader._collate = spy
+    def spied(loader):  # (the streams its batches are made on)
+        make = loader._collate
+
+        def spy(item):
+            streams.append(torch.cuda.current_stream().cuda_stream)
+            return make(item)
+        loader._collate = spy
+        return loader
+    loader = spied(saint(True))
     consumer = torch.cuda.current_stream().cuda_stream
     ahead = [b for b in loader]
     assert len(ahead) == len(plain)
@@ -210,6 +214,15 @@ def test_gpu_prefetch_makes_batches_on_a_side_stream():
     assert len(set(streams)) == min(background.GPU_THREADS, len(plain))
     for b in ahead:
         side_stream.record_on(b, torch.cuda.current_stream())
+    # the next epoch's threads, and another loader's, work on the same
+    # streams (kept: the allocator's blocks cached for them are reused)
+    first = set(streams)
+    streams.clear()
+    assert all(torch.equal(a.x, p) for a, p in zip(loader, plain))
+    assert set(streams) == first
+    streams.clear()
+    assert len(list(spied(saint(True)))) == len(plain)
+    assert set(streams) == first
 
 
 def test_side_stream_iterator_makes_one_ahead_on_the_cpu():
