@@ -440,15 +440,21 @@ def test_temporal_batches_equal_the_whole_graph(world, fanout, replace,
 
 
 @contextlib.contextmanager
-def one_rank(tmp_path):
-    # This process as the one rank of a gloo group, holding the test
-    # graph's single part (with its features): yields the part.
+def one_rank(tmp_path, backend='gloo'):
+    # This process as the one rank of a gloo group (or an NCCL one on GPU
+    # 0), holding the test graph's single part (with its features): yields
+    # the part (on GPU 0 with NCCL).
     edge_index, x, y = graph()
     write_partitions(str(tmp_path), N, [(edge_index[0], edge_index[1])], 1,
                      node_feats=x)
     part = read_partition(str(tmp_path), 0)
-    dist.init_process_group('gloo', init_method=f'file://{tmp_path}/init',
-                            rank=0, world_size=1)
+    kwargs = {}
+    if backend == 'nccl':
+        torch.cuda.set_device(0)
+        kwargs['device_id'] = torch.device('cuda', 0)
+        part = part.to('cuda:0')
+    dist.init_process_group(backend, init_method=f'file://{tmp_path}/init',
+                            rank=0, world_size=1, **kwargs)
     try:
         yield part
     finally:
@@ -846,16 +852,9 @@ def test_ids_out_of_range_on_a_gpu(tmp_path):
     # On a GPU (NCCL, one rank, in this process) the range checks refuse
     # bad seeds and ids before the ops index with them, and the device is
     # still usable afterwards: the next batch and gather are the CPU's.
-    edge_index, x, y = graph()
-    write_partitions(str(tmp_path / 'p'), N,
-                     [(edge_index[0], edge_index[1])], 1, node_feats=x)
-    part = read_partition(str(tmp_path / 'p'), 0)
-    torch.cuda.set_device(0)
-    dist.init_process_group('nccl', init_method=f'file://{tmp_path}/init',
-                            rank=0, world_size=1,
-                            device_id=torch.device('cuda', 0))
-    try:
-        sampler = DistNeighborSampler(part.to('cuda:0'), [2, 2])
+    edge_index, x, _ = graph()
+    with one_rank(tmp_path, backend='nccl') as part:
+        sampler = DistNeighborSampler(part, [2, 2])
         with pytest.raises(ValueError, match="'seed' holds ids outside"):
             sampler.sample(torch.tensor([1, N]), 0)
         with pytest.raises(ValueError, match="'ids' holds ids outside"):
@@ -866,8 +865,6 @@ def test_ids_out_of_range_on_a_gpu(tmp_path):
                                torch.tensor([1, 2]), [2, 2], False, False, 0)
         assert torch.equal(out.node.cpu(), want.node)
         assert torch.equal(sampler.gather(out.node).cpu(), x[want.node])
-    finally:
-        dist.destroy_process_group()
 
 
 @pytest.mark.cuda
