@@ -61,6 +61,11 @@ left empty in its rows and their note says so). ``--timing`` (the CSV's
   "step time" is the slowest rank's wall time over ``--steps`` steps
   divided by ``--steps``, in both ``step_ms`` and ``step_ms_mean``.
 
+``--rounds R`` runs the variants R times in one process, interleaved (the
+order reversed every other round; PyG's loader in the first round only),
+a row per variant and round (the ``round`` column), each ratio within its
+round; the printout gives the ratio's median and range over the rounds.
+
 Per variant, after
 ``--warmup`` steps: the median step time over ``--steps`` (>= 30 by
 default), the seeds a second over all ranks (all ranks' seeds over the sum
@@ -107,7 +112,8 @@ COLUMNS = [
     'a2a_sent_bytes_per_batch', 'a2a_max_sent_bytes_per_batch',
     'a2a_received_bytes_per_batch', 'link_mib', 'link_gbps',
     'a2a_latency_us', 'a2a_link_ms', 'a2a_floor_ms', 'peak_mem_mb',
-    'held_mb', 'generate_s', 'partition_s', 'load_s', 'timing', 'note',
+    'held_mb', 'generate_s', 'partition_s', 'load_s', 'timing', 'round',
+    'note',
 ]
 # held_mb: what the largest rank holds of the graph on its device: the
 # whole graph's x, y and edge_index (replicated), or its part's nbytes()
@@ -156,6 +162,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help='synchronised: each step between a barrier and its '
                         'stream synchronised; pipelined: only around all '
                         'the timed steps')
+    p.add_argument('--rounds', type=int, default=1,
+                   help='run the variants this many times, interleaved (the '
+                        'order reversed every other round; pyg in the first '
+                        'only): a row per variant and round, each ratio '
+                        'within its round')
     p.add_argument('--steps', type=int, default=30)
     p.add_argument('--warmup', type=int, default=5)
     p.add_argument('--link-mib', type=float, default=None,
@@ -175,6 +186,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         args.link_mib = 256.0 if args.device == 'cuda' else 4.0
     if args.steps < 1 or args.warmup < 0:
         p.error('--steps must be >= 1 and --warmup >= 0')
+    if args.rounds < 1:
+        p.error('--rounds must be >= 1')
     return args
 
 
@@ -627,30 +640,60 @@ def run(args, rank: int, device) -> int:
     say(f"link: {link['link_gbps']:.2f} GB/s a rank (all-to-all of "
         f"{link['link_mib']} MiB), {link['latency_s'] * 1e6:.1f} us a small "
         f"all-to-all")
-    results = {}
+    rounds = []  # per round: {variant: its results}
     try:
-        for variant in args.variants:
-            run_variant = {'partitioned': partitioned, 'pyg': pyg_dist}.get(
-                variant)
-            results[variant] = (
-                run_variant(args, data, root, device, rank, world)
-                if run_variant is not None else
-                replicated(args, data, device, rank, world))
-            if device.type == 'cuda':
-                torch.cuda.empty_cache()
-            r = results[variant]
-            what = 'batch, loader only' if args.loader_only else 'step'
-            how = (f'median of {args.steps}' if args.timing == 'synchronised'
-                   else f'{args.steps} pipelined')
-            say(f"{variant}: {r['step_ms']:.2f} ms a {what} ({how}), "
-                f"{r['seeds_per_s']:,.0f} seeds/s")
+        for k in range(args.rounds):
+            # (interleaved: a host's drift or a variant's place in the run
+            # shows as a spread over the rounds, not as a ratio; PyG's
+            # loader once, in the first: its RPC is started once a process)
+            order = [v for v in args.variants if k == 0 or v != 'pyg']
+            results = {}
+            for variant in (order if k % 2 == 0 else order[::-1]):
+                results[variant] = run_one(args, variant, data, root, device,
+                                           rank, world)
+                r = results[variant]
+                what = 'batch, loader only' if args.loader_only else 'step'
+                how = (f'median of {args.steps}'
+                       if args.timing == 'synchronised'
+                       else f'{args.steps} pipelined')
+                say(f"{variant}: {r['step_ms']:.2f} ms a {what} ({how}), "
+                    f"{r['seeds_per_s']:,.0f} seeds/s"
+                    + (f' (round {k + 1})' if args.rounds > 1 else ''))
+            rounds.append(results)
     finally:
         dist.barrier()
         if rank == 0 and temporary and root is not None:
             shutil.rmtree(osp.dirname(root), ignore_errors=True)
+    rows = [row for k, results in enumerate(rounds)
+            for row in round_rows(args, k, results, rounds[0].get('pyg'),
+                                  data, device, world, link, generated,
+                                  part_s)]
+    if rank == 0:
+        summarise(rounds, say)
+        if args.out:
+            append_rows(args.out, rows, columns=COLUMNS)
+    return 0
+
+
+def run_one(args, variant: str, data, root, device, rank: int,
+            world: int) -> dict:
+    run_variant = {'partitioned': partitioned, 'pyg': pyg_dist}.get(variant)
+    out = (run_variant(args, data, root, device, rank, world)
+           if run_variant is not None else
+           replicated(args, data, device, rank, world))
+    if device.type == 'cuda':
+        torch.cuda.empty_cache()
+    return out
+
+
+def round_rows(args, k: int, results: dict, pyg, data, device, world: int,
+               link: dict, generated: float, part_s: float) -> list:
+    # The CSV rows of round k: one a variant, its ratios within the round
+    # (vs_pyg against the first round's PyG loader)
     rows = []
     base = results.get('replicated')
-    for variant, r in results.items():
+    for variant in [v for v in args.variants if v in results]:
+        r = results[variant]
         row = dict(
             time=time.strftime('%Y-%m-%d %H:%M:%S'), device=device.type,
             device_name=device_name(device), backend=dist.get_backend(),
@@ -665,6 +708,7 @@ def run(args, rank: int, device) -> int:
             variant=variant,
             cache_rows=args.cache_rows if variant == 'partitioned' else '',
             steps=args.steps, warmup=args.warmup, timing=args.timing,
+            round=k,
             link_mib=link['link_mib'], link_gbps=f"{link['link_gbps']:.3f}",
             a2a_latency_us=f"{link['latency_s'] * 1e6:.1f}",
             generate_s=f'{generated:.1f}',
@@ -679,9 +723,8 @@ def run(args, rank: int, device) -> int:
                        else '') + r['note']
         if base is not None:
             row['vs_replicated'] = f"{r['seeds_per_s'] / base['seeds_per_s']:.4f}"
-        if 'pyg' in results:  # (throughput over PyG's DistNeighborLoader's)
-            row['vs_pyg'] = \
-                f"{r['seeds_per_s'] / results['pyg']['seeds_per_s']:.4f}"
+        if pyg is not None:  # (throughput over PyG's DistNeighborLoader's)
+            row['vs_pyg'] = f"{r['seeds_per_s'] / pyg['seeds_per_s']:.4f}"
         if variant == 'partitioned':
             for key in ('a2a_sent_bytes_per_batch',
                         'a2a_max_sent_bytes_per_batch',
@@ -696,20 +739,31 @@ def run(args, rank: int, device) -> int:
                 row['a2a_floor_ms'] = (
                     f"{link_ms + r['a2a_exchanges_per_batch'] * link['latency_s'] * 1e3:.4f}")
         rows.append(row)
-    if rank == 0:
-        if 'pyg' in results and 'partitioned' in results:
-            say(f"partitioned / PyG's DistNeighborLoader throughput: "
-                f"{results['partitioned']['seeds_per_s'] / results['pyg']['seeds_per_s']:.2f}")
-        if base is not None and 'partitioned' in results:
-            p = results['partitioned']
-            say(f"partitioned / replicated throughput: "
-                f"{p['seeds_per_s'] / base['seeds_per_s']:.3f}; "
-                f"all-to-all {p['a2a_max_sent_bytes_per_batch'] / 2**20:.2f}"
-                f" MiB a batch (largest rank) in "
-                f"{p['a2a_exchanges_per_batch']:.0f} exchanges")
-        if args.out:
-            append_rows(args.out, rows, columns=COLUMNS)
-    return 0
+    return rows
+
+
+def summarise(rounds: list, say) -> None:
+    # (rank 0's printout of the ratios: the rounds' median and range)
+    def ratios(num, den):
+        return [r[num]['seeds_per_s'] / r[den]['seeds_per_s']
+                for r in rounds if num in r and den in r]
+
+    def spread(values):
+        text = f'{statistics.median(values):.3f}'
+        return text if len(values) == 1 else \
+            f'{text} (median of {len(values)} rounds, ' \
+            f'{min(values):.3f}-{max(values):.3f})'
+    first = rounds[0]
+    if 'pyg' in first and 'partitioned' in first:
+        say(f"partitioned / PyG's DistNeighborLoader throughput: "
+            f"{first['partitioned']['seeds_per_s'] / first['pyg']['seeds_per_s']:.2f}")
+    vs = ratios('partitioned', 'replicated')
+    if vs:
+        p = first['partitioned']
+        say(f"partitioned / replicated throughput: {spread(vs)}; "
+            f"all-to-all {p['a2a_max_sent_bytes_per_batch'] / 2**20:.2f}"
+            f" MiB a batch (largest rank) in "
+            f"{p['a2a_exchanges_per_batch']:.0f} exchanges")
 
 
 if __name__ == '__main__':

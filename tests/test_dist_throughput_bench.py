@@ -48,7 +48,7 @@ def test_dist_throughput_smoke(tmp_path):
         assert r['steps'] == '3' and float(r['step_ms']) > 0
         assert float(r['seeds_per_s']) > 0 and float(r['link_gbps']) > 0
         assert float(r['held_mb']) > 0 and float(r['peak_mem_mb']) > 0
-        assert r['timing'] == 'synchronised'
+        assert r['timing'] == 'synchronised' and r['round'] == '0'
     part, repl = rows
     assert float(repl['vs_replicated']) == 1.0
     assert 'prefetch=False' in part['note']  # (the loader's default on CPUs)
@@ -99,10 +99,21 @@ def test_loader_only(tmp_path):
     # --prefetch true). Timed pipelined: one wall time over the steps, so
     # the median and the mean are that time over the steps
     done, out = smoke(tmp_path, extra=['--loader-only', '--prefetch',
-                                       'true', '--timing', 'pipelined'])
+                                       'true', '--timing', 'pipelined',
+                                       '--rounds', '2'])
     assert 'ms a batch, loader only (3 pipelined)' in done.stdout
+    assert 'seeds/s (round 2)' in done.stdout
+    assert 'median of 2 rounds' in done.stdout
     rows = list(csv.DictReader(out.open()))
-    assert [r['variant'] for r in rows] == ['partitioned', 'replicated']
+    # (two interleaved rounds: a row per variant and round, in the
+    # variants' order; each ratio within its round)
+    assert [(r['variant'], r['round']) for r in rows] == [
+        ('partitioned', '0'), ('replicated', '0'), ('partitioned', '1'),
+        ('replicated', '1')]
+    for part, repl in (rows[:2], rows[2:]):
+        assert abs(float(part['vs_replicated']) - float(part['seeds_per_s'])
+                   / float(repl['seeds_per_s'])) < 1e-3
+    rows = rows[:2]
     for r in rows:
         assert r['note'].startswith('loader only (no model): ')
         assert r['hidden'] == r['trim'] == ''
