@@ -229,7 +229,6 @@ class FusedDistNeighborLoader:
         # of its own: one in the caller's thread, or one a background thread)
         self._lanes: List[DistNeighborSampler] = []
         self._lane_key: Optional[Tuple] = None
-        self._stream: Optional['torch.cuda.Stream'] = None
         device = self.sampler.device
         if prefetch == 'thread':
             refusal = prefetch_refusal(device, self.sampler.world_size)
@@ -240,8 +239,6 @@ class FusedDistNeighborLoader:
                                     and device.type == 'cuda') else 1
             self._lane_key, groups = _lane_groups(device, lanes)
             self._lanes = [self.sampler.lane(g) for g in groups]
-        if prefetch is True and device.type == 'cuda':
-            self._stream = _side_stream(self._lane_key, device)
 
     def __len__(self) -> int:
         return len(self.batches)
@@ -265,7 +262,7 @@ class FusedDistNeighborLoader:
             lane = self._lanes[0]
             return SideStreamIterator(
                 iter(items), lambda item: self._batch(lane, *item[:2]),
-                self.sampler.device, self._stream)
+                self.sampler.device, key=('lane', self._lane_key))
         W = len(self._lanes)
         parts = [_batches_of(self._batch, lane, items[i::W])
                  for i, lane in enumerate(self._lanes)]
@@ -377,16 +374,6 @@ def _prefetch_mode(prefetch, device: torch.device, group,
     return prefetch
 
 
-def _side_stream(key, device: torch.device) -> 'torch.cuda.Stream':
-    # (the side stream of the one-ahead lane, kept with its group: an
-    # epoch's new stream would leave the allocator's blocks cached for the
-    # last one unused)
-    stream = _LANE_STREAMS.get(key)
-    if stream is None or stream.device != device:
-        stream = _LANE_STREAMS[key] = torch.cuda.Stream(device)
-    return stream
-
-
 def _batches_of(make, sampler: DistNeighborSampler, items) -> Iterator:
     # (a background thread's batches, made with its lane)
     for positions, key, _ in items:
@@ -401,7 +388,6 @@ def _batches_of(make, sampler: DistNeighborSampler, items) -> Iterator:
 # threads of the last one started.
 _LANE_GROUPS: Dict[Tuple, List] = {}
 _LANE_THREADS: Dict[Tuple, List] = {}
-_LANE_STREAMS: Dict[Tuple, 'torch.cuda.Stream'] = {}
 
 
 def _lane_groups(device: torch.device, count: int) -> Tuple:

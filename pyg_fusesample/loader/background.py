@@ -38,11 +38,11 @@ import contextlib
 import queue
 import threading
 import weakref
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional
 
 import torch
 
-from .side_stream import hand_over, stamped
+from .side_stream import hand_over, kept_stream, stamped
 
 
 class _Producer:
@@ -271,27 +271,6 @@ def prefetched(loader: torch.utils.data.DataLoader, draw: Callable[[], List],
                          f'{type(loader).__name__}-prefetch')
 
 
-# The side streams of the background threads, by (device, thread index):
-# kept across epochs and loaders, because the caching allocator keeps freed
-# blocks for the stream they were used on, and a new stream each epoch
-# (PyTorch hands out up to 32 in turn) would leave the blocks of the
-# previous epochs' streams cached and unused. Two epochs at once (loaders
-# iterated together) share them: their work on a stream runs in turn.
-_THREAD_STREAMS: Dict[Tuple[torch.device, int], 'torch.cuda.Stream'] = {}
-
-
-def thread_stream(device: torch.device, index: int) -> 'torch.cuda.Stream':
-    r"""The side stream kept for background thread :obj:`index` on
-    :obj:`device` (made on first use)."""
-    device = torch.device(device)
-    if device.index is None:  # ('cuda': the current one)
-        device = torch.device('cuda', torch.cuda.current_device())
-    stream = _THREAD_STREAMS.get((device, index))
-    if stream is None:
-        stream = _THREAD_STREAMS[(device, index)] = torch.cuda.Stream(device)
-    return stream
-
-
 def start_threads(parts: List[Iterator], num_batches: int,
                   device: torch.device, name: str,
                   collective: bool = False) -> BackgroundIterator:
@@ -307,7 +286,8 @@ def start_threads(parts: List[Iterator], num_batches: int,
             parts, [None] * len(parts), num_batches, name,
             collective=collective)
     consumer = torch.cuda.current_stream(device)
-    streams = [thread_stream(device, i) for i in range(len(parts))]
+    # (kept across epochs and loaders: loader/side_stream.py's kept_stream)
+    streams = [kept_stream(('thread', i), device) for i in range(len(parts))]
     for stream in streams:
         stream.wait_stream(consumer)
     return BackgroundIterator.start_strided(parts, streams, num_batches, name,

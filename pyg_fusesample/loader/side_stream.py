@@ -9,7 +9,7 @@ while the previous training step runs. The consumer's stream waits for the
 batch's event before using it, and every tensor of the batch is recorded on
 the consumer's stream, so the allocator keeps it until that stream is done.
 """
-from typing import Callable, Iterator, Optional
+from typing import Callable, Dict, Hashable, Iterator, Tuple
 
 import torch
 from torch import Tensor
@@ -52,6 +52,27 @@ def hand_over(stamped_batch, consumer: torch.cuda.Stream):
     return batch
 
 
+# Side streams kept across epochs and loaders, by (device, its user's key):
+# the caching allocator keeps freed blocks for the stream they were used on,
+# so a new stream each epoch (PyTorch hands out up to 32 in turn) would
+# leave the blocks cached for the previous epochs' streams unused. Users of
+# one key at once (loaders iterated together) share its stream: their work
+# on it runs in turn.
+_KEPT_STREAMS: Dict[Tuple[torch.device, Hashable], 'torch.cuda.Stream'] = {}
+
+
+def kept_stream(key: Hashable, device: torch.device) -> 'torch.cuda.Stream':
+    r"""The side stream kept for :obj:`key` on CUDA :obj:`device` (made
+    on first use; ``'cuda'`` means the current device)."""
+    device = torch.device(device)
+    if device.index is None:
+        device = torch.device('cuda', torch.cuda.current_device())
+    stream = _KEPT_STREAMS.get((device, key))
+    if stream is None:
+        stream = _KEPT_STREAMS[(device, key)] = torch.cuda.Stream(device)
+    return stream
+
+
 _END = object()  # (the items' end: any item, even None, may be a batch's)
 
 
@@ -59,18 +80,17 @@ class SideStreamIterator:
     r"""Yields ``make(item)`` for every item of :obj:`items`, each made on a
     side stream while the caller works on the previous one. The side stream
     starts after everything the caller's stream has enqueued (the inputs'
-    last writes), and never waits for it again: a new one, or :obj:`stream`
-    (one kept across epochs keeps the allocator's blocks cached for it). On
-    the CPU (no streams) the items are simply made one ahead, in the
-    caller's thread."""
+    last writes), and never waits for it again: the stream kept for
+    :obj:`key` (:func:`kept_stream`). On the CPU (no streams) the items are
+    simply made one ahead, in the caller's thread."""
     def __init__(self, items: Iterator, make: Callable, device: torch.device,
-                 stream: Optional['torch.cuda.Stream'] = None):
+                 key: Hashable = 'one ahead'):
         self.items = items
         self.make = make
         self.consumer = self.stream = None
         if device.type == 'cuda':
             self.consumer = torch.cuda.current_stream(device)
-            self.stream = stream or torch.cuda.Stream(device)
+            self.stream = kept_stream(key, device)
             self.stream.wait_stream(self.consumer)
         self.ready = self._prepare()
 
