@@ -383,11 +383,10 @@ def train_steps(args, loader, model, optimizer, device, before_timed=None):
                 before_timed()
             if device.type == 'cuda':
                 torch.cuda.reset_peak_memory_stats(device)
-        if not pipelined or i == args.warmup:
+        if not pipelined or i == args.warmup:  # (pipelined: timed as one)
             dist.barrier()
             sync(device, stream_only=True)
-            t_start = time.perf_counter()
-        t0 = time.perf_counter()
+            t0 = time.perf_counter()
         batch = next(batches).to(device)
         n = batch.batch_size
         if model is not None:
@@ -402,12 +401,13 @@ def train_steps(args, loader, model, optimizer, device, before_timed=None):
         if not pipelined:
             sync(device, stream_only=True)
         if i >= args.warmup:
-            times.append(time.perf_counter() - t0)
+            if not pipelined:
+                times.append(time.perf_counter() - t0)
             seeds += n
             edges += int(batch.edge_index.size(1))
     if pipelined:  # every timed step: the wall time over them, evenly
         sync(device, stream_only=True)
-        times = [(time.perf_counter() - t_start) / args.steps] * args.steps
+        times = [(time.perf_counter() - t0) / args.steps] * args.steps
     batches.close()
     peak = torch.cuda.max_memory_allocated(device) / 2**20 \
         if device.type == 'cuda' else \
@@ -744,10 +744,6 @@ def round_rows(args, k: int, results: dict, pyg, data, device, world: int,
 
 def summarise(rounds: list, say) -> None:
     # (rank 0's printout of the ratios: the rounds' median and range)
-    def ratios(num, den):
-        return [r[num]['seeds_per_s'] / r[den]['seeds_per_s']
-                for r in rounds if num in r and den in r]
-
     def spread(values):
         text = f'{statistics.median(values):.3f}'
         return text if len(values) == 1 else \
@@ -757,7 +753,8 @@ def summarise(rounds: list, say) -> None:
     if 'pyg' in first and 'partitioned' in first:
         say(f"partitioned / PyG's DistNeighborLoader throughput: "
             f"{first['partitioned']['seeds_per_s'] / first['pyg']['seeds_per_s']:.2f}")
-    vs = ratios('partitioned', 'replicated')
+    vs = [r['partitioned']['seeds_per_s'] / r['replicated']['seeds_per_s']
+          for r in rounds if 'partitioned' in r and 'replicated' in r]
     if vs:
         p = first['partitioned']
         say(f"partitioned / replicated throughput: {spread(vs)}; "
