@@ -193,7 +193,9 @@ def test_gpu_prefetch_makes_batches_on_a_side_stream():
         return FusedGraphSAINTRandomWalkSampler(
             data, batch_size=5, walk_length=2, num_steps=8, log=False,
             seed=1, prefetch=prefetch)
-    plain = [b.x for b in saint(False)]
+    plain_loader = saint(False)
+    plain = [b.x for b in plain_loader]
+    plain_next = [b.x for b in plain_loader]  # (a second epoch's batches differ)
     streams = []
 
     def spied(loader):  # (the streams its batches are made on)
@@ -218,7 +220,7 @@ def test_gpu_prefetch_makes_batches_on_a_side_stream():
     # streams (kept: the allocator's blocks cached for them are reused)
     first = set(streams)
     streams.clear()
-    assert all(torch.equal(a.x, p) for a, p in zip(loader, plain))
+    assert all(torch.equal(a.x, p) for a, p in zip(loader, plain_next))
     assert set(streams) == first
     streams.clear()
     assert len(list(spied(saint(True)))) == len(plain)
