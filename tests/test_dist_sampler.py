@@ -531,6 +531,24 @@ def test_ids_out_of_range_are_refused_by_name(tmp_path, monkeypatch):
         assert checks == []
 
 
+def test_batches_per_call_refuses_what_it_does_not_take(tmp_path):
+    from pyg_fusesample.distributed import FusedDistNeighborLoader
+    with one_rank(tmp_path) as part:
+        for bad in (0, -1, 2.0):
+            with pytest.raises(ValueError, match="'batches_per_call' must"):
+                FusedDistNeighborLoader(part, [2], batch_size=4,
+                                        batches_per_call=bad)
+        with pytest.raises(ValueError, match="without prefetch='thread'"):
+            FusedDistNeighborLoader(part, [2], batch_size=4,
+                                    prefetch='thread', batches_per_call=2)
+        # (an epoch of 5 batches in calls of 2, 2 and 1)
+        loader = FusedDistNeighborLoader(part, [2, 2], batch_size=9,
+                                         input_nodes=torch.arange(45),
+                                         batches_per_call=2)
+        assert [b.batch_size for b in loader] == [9] * 5
+        assert loader.sampler.batches_sampled == 5
+
+
 def test_the_ops_behind_sample_and_gather_refuse_bad_arguments(tmp_path):
     # fusesample::dist_sample_hops and dist_fetch_rows (the sampler's C++
     # ops, exchanges included): fan-outs that are not whole hops of
@@ -626,6 +644,13 @@ PARITY = {
     'temporal': dict(num_neighbors=[4, 3], temporal=True),
     'cache': dict(num_neighbors=[4, 3], cache_rows=50),
     'pinned': dict(num_neighbors=[4, 3], pinned=True, cache_rows=20),
+    # (batches_per_call: several batches sampled in one call, the same
+    # batches; the last call of an epoch takes what is left)
+    'grouped': dict(num_neighbors=[4, 3], batches_per_call=3),
+    'grouped-temporal': dict(num_neighbors=[4, 3], temporal=True,
+                             batches_per_call=2),
+    'grouped-all-cache': dict(num_neighbors=[-1, 3], cache_rows=50,
+                              batches_per_call=4),
 }
 PARITY_CASES = [(device, case) for device in ('cpu', 'cuda')
                 for case in PARITY if device == 'cuda' or case != 'pinned']
@@ -651,7 +676,8 @@ def _parity_worker(rank, world, root, init, out_dir, backend, case):
             part, opts['num_neighbors'], input_nodes=train, batch_size=16,
             shuffle=True, seed=5, replace=opts.get('replace', False),
             edge_weight=opts.get('weighted', False),
-            cache_rows=opts.get('cache_rows', 0), **kw)
+            cache_rows=opts.get('cache_rows', 0),
+            batches_per_call=opts.get('batches_per_call', 1), **kw)
         batches, where = [], set()
         for b in loader:
             batch = {}
@@ -732,10 +758,12 @@ def test_loader_batches_equal_on_the_device(device, case, world):
                     b.num_sampled_nodes)
                 assert list(a['num_sampled_edges']) == list(
                     b.num_sampled_edges)
-        batches = len(g['batches'])
-        assert g['exchanges'] == batches * (sum(
+        # (exchanges and reads a call, of one batch or of a group)
+        B = opts.get('batches_per_call', 1)
+        calls = -(-len(g['batches']) // B)
+        assert g['exchanges'] == calls * (sum(
             4 if k < 0 else 3 for k in opts['num_neighbors']) + 2 + 2)
-        assert g['host_reads'] == batches * (2 * hops + 1)
+        assert g['host_reads'] == calls * (2 * hops + 1)
         assert g['bytes_sent'] == sum(g['sent'])
         assert g['bytes_sent'] > 0 or world == 1  # (no peer to send to)
         assert g['sent'][rank] == g['received'][rank] == 0
