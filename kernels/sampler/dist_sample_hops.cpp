@@ -24,11 +24,20 @@
 //     h * num_types + t; replace, rng_seed, disjoint: the batch's; seed_time
 //     [S] (with edge_time): the seeds' times; temporal_last: the 'last'
 //     strategy.
+//   Several batches in one call (B of them): root_batch [R] (each root's
+//     batch; the seed keys rooted, root * num_nodes + node, and disjoint
+//     set: a root is a batch, or with a disjoint loader a seed), key_pos
+//     [S] (each seed's position in its batch), batch_rng_seeds [B] (each
+//     batch's RNG seed, in place of rng_seed). Every rank calls the op in
+//     this mode or not alike (its requests carry one more column).
 // Returns the batch's keys (seeds, then each hop's new ones), the local ids
 // of every draw's source and target and its edge id (grouped by hop, targets
-// in batch order, draws in draw order), nodes and edges per hop, the
-// exchanges made (one row each: bytes a row, rows sent to each rank, rows
-// received from each; CPU int64) and the number of host reads.
+// in batch order, draws in draw order), nodes and edges per hop; with
+// root_batch every key's position in its own batch and the per-batch counts
+// [2 hops + 1, B] (CPU: nodes per hop, seeds first, then draws per hop;
+// one host read), else two empty tensors; the exchanges made (one row
+// each: bytes a row, rows sent to each rank, rows received from each; CPU
+// int64) and the number of host reads (the counts' read not among them).
 // Per hop: the request sizes (an all-to-all and one host read), the
 // requests, then the replies, in one of two forms. Where every fan-out of
 // the hop is >= 0, a request has at most K (the hop's fan-outs summed)

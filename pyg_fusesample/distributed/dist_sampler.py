@@ -68,7 +68,8 @@ a GPU under a gloo group, or on the CPU under an NCCL group, is refused.
 
 Every call is collective: all ranks of the group call :meth:`sample` (and
 :meth:`gather`) the same number of times, in the same order, with batches
-of any size (an empty one included). A rank that dies, or does not answer
+of any size (an empty one included); a loader that samples several batches
+a call (``batches_per_call``) does so on every rank alike. A rank that dies, or does not answer
 within the process group's timeout (``init_process_group(timeout=...)``),
 ends the others' calls with a ``RuntimeError`` saying so, never a hang
 (gloo; under NCCL torch's watchdog ends the waiting processes at the
