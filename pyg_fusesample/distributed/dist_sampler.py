@@ -69,11 +69,12 @@ a GPU under a gloo group, or on the CPU under an NCCL group, is refused.
 Every call is collective: all ranks of the group call :meth:`sample` (and
 :meth:`gather`) the same number of times, in the same order, with batches
 of any size (an empty one included); a loader that samples several batches
-a call (``batches_per_call``) does so on every rank alike. A rank that dies, or does not answer
-within the process group's timeout (``init_process_group(timeout=...)``),
-ends the others' calls with a ``RuntimeError`` saying so, never a hang
-(gloo; under NCCL torch's watchdog ends the waiting processes at the
-timeout, by default by aborting them: ``TORCH_NCCL_ASYNC_ERROR_HANDLING``).
+a call (``batches_per_call``) does so on every rank alike. A rank that
+dies, or does not answer within the process group's timeout
+(``init_process_group(timeout=...)``), ends the others' calls with a
+``RuntimeError`` saying so, never a hang (gloo; under NCCL torch's watchdog
+ends the waiting processes at the timeout, by default by aborting them:
+``TORCH_NCCL_ASYNC_ERROR_HANDLING``).
 
 This version samples homogeneous graphs, uniformly or by edge weight,
 disjoint or not, with the time rule (``edge_time``: edge-level times, e.g.
@@ -445,7 +446,7 @@ class DistNeighborSampler:
         if seed_times is not None:
             seed_time = torch.cat([t.to(device=dev, dtype=torch.long)
                                    .reshape(-1) for t in seed_times])
-        key, row, col, edge, _, _, pos, counts = self._exchange(
+        key, row, col, edge, _, _, pos, per_batch = self._exchange(
             _ops.dist_sample_hops, root * N + flat, N, self.owner,
             self.nodes, self.csc.colptr, self.csc.row, self.csc.edge_id,
             [int(k) for ks in self.fanouts for k in ks],
@@ -454,8 +455,8 @@ class DistNeighborSampler:
             self.temporal_strategy == 'last', root_batch, within,
             [int(k) for k in rng_seeds])
         self._traffic.add(samples=B)
-        hops = (counts.size(0) - 1) // 2
-        nodes, edges = counts[:hops + 1], counts[hops + 1:]
+        hops = (per_batch.size(0) - 1) // 2
+        nodes, edges = per_batch[:hops + 1], per_batch[hops + 1:]
         # (each batch's nodes and draws, in order: a stable sort by batch)
         key_batch = root_batch.index_select(0, key // N)
         node_of = torch.sort(key_batch, stable=True)[1].split(
