@@ -531,36 +531,48 @@ def test_ids_out_of_range_are_refused_by_name(tmp_path, monkeypatch):
         assert checks == []
 
 
-def test_batches_sampled_together_are_each_sampled_alone(tmp_path):
+def sampled_together_and_alone(part, device):
     # DistNeighborSampler._sample_batches (a loader's batches_per_call):
     # each batch as _sample gives it alone, whatever its neighbours in the
     # call (an empty batch, repeats, no hops; every rule)
+    edge_index = graph()[0]
+    time = edge_times(edge_index).to(device)[part.csc[None].edge_id]
+    cases = [dict(num_neighbors=[3, 2]), dict(num_neighbors=[0, 4]),
+             dict(num_neighbors=[2, -1, 2]),
+             dict(num_neighbors=[3, 3], replace=True),
+             dict(num_neighbors=[3, 2], disjoint=True),
+             dict(num_neighbors=[3, 2], disjoint=True, edge_time=time,
+                  temporal_strategy='last'),
+             dict(num_neighbors=[])]
+    seeds = [torch.tensor([5, 8, 7, 70, 5]), torch.tensor([8, 3]),
+             torch.tensor([], dtype=torch.long), torch.tensor([7, 7, 1])]
+    keys = [3, 11, 5, 2 ** 40 + 1]
+    for case in cases:
+        s = DistNeighborSampler(part, **case)
+        times = [seed_times(0, x.numel()) for x in seeds] \
+            if 'edge_time' in case else None
+        got, node, index = s._sample_batches(seeds, keys, times)
+        assert len(got) == len(seeds)
+        for b, g in enumerate(got):
+            want = s._sample(seeds[b], keys[b],
+                             None if times is None else times[b])
+            for name, w, x in zip(want._fields, want, g):
+                assert (torch.equal(w, x) if isinstance(w, torch.Tensor)
+                        else w == x), (case, b, name)
+            assert torch.equal(node[index[b]], want.node)
+            assert want.node.device == node.device
+            assert node.device.type == device
+
+
+def test_batches_sampled_together_are_each_sampled_alone(tmp_path):
     with one_rank(tmp_path) as part:
-        edge_index = graph()[0]
-        time = edge_times(edge_index)[part.csc[None].edge_id]
-        cases = [dict(num_neighbors=[3, 2]), dict(num_neighbors=[0, 4]),
-                 dict(num_neighbors=[2, -1, 2]),
-                 dict(num_neighbors=[3, 3], replace=True),
-                 dict(num_neighbors=[3, 2], disjoint=True),
-                 dict(num_neighbors=[3, 2], disjoint=True, edge_time=time,
-                      temporal_strategy='last'),
-                 dict(num_neighbors=[])]
-        seeds = [torch.tensor([5, 8, 7, 70, 5]), torch.tensor([8, 3]),
-                 torch.tensor([], dtype=torch.long), torch.tensor([7, 7, 1])]
-        keys = [3, 11, 5, 2 ** 40 + 1]
-        for case in cases:
-            s = DistNeighborSampler(part, **case)
-            times = [seed_times(0, x.numel()) for x in seeds] \
-                if 'edge_time' in case else None
-            got, node, index = s._sample_batches(seeds, keys, times)
-            assert len(got) == len(seeds)
-            for b, g in enumerate(got):
-                want = s._sample(seeds[b], keys[b],
-                                 None if times is None else times[b])
-                for name, w, x in zip(want._fields, want, g):
-                    assert (torch.equal(w, x) if isinstance(w, torch.Tensor)
-                            else w == x), (case, b, name)
-                assert torch.equal(node[index[b]], want.node)
+        sampled_together_and_alone(part, 'cpu')
+
+
+@pytest.mark.cuda
+def test_batches_sampled_together_on_a_gpu(tmp_path):
+    with one_rank(tmp_path, backend='nccl') as part:
+        sampled_together_and_alone(part, 'cuda')
 
 
 def test_batches_per_call_refuses_what_it_does_not_take(tmp_path):
