@@ -585,12 +585,20 @@ def test_batches_per_call_refuses_what_it_does_not_take(tmp_path):
         with pytest.raises(ValueError, match="without prefetch='thread'"):
             FusedDistNeighborLoader(part, [2], batch_size=4,
                                     prefetch='thread', batches_per_call=2)
-        # (an epoch of 5 batches in calls of 2, 2 and 1)
-        loader = FusedDistNeighborLoader(part, [2, 2], batch_size=9,
-                                         input_nodes=torch.arange(45),
-                                         batches_per_call=2)
-        assert [b.batch_size for b in loader] == [9] * 5
-        assert loader.sampler.batches_sampled == 5
+        # (an epoch of 5 batches in calls of 2, 2 and 1, the last batch
+        # smaller; more batches a call than an epoch has)
+        for per_call in (2, 8):
+            loader = FusedDistNeighborLoader(part, [2, 2], batch_size=9,
+                                             input_nodes=torch.arange(40),
+                                             batches_per_call=per_call)
+            plain = FusedDistNeighborLoader(part, [2, 2], batch_size=9,
+                                            input_nodes=torch.arange(40))
+            got, want = list(loader), list(plain)
+            assert [b.batch_size for b in got] == [9, 9, 9, 9, 4]
+            assert all(torch.equal(a.n_id, b.n_id) and
+                       torch.equal(a.edge_index, b.edge_index) and
+                       torch.equal(a.x, b.x) for a, b in zip(got, want))
+            assert loader.sampler.batches_sampled == 5
 
 
 def test_the_ops_behind_sample_and_gather_refuse_bad_arguments(tmp_path):
