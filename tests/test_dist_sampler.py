@@ -590,9 +590,10 @@ def test_batches_per_call_refuses_what_it_does_not_take(tmp_path):
         for per_call in (2, 8):
             loader = FusedDistNeighborLoader(part, [2, 2], batch_size=9,
                                              input_nodes=torch.arange(40),
-                                             batches_per_call=per_call)
+                                             seed=4, batches_per_call=per_call)
             plain = FusedDistNeighborLoader(part, [2, 2], batch_size=9,
-                                            input_nodes=torch.arange(40))
+                                            input_nodes=torch.arange(40),
+                                            seed=4)
             got, want = list(loader), list(plain)
             assert [b.batch_size for b in got] == [9, 9, 9, 9, 4]
             assert all(torch.equal(a.n_id, b.n_id) and
