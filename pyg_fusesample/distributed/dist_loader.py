@@ -15,7 +15,7 @@ from ..loader.seeded_batches import SeededBatchSampler, resolve_generator
 from ..loader.side_stream import SideStreamIterator
 from ..sparse.target_layout import register_batch
 from .dist_sampler import DistNeighborSampler
-from .hetero_batch import feature_names_of, hetero_batch
+from .hetero_batch import feature_names_of, hetero_batch, hetero_batches
 from .partition_files import Partition
 
 
@@ -141,7 +141,7 @@ class FusedDistNeighborLoader:
             host's fixed work per call (~180 launches and 13 all-to-alls a
             batch of 3 hops on an H200), which ``B`` batches then share, at
             the price of their memory and of a burst of sampling every
-            ``B`` steps. Homogeneous partitions, without
+            ``B`` steps. Homogeneous or heterogeneous partitions, without
             ``prefetch='thread'``. (default: ``1``)
 
     Batches hold ``x``, ``y`` (where the partition stores them),
@@ -239,11 +239,10 @@ class FusedDistNeighborLoader:
         if not isinstance(batches_per_call, int) or batches_per_call < 1:
             raise ValueError(f"{type(self).__name__}: 'batches_per_call' must "
                              f"be a positive int, got {batches_per_call!r}")
-        if batches_per_call > 1 and (self.seed_type is not None
-                                     or prefetch == 'thread'):
+        if batches_per_call > 1 and prefetch == 'thread':
             raise ValueError(f"{type(self).__name__}: 'batches_per_call' > 1 "
-                             f"samples homogeneous partitions, without "
-                             f"prefetch='thread' (this version)")
+                             f"is taken without prefetch='thread' (this "
+                             f"version)")
         self.batches_per_call = batches_per_call
         # (the samplers of the lanes, each exchanging over a process group
         # of its own: one in the caller's thread, or one a background thread)
@@ -341,9 +340,13 @@ class FusedDistNeighborLoader:
         positions = [item[0] for item in group]
         seeds = [self.input_nodes[p] for p in positions]
         outs, node, node_of = sampler._sample_batches(
-            seeds, [item[1] for item in group],
+            [x + self._seed_offset for x in seeds],
+            [item[1] for item in group],
             None if self.input_time is None else
             [self.input_time[p] for p in positions])
+        if self.seed_type is not None:
+            return hetero_batches(sampler, outs, self.seed_type, positions,
+                                  self._feature_names)
         feats = sampler._gather_all(node, self._feature_names)
         return [self._data(out, {n: f.index_select(0, node_of[b])
                                  for n, f in feats.items()},
