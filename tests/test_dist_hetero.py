@@ -77,6 +77,11 @@ def rule_kwargs(rule, data, train, distributed):
         return {'cache_rows': 40} if distributed else {}
     if rule in ('ahead', 'thread'):  # (batches made ahead: the same ones)
         return {'prefetch': rule == 'ahead' or rule} if distributed else {}
+    if rule == 'grouped':  # (several batches a call: the same ones)
+        return {'batches_per_call': 3} if distributed else {}
+    if rule == 'grouped-ahead':  # (a group made ahead)
+        return {'batches_per_call': 2, 'prefetch': True} \
+            if distributed else {}
     return {}
 
 
@@ -150,7 +155,9 @@ def on_parts(world, *args, rule=None, backend='gloo'):
                                           'node_time'),
     (2, 'dict', False, True, 'edge_time'), (3, 'list', False, False,
                                             'cache'),
-    (2, 'dict', False, False, 'ahead'), (2, 'list', False, True, 'thread')])
+    (2, 'dict', False, False, 'ahead'), (2, 'list', False, True, 'thread'),
+    (2, 'dict', False, False, 'grouped'),
+    (3, 'list', False, True, 'grouped-ahead')])
 def test_hetero_batches_equal_fused_neighbor_loader(world, kind, replace,
                                                     disjoint, rule):
     check_batches(world, kind, replace, disjoint, rule, 'gloo')
@@ -167,7 +174,8 @@ GPU_CASES = [('list', False, False, None), ('dict', True, False, 'weighted'),
 @pytest.mark.parametrize('world,kind,replace,disjoint,rule', [
     (1, *case) for case in GPU_CASES] + [
     pytest.param(2, *case, marks=two_gpus)
-    for case in GPU_CASES + [('list', False, False, 'cache')]])
+    for case in GPU_CASES + [('list', False, False, 'cache'),
+                             ('dict', False, False, 'grouped')]])
 def test_hetero_batches_equal_on_gpus(world, kind, replace, disjoint, rule):
     check_batches(world, kind, replace, disjoint, rule, 'nccl')
 

@@ -99,6 +99,16 @@ def _worker(rank, world, root, init, out_dir, backend):
             got[prefetch] = dict(epochs=_epochs(loader, device),
                                  exchanges=loader.sampler.exchanges,
                                  host_reads=loader.sampler.host_reads)
+        # batches_per_call: a call a group of 3, one group ahead on the
+        # loader's lane with prefetch=True (and made when asked for without)
+        for prefetch in (True, False):
+            loader = FusedDistNeighborLoader(
+                part, [4, 3], input_nodes=train, batch_size=16, shuffle=True,
+                seed=5, cache_rows=20, prefetch=prefetch, batches_per_call=3)
+            got[('grouped', prefetch)] = dict(
+                epochs=_epochs(loader, device),
+                exchanges=loader.sampler.exchanges,
+                host_reads=loader.sampler.host_reads)
         # a loader an epoch, the first dropped after one batch with its
         # threads mid-epoch: the same groups, and the later epochs are plain
         # iteration's
@@ -127,7 +137,7 @@ def check(world, backend):
     for g in got:
         plain = g[False]['epochs']
         assert len(plain[0]) > 2 and len(plain[1]) == 2
-        for mode in modes[1:]:
+        for mode in modes[1:] + (('grouped', True), ('grouped', False)):
             ahead = g[mode]['epochs']
             assert [len(e) for e in plain] == [len(e) for e in ahead]
             for a_epoch, b_epoch in zip(ahead, plain):
@@ -138,15 +148,19 @@ def check(world, backend):
                             assert torch.equal(value, b[key]), key
                         else:
                             assert value == b[key], key
-            # (made ahead: a few batches more in the epoch left half-way)
-            assert g[mode]['exchanges'] >= g[False]['exchanges']
+            # (made ahead: a few batches more in the epoch left half-way;
+            # in groups: a call's exchanges for three batches)
+            if not isinstance(mode, tuple):
+                assert g[mode]['exchanges'] >= g[False]['exchanges']
+            else:
+                assert g[mode]['exchanges'] < g[False]['exchanges']
         *ahead, plain = g['again']
         assert len(plain) > 2
         for a in ahead:
             assert len(a) == len(plain)
             assert all(torch.equal(x, y) for x, y in zip(a, plain))
     # every rank stopped making batches after the same one
-    for mode in modes[1:]:
+    for mode in modes[1:] + (('grouped', True), ('grouped', False)):
         assert len({g[mode]['exchanges'] for g in got}) == 1
         assert len({g[mode]['host_reads'] for g in got}) == 1
 

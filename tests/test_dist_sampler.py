@@ -531,6 +531,77 @@ def test_ids_out_of_range_are_refused_by_name(tmp_path, monkeypatch):
         assert checks == []
 
 
+def sampled_together_and_alone(part, device):
+    # DistNeighborSampler._sample_batches (a loader's batches_per_call):
+    # each batch as _sample gives it alone, whatever its neighbours in the
+    # call (an empty batch, repeats, no hops; every rule)
+    edge_index = graph()[0]
+    time = edge_times(edge_index).to(device)[part.csc[None].edge_id]
+    cases = [dict(num_neighbors=[3, 2]), dict(num_neighbors=[0, 4]),
+             dict(num_neighbors=[2, -1, 2]),
+             dict(num_neighbors=[3, 3], replace=True),
+             dict(num_neighbors=[3, 2], disjoint=True),
+             dict(num_neighbors=[3, 2], disjoint=True, edge_time=time,
+                  temporal_strategy='last'),
+             dict(num_neighbors=[])]
+    seeds = [torch.tensor([5, 8, 7, 70, 5]), torch.tensor([8, 3]),
+             torch.tensor([], dtype=torch.long), torch.tensor([7, 7, 1])]
+    keys = [3, 11, 5, 2 ** 40 + 1]
+    for case in cases:
+        s = DistNeighborSampler(part, **case)
+        times = [seed_times(0, x.numel()) for x in seeds] \
+            if 'edge_time' in case else None
+        got, node, index = s._sample_batches(seeds, keys, times)
+        assert len(got) == len(seeds)
+        for b, g in enumerate(got):
+            want = s._sample(seeds[b], keys[b],
+                             None if times is None else times[b])
+            for name, w, x in zip(want._fields, want, g):
+                assert (torch.equal(w, x) if isinstance(w, torch.Tensor)
+                        else w == x), (case, b, name)
+            assert torch.equal(node[index[b]], want.node)
+            assert want.node.device == node.device
+            assert node.device.type == device
+
+
+def test_batches_sampled_together_are_each_sampled_alone(tmp_path):
+    with one_rank(tmp_path) as part:
+        sampled_together_and_alone(part, 'cpu')
+
+
+@pytest.mark.cuda
+def test_batches_sampled_together_on_a_gpu(tmp_path):
+    with one_rank(tmp_path, backend='nccl') as part:
+        sampled_together_and_alone(part, 'cuda')
+
+
+def test_batches_per_call_refuses_what_it_does_not_take(tmp_path):
+    from pyg_fusesample.distributed import FusedDistNeighborLoader
+    with one_rank(tmp_path) as part:
+        for bad in (0, -1, 2.0):
+            with pytest.raises(ValueError, match="'batches_per_call' must"):
+                FusedDistNeighborLoader(part, [2], batch_size=4,
+                                        batches_per_call=bad)
+        with pytest.raises(ValueError, match="without prefetch='thread'"):
+            FusedDistNeighborLoader(part, [2], batch_size=4,
+                                    prefetch='thread', batches_per_call=2)
+        # (an epoch of 5 batches in calls of 2, 2 and 1, the last batch
+        # smaller; more batches a call than an epoch has)
+        for per_call in (2, 8):
+            loader = FusedDistNeighborLoader(part, [2, 2], batch_size=9,
+                                             input_nodes=torch.arange(40),
+                                             seed=4, batches_per_call=per_call)
+            plain = FusedDistNeighborLoader(part, [2, 2], batch_size=9,
+                                            input_nodes=torch.arange(40),
+                                            seed=4)
+            got, want = list(loader), list(plain)
+            assert [b.batch_size for b in got] == [9, 9, 9, 9, 4]
+            assert all(torch.equal(a.n_id, b.n_id) and
+                       torch.equal(a.edge_index, b.edge_index) and
+                       torch.equal(a.x, b.x) for a, b in zip(got, want))
+            assert loader.sampler.batches_sampled == 5
+
+
 def test_the_ops_behind_sample_and_gather_refuse_bad_arguments(tmp_path):
     # fusesample::dist_sample_hops and dist_fetch_rows (the sampler's C++
     # ops, exchanges included): fan-outs that are not whole hops of
@@ -626,6 +697,13 @@ PARITY = {
     'temporal': dict(num_neighbors=[4, 3], temporal=True),
     'cache': dict(num_neighbors=[4, 3], cache_rows=50),
     'pinned': dict(num_neighbors=[4, 3], pinned=True, cache_rows=20),
+    # (batches_per_call: several batches sampled in one call, the same
+    # batches; the last call of an epoch takes what is left)
+    'grouped': dict(num_neighbors=[4, 3], batches_per_call=3),
+    'grouped-temporal': dict(num_neighbors=[4, 3], temporal=True,
+                             batches_per_call=2),
+    'grouped-all-cache': dict(num_neighbors=[-1, 3], cache_rows=50,
+                              batches_per_call=4),
 }
 PARITY_CASES = [(device, case) for device in ('cpu', 'cuda')
                 for case in PARITY if device == 'cuda' or case != 'pinned']
@@ -651,7 +729,8 @@ def _parity_worker(rank, world, root, init, out_dir, backend, case):
             part, opts['num_neighbors'], input_nodes=train, batch_size=16,
             shuffle=True, seed=5, replace=opts.get('replace', False),
             edge_weight=opts.get('weighted', False),
-            cache_rows=opts.get('cache_rows', 0), **kw)
+            cache_rows=opts.get('cache_rows', 0),
+            batches_per_call=opts.get('batches_per_call', 1), **kw)
         batches, where = [], set()
         for b in loader:
             batch = {}
@@ -732,10 +811,12 @@ def test_loader_batches_equal_on_the_device(device, case, world):
                     b.num_sampled_nodes)
                 assert list(a['num_sampled_edges']) == list(
                     b.num_sampled_edges)
-        batches = len(g['batches'])
-        assert g['exchanges'] == batches * (sum(
+        # (exchanges and reads a call, of one batch or of a group)
+        B = opts.get('batches_per_call', 1)
+        calls = -(-len(g['batches']) // B)
+        assert g['exchanges'] == calls * (sum(
             4 if k < 0 else 3 for k in opts['num_neighbors']) + 2 + 2)
-        assert g['host_reads'] == batches * (2 * hops + 1)
+        assert g['host_reads'] == calls * (2 * hops + 1)
         assert g['bytes_sent'] == sum(g['sent'])
         assert g['bytes_sent'] > 0 or world == 1  # (no peer to send to)
         assert g['sent'][rank] == g['received'][rank] == 0

@@ -341,3 +341,37 @@ def test_cuda_error_messages_are_the_cpus():
     cpu = message('cpu', *args, **kwargs)
     assert "'target' holds ids" in cpu
     assert message('cuda', *args, **kwargs) == cpu
+
+
+@pytest.mark.parametrize('weighted', [False, True])
+@pytest.mark.parametrize('device', DEVICES)
+def test_per_target_rng_seeds_are_each_batchs_draws(weighted, device):
+    # rng_seeds: target i drawn under its own seed, as a call of its batch's
+    # alone under that seed (several batches' requests in one call)
+    colptr, row, edge_id, cum = whole_graph(weighted=weighted)
+    gen = torch.Generator().manual_seed(2)
+    target = torch.randint(80, (60, ), generator=gen)
+    key = torch.randint(0, 1 << 40, (60, ), generator=gen)
+    batch_seed = torch.tensor([7, 123456789, 2 ** 40 + 3])
+    which = torch.randint(3, (60, ), generator=gen)
+    args = on(device, colptr, row, edge_id, target, key)
+    got = keyed_draws(*args, 3, False, 0, 1, *on(device, cum),
+                      rng_seeds=batch_seed[which].to(device))
+    want_count = torch.empty(60, dtype=torch.long)
+    rows, edges = [[] for _ in range(60)], [[] for _ in range(60)]
+    for b, seed in enumerate(batch_seed.tolist()):
+        mine = (which == b).nonzero().view(-1)
+        one = keyed_draws(colptr, row, edge_id, target[mine], key[mine], 3,
+                          False, seed, 1, weight_cumsum=cum)
+        at = 0
+        for j, i in enumerate(mine.tolist()):
+            c = int(one.count[j])
+            want_count[i] = c
+            rows[i] = one.row[at:at + c].tolist()
+            edges[i] = one.edge[at:at + c].tolist()
+            at += c
+    assert torch.equal(got.count.cpu(), want_count)
+    assert got.row.cpu().tolist() == [v for r in rows for v in r]
+    assert got.edge.cpu().tolist() == [v for e in edges for v in e]
+    with pytest.raises(RuntimeError, match="'rng_seeds' must have one entry"):
+        keyed_draws(*args, 3, False, 0, 1, rng_seeds=batch_seed.to(device))

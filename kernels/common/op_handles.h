@@ -50,7 +50,8 @@ inline const c10::TypedOperatorHandle<GatherRowsFn>& gather_rows() {
 using KeyedDrawsFn = std::tuple<at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, const at::Tensor&,
     const at::Tensor&, int64_t, bool, int64_t, int64_t, const std::optional<at::Tensor>&,
-    const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, bool);
+    const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, bool,
+    const std::optional<at::Tensor>&);
 
 inline const c10::TypedOperatorHandle<KeyedDrawsFn>& keyed_draws() {
   static const auto op = find<KeyedDrawsFn>("fusesample::keyed_draws");
@@ -60,6 +61,7 @@ inline const c10::TypedOperatorHandle<KeyedDrawsFn>& keyed_draws() {
 // A distributed hop's bookkeeping (kernels/sampler/dist_hop.cpp)
 using DistRequestsFn = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
     const at::Tensor&, int64_t, int64_t, int64_t, const at::Tensor&, int64_t,
+    const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
     const std::optional<at::Tensor>&);
 using DistReplySizesFn = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                     const at::Tensor&, const at::Tensor&);

@@ -21,8 +21,11 @@
 //   perm [F]: the frontier's positions grouped by owner, stable; counts
 //   [world_size]: frontier nodes per owner; owner [F]: the owner of each, in
 //   perm's order; requests [F, 2] (or [F, 3] with seed_time [S], the root
-//   seeds' times of a disjoint batch): (node, position in the batch[, its
-//   root seed's time]) in perm's order.
+//   seeds' times of a disjoint batch; one column more with key_seed):
+//   (node, position in the batch[, its root seed's time][, its RNG seed])
+//   in perm's order. pos [K] (optional): each key's position in its own
+//   batch, where one call samples several (else its index in key); key_seed
+//   [K] (optional): each key's batch's RNG seed.
 //
 // dist_reply_sizes(asked_counts, draw_count, owner, got_count, foreign)
 //     -> sizes [2 * W + 1]
@@ -106,7 +109,8 @@ at::Tensor counts_of(const at::Tensor& group, const at::Tensor& value, int64_t n
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> dist_requests(
     const at::Tensor& key, int64_t begin, int64_t end, int64_t num_nodes,
     const at::Tensor& owner_map, int64_t world_size,
-    const c10::optional<at::Tensor>& seed_time) {
+    const c10::optional<at::Tensor>& seed_time, const c10::optional<at::Tensor>& pos,
+    const c10::optional<at::Tensor>& key_seed) {
   const char* op = "fusesample::dist_requests";
   check_node_ids(op, "key", key, key, "key");
   check_node_ids(op, "owner_map", owner_map, key, "key");
@@ -119,13 +123,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> dist_requests(
   const at::Tensor frontier = keys.remainder(num_nodes);
   at::Tensor perm, counts, owner;
   std::tie(perm, counts, owner) = dist::by_owner(owner_map, frontier, world_size);
+  for (const auto* t : {&pos, &key_seed}) {
+    if (!t->has_value()) continue;
+    check_node_ids(op, t == &pos ? "pos" : "key_seed", **t, key, "key");
+    TORCH_CHECK((*t)->numel() == key.numel(), op, ": '", t == &pos ? "pos" : "key_seed",
+                "' must have one entry per key (", key.numel(), "), got ", (*t)->numel());
+  }
   std::vector<at::Tensor> fields = {
       frontier.index_select(0, perm),
-      at::arange(begin, end, key.options()).index_select(0, perm)};
+      (pos.has_value() ? pos->slice(0, begin, end) : at::arange(begin, end, key.options()))
+          .index_select(0, perm)};
   if (seed_time.has_value()) {  // (each node's root seed's time)
     check_node_ids(op, "seed_time", *seed_time, key, "key");
     fields.push_back(
         seed_time->index_select(0, keys.div(num_nodes, "floor")).index_select(0, perm));
+  }
+  if (key_seed.has_value()) {  // (each node's batch's RNG seed)
+    fields.push_back(key_seed->slice(0, begin, end).index_select(0, perm));
   }
   return {at::stack(fields, 1), perm, counts, owner};
 }
@@ -247,8 +261,8 @@ std::tuple<at::Tensor, at::Tensor, int64_t> dist_relabel(const at::Tensor& node,
 TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "dist_requests(Tensor key, int begin, int end, int num_nodes, Tensor owner_map, "
-      "int world_size, Tensor? seed_time) -> (Tensor requests, Tensor perm, "
-      "Tensor counts, Tensor owner)");
+      "int world_size, Tensor? seed_time, Tensor? pos=None, Tensor? key_seed=None) -> "
+      "(Tensor requests, Tensor perm, Tensor counts, Tensor owner)");
   m.def(
       "dist_reply_sizes(Tensor asked_counts, Tensor draw_count, Tensor owner, "
       "Tensor got_count, Tensor foreign) -> Tensor");

@@ -24,11 +24,20 @@
 //     h * num_types + t; replace, rng_seed, disjoint: the batch's; seed_time
 //     [S] (with edge_time): the seeds' times; temporal_last: the 'last'
 //     strategy.
+//   Several batches in one call (B of them): root_batch [R] (each root's
+//     batch; the seed keys rooted, root * num_nodes + node, and disjoint
+//     set: a root is a batch, or with a disjoint loader a seed), key_pos
+//     [S] (each seed's position in its batch), batch_rng_seeds [B] (each
+//     batch's RNG seed, in place of rng_seed). Every rank calls the op in
+//     this mode or not alike (its requests carry one more column).
 // Returns the batch's keys (seeds, then each hop's new ones), the local ids
 // of every draw's source and target and its edge id (grouped by hop, targets
-// in batch order, draws in draw order), nodes and edges per hop, the
-// exchanges made (one row each: bytes a row, rows sent to each rank, rows
-// received from each; CPU int64) and the number of host reads.
+// in batch order, draws in draw order), nodes and edges per hop; with
+// root_batch every key's position in its own batch and the per-batch counts
+// [2 hops + 1, B] (CPU: nodes per hop, seeds first, then draws per hop;
+// one host read), else two empty tensors; the exchanges made (one row
+// each: bytes a row, rows sent to each rank, rows received from each; CPU
+// int64) and the number of host reads (the counts' read not among them).
 // Per hop: the request sizes (an all-to-all and one host read), the
 // requests, then the replies, in one of two forms. Where every fan-out of
 // the hop is >= 0, a request has at most K (the hop's fan-outs summed)
@@ -50,7 +59,9 @@
 #include <ATen/ops/repeat_interleave.h>
 #include <ATen/ops/sort.h>
 #include <ATen/ops/stack.h>
+#include <ATen/ops/ones_like.h>
 #include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -84,20 +95,21 @@ Draws serve(const at::Tensor& colptr, const at::Tensor& row,
             const at::Tensor& position, at::IntArrayRef fanouts, int64_t hop, bool replace,
             int64_t rng_seed, const std::optional<at::Tensor>& weight_cumsum,
             const std::optional<at::Tensor>& edge_time,
-            const std::optional<at::Tensor>& seed_time, bool temporal_last) {
+            const std::optional<at::Tensor>& seed_time, bool temporal_last,
+            const std::optional<at::Tensor>& rng_seeds) {
   const int64_t T = static_cast<int64_t>(fanouts.size());
   const auto& keyed_draws = ops::keyed_draws();
   if (T == 1) {
     auto d = keyed_draws.call(colptr, row, edge_id, local, position, fanouts[0], replace,
                               rng_seed, hop, weight_cumsum, edge_time, seed_time,
-                              temporal_last);
+                              temporal_last, rng_seeds);
     return {std::get<0>(d), std::get<1>(d), std::get<2>(d)};
   }
   std::vector<at::Tensor> counts, rows, edges, owners;
   for (int64_t t = 0; t < T; ++t) {
     auto d = keyed_draws.call(colptr, row, edge_id, local * T + t, position, fanouts[t],
                               replace, rng_seed, hop * T + t, weight_cumsum, edge_time,
-                              seed_time, temporal_last);
+                              seed_time, temporal_last, rng_seeds);
     counts.push_back(std::get<0>(d));
     rows.push_back(std::get<1>(d));
     edges.push_back(std::get<2>(d));
@@ -112,7 +124,7 @@ Draws serve(const at::Tensor& colptr, const at::Tensor& row,
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, std::vector<int64_t>,
-           std::vector<int64_t>, at::Tensor, int64_t>
+           std::vector<int64_t>, at::Tensor, at::Tensor, at::Tensor, int64_t>
 dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t num_nodes,
                  const at::Tensor& owner_map, const at::Tensor& nodes,
                  const at::Tensor& colptr, const at::Tensor& row,
@@ -120,7 +132,10 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
                  int64_t num_types, bool replace, int64_t rng_seed, bool disjoint,
                  const std::optional<at::Tensor>& weight_cumsum,
                  const std::optional<at::Tensor>& edge_time,
-                 const std::optional<at::Tensor>& seed_time, bool temporal_last) {
+                 const std::optional<at::Tensor>& seed_time, bool temporal_last,
+                 const std::optional<at::Tensor>& root_batch,
+                 const std::optional<at::Tensor>& key_pos,
+                 at::OptionalIntArrayRef batch_rng_seeds) {
   const char* op = "fusesample::dist_sample_hops";
   check_node_ids(op, "seed_key", seed_key, seed_key, "seed_key");
   check_node_ids(op, "nodes", nodes, seed_key, "seed_key");
@@ -134,12 +149,44 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
   std::vector<at::Tensor> rows, cols, edges;
   std::vector<int64_t> num_sampled_nodes{seed_key.numel()}, num_sampled_edges;
   int64_t begin = 0, end = key.numel();
+  // Several batches in one call (root_batch: the batch of each root, the
+  // keys rooted, disjoint): every key's position in its own batch (pos) and
+  // its batch's RNG seed (key_seed) go with its requests, so that each
+  // batch's draws are the ones it gets alone; per hop, the new nodes and
+  // the draws of each batch are counted.
+  const bool batched = root_batch.has_value();
+  at::Tensor pos, key_seed, seeds, base;
+  std::vector<at::Tensor> node_counts, edge_counts;
+  const int64_t B = batched ? static_cast<int64_t>(batch_rng_seeds->size()) : 0;
+  auto batch_of = [&](const at::Tensor& keys) {
+    return root_batch->index_select(0, keys.div(num_nodes, "floor"));
+  };
+  auto count_by = [&](const at::Tensor& batch) {
+    return at::zeros({B}, batch.options()).index_add_(0, batch, at::ones_like(batch));
+  };
+  if (batched) {
+    TORCH_CHECK(disjoint && key_pos.has_value() && batch_rng_seeds.has_value() && B > 0, op,
+                ": 'root_batch' takes rooted keys (disjoint), 'key_pos' and "
+                "'batch_rng_seeds'");
+    check_node_ids(op, "root_batch", *root_batch, seed_key, "seed_key");
+    check_node_ids(op, "key_pos", *key_pos, seed_key, "seed_key");
+    TORCH_CHECK(key_pos->numel() == seed_key.numel(), op, ": 'key_pos' must have one entry "
+                "per seed key (", seed_key.numel(), "), got ", key_pos->numel());
+    seeds = at::tensor(*batch_rng_seeds, at::kLong).to(seed_key.device());
+    const at::Tensor batch = batch_of(seed_key);
+    pos = *key_pos;
+    key_seed = seeds.index_select(0, batch);
+    base = count_by(batch);
+    node_counts.push_back(base);
+  }
   for (int64_t hop = 0; hop < hops; ++hop) {
     // the frontier's (node, position[, root seed's time]) grouped by owner;
     // their sizes exchanged (a host read), then the requests
     at::Tensor requests, perm, counts, owner;
     std::tie(requests, perm, counts, owner) = ops::dist_requests().call(
-        key, begin, end, num_nodes, owner_map, W, seed_time);
+        key, begin, end, num_nodes, owner_map, W, seed_time,
+        batched ? std::optional<at::Tensor>(pos) : std::nullopt,
+        batched ? std::optional<at::Tensor>(key_seed) : std::nullopt);
     Splits sent, asked_counts;
     at::Tensor asked_dev;
     std::tie(sent, asked_counts, asked_dev) = ex.sizes(counts);
@@ -151,10 +198,15 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
     const std::optional<at::Tensor> asked_time =
         seed_time.has_value() ? std::optional<at::Tensor>(asked.select(1, 2).contiguous())
                               : std::nullopt;
+    // (the requests' RNG seeds, their last column, where every rank sends
+    // several batches: the call's mode is collective)
+    const std::optional<at::Tensor> asked_seed =
+        batched ? std::optional<at::Tensor>(asked.select(1, asked.size(1) - 1).contiguous())
+                : std::nullopt;
     const Draws draws =
         serve(colptr, row, edge_id, local, asked.select(1, 1).contiguous(),
               hop_fanouts, hop, replace, rng_seed, weight_cumsum, edge_time,
-              asked_time, temporal_last);
+              asked_time, temporal_last, asked_seed);
     at::Tensor src, edge, col;
     if (std::all_of(hop_fanouts.begin(), hop_fanouts.end(), [](int64_t k) { return k >= 0; })) {
       // the replies padded to K draws (sizes: the requests'), then the
@@ -193,14 +245,40 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
     edges.push_back(edge);
     num_sampled_nodes.push_back(fresh);
     num_sampled_edges.push_back(src.numel());
+    if (batched) {  // the new keys' positions in their batches, and the counts
+      const at::Tensor batch = batch_of(key.slice(0, end));
+      const at::Tensor onehot = at::zeros({B, fresh}, key.options()).scatter_(
+          0, batch.unsqueeze(0), 1);
+      const at::Tensor rank = onehot.cumsum(1).gather(0, batch.unsqueeze(0)).squeeze(0) - 1;
+      pos = at::cat({pos, base.index_select(0, batch) + rank});
+      key_seed = at::cat({key_seed, seeds.index_select(0, batch)});
+      const at::Tensor added = onehot.sum(1);
+      base = base + added;
+      node_counts.push_back(added);
+      edge_counts.push_back(count_by(batch_of(key.index_select(0, col))));
+    }
     begin = end;
     end = key.numel();
+  }
+  // (one host read for the per-batch counts: [hops + 1 + hops, B])
+  at::Tensor batch_counts = at::empty({0}, at::kLong);
+  if (batched) {
+    node_counts.insert(node_counts.end(), edge_counts.begin(), edge_counts.end());
+    batch_counts = at::stack(node_counts).cpu();
   }
   auto cat = [&](const std::vector<at::Tensor>& ts) {
     return ts.empty() ? at::empty({0}, seed_key.options()) : at::cat(ts);
   };
-  return {key, cat(rows), cat(cols), cat(edges), num_sampled_nodes, num_sampled_edges,
-          ex.log(), ex.host_reads()};
+  return {key,
+          cat(rows),
+          cat(cols),
+          cat(edges),
+          num_sampled_nodes,
+          num_sampled_edges,
+          batched ? pos : at::empty({0}, seed_key.options()),
+          batch_counts,
+          ex.log(),
+          ex.host_reads()};
 }
 
 }  // namespace
@@ -210,9 +288,10 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       "dist_sample_hops(str group, Tensor seed_key, int num_nodes, Tensor owner_map, "
       "Tensor nodes, Tensor colptr, Tensor row, Tensor? edge_id, int[] fanouts, "
       "int num_types, bool replace, int rng_seed, bool disjoint, Tensor? weight_cumsum, "
-      "Tensor? edge_time, Tensor? seed_time, bool temporal_last) -> (Tensor node, "
-      "Tensor row, Tensor col, Tensor edge, int[] num_sampled_nodes, "
-      "int[] num_sampled_edges, Tensor exchanges, int host_reads)");
+      "Tensor? edge_time, Tensor? seed_time, bool temporal_last, Tensor? root_batch=None, "
+      "Tensor? key_pos=None, int[]? batch_rng_seeds=None) -> (Tensor node, Tensor row, "
+      "Tensor col, Tensor edge, int[] num_sampled_nodes, int[] num_sampled_edges, "
+      "Tensor pos, Tensor batch_counts, Tensor exchanges, int host_reads)");
 }
 
 TORCH_LIBRARY_IMPL(fusesample, CompositeExplicitAutograd, m) {

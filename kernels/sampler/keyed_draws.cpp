@@ -27,6 +27,8 @@
 //     admits), row [sum count] int64 (global
 //     source ids) and edge [sum count] int64 (global edge ids), targets in
 //     order, each target's draws in draw order.
+//   rng_seeds [m] int64 or None: target i's RNG seed, in place of rng_seed
+//     (requests of several batches in one call, each under its batch's).
 // Equivalence: target i's draws are neighbor_sample's draws of the node at
 // position key[i] of hop `hop` in a batch sampled with the same rng_seed on
 // a CSC whose in-edge list of that node is this one (same order): the same
@@ -46,5 +48,6 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       "keyed_draws(Tensor colptr, Tensor row, Tensor? edge_id, Tensor target, "
       "Tensor key, int num_neighbors, bool replace, int rng_seed, int hop, "
       "Tensor? weight_cumsum=None, Tensor? edge_time=None, Tensor? seed_time=None, "
-      "bool temporal_last=False) -> (Tensor count, Tensor row, Tensor edge)");
+      "bool temporal_last=False, Tensor? rng_seeds=None) -> (Tensor count, Tensor row, "
+      "Tensor edge)");
 }

@@ -43,6 +43,18 @@ inline void check_keyed_draws(const at::Tensor& colptr, const at::Tensor& row,
              weight_cumsum);
 }
 
+// rng_seeds (optional): one RNG seed per target, in place of rng_seed (the
+// requests of several batches in one call, each under its batch's seed).
+inline void check_rng_seeds(const at::Tensor& target, const c10::optional<at::Tensor>& seeds) {
+  if (!seeds.has_value()) return;
+  const char* op = kKeyedDrawsOp;
+  check_1d(op, "rng_seeds", *seeds);
+  check_dtype(op, "rng_seeds", *seeds, at::kLong);
+  check_same_device(op, "rng_seeds", *seeds, "target", target);
+  TORCH_CHECK(seeds->numel() == target.numel(), op, ": 'rng_seeds' must have one entry per "
+              "target (", target.numel(), "), got ", seeds->numel());
+}
+
 // The rule's tensors, contiguous, and the SegmentRule over them (on their
 // device; its pointers live as long as this does).
 struct KeyedDrawsRule {

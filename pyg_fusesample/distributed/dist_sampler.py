@@ -68,11 +68,13 @@ a GPU under a gloo group, or on the CPU under an NCCL group, is refused.
 
 Every call is collective: all ranks of the group call :meth:`sample` (and
 :meth:`gather`) the same number of times, in the same order, with batches
-of any size (an empty one included). A rank that dies, or does not answer
-within the process group's timeout (``init_process_group(timeout=...)``),
-ends the others' calls with a ``RuntimeError`` saying so, never a hang
-(gloo; under NCCL torch's watchdog ends the waiting processes at the
-timeout, by default by aborting them: ``TORCH_NCCL_ASYNC_ERROR_HANDLING``).
+of any size (an empty one included); a loader that samples several batches
+a call (``batches_per_call``) does so on every rank alike. A rank that
+dies, or does not answer within the process group's timeout
+(``init_process_group(timeout=...)``), ends the others' calls with a
+``RuntimeError`` saying so, never a hang (gloo; under NCCL torch's watchdog
+ends the waiting processes at the timeout, by default by aborting them:
+``TORCH_NCCL_ASYNC_ERROR_HANDLING``).
 
 This version samples homogeneous graphs, uniformly or by edge weight,
 disjoint or not, with the time rule (``edge_time``: edge-level times, e.g.
@@ -396,7 +398,7 @@ class DistNeighborSampler:
             torch.arange(seed.numel(), device=dev) * N + seed
         # every hop, exchanges included, in one op (dist_sample_hops.cpp:
         # the loop this method ran, without the GIL)
-        key, row, col, edge, nsn, nse = self._exchange(
+        key, row, col, edge, nsn, nse, _, _ = self._exchange(
             _ops.dist_sample_hops, key, N, self.owner, self.nodes,
             self.csc.colptr, self.csc.row, self.csc.edge_id,
             [int(k) for ks in self.fanouts for k in ks],
@@ -410,6 +412,71 @@ class DistNeighborSampler:
         self._traffic.add(samples=1)
         return DistSample(key % N, row, col, edge, list(nsn), list(nse),
                           key // N if self.disjoint else None)
+
+    def _sample_batches(self, seeds: Sequence[Tensor],
+                        rng_seeds: Sequence[int],
+                        seed_times: Optional[Sequence[Tensor]] = None):
+        # Several batches in one call of the hop op (collective, like
+        # _sample: every rank calls it with its own batches, as many calls):
+        # a hop's all-to-alls, launches and reads are paid once for all of
+        # them. Each batch comes out as _sample gives it alone: its keys are
+        # rooted (a batch's index, or with disjoint a seed's), and its
+        # requests carry its nodes' positions in it and its RNG seed.
+        # Returns the batches' DistSamples, their nodes together (global
+        # ids) and each batch's indices into them (a gather for them all).
+        dev, N, B = self.device, self.owner.numel(), len(seeds)
+        seeds = [x.to(device=dev, dtype=torch.long).reshape(-1) for x in seeds]
+        if (seed_times is None) != (self.edge_time is None):
+            raise ValueError("'seed_times' are needed with edge_time (and "
+                             "only then)")
+        counts = [x.numel() for x in seeds]
+        starts = [sum(counts[:b]) for b in range(B)]
+        flat = torch.cat(seeds)
+        batch_of_seed = torch.repeat_interleave(
+            torch.arange(B, device=dev), torch.tensor(counts, device=dev),
+            output_size=flat.numel())
+        within = torch.arange(flat.numel(), device=dev) - torch.tensor(
+            starts, device=dev).index_select(0, batch_of_seed)
+        if self.disjoint:  # (a seed is its own root)
+            root, root_batch = torch.arange(flat.numel(), device=dev), \
+                batch_of_seed
+        else:  # (a batch is the root of its nodes)
+            root, root_batch = batch_of_seed, torch.arange(B, device=dev)
+        seed_time = None
+        if seed_times is not None:
+            seed_time = torch.cat([t.to(device=dev, dtype=torch.long)
+                                   .reshape(-1) for t in seed_times])
+        key, row, col, edge, _, _, pos, per_batch = self._exchange(
+            _ops.dist_sample_hops, root * N + flat, N, self.owner,
+            self.nodes, self.csc.colptr, self.csc.row, self.csc.edge_id,
+            [int(k) for ks in self.fanouts for k in ks],
+            len(self.fanouts[0]) if self.fanouts else 1, self.replace, 0,
+            True, self.weight_cumsum, self.edge_time, seed_time,
+            self.temporal_strategy == 'last', root_batch, within,
+            [int(k) for k in rng_seeds])
+        self._traffic.add(samples=B)
+        hops = (per_batch.size(0) - 1) // 2
+        nodes, edges = per_batch[:hops + 1], per_batch[hops + 1:]
+        # (each batch's nodes and draws, in order: a stable sort by batch)
+        key_batch = root_batch.index_select(0, key // N)
+        node_of = torch.sort(key_batch, stable=True)[1].split(
+            nodes.sum(0).tolist())
+        edge_of = torch.sort(key_batch.index_select(0, col), stable=True)[1] \
+            .split(edges.sum(0).tolist())
+        node = key % N
+        out = []
+        for b in range(B):
+            e = edge_of[b]
+            seed_root = None
+            if self.disjoint:
+                seed_root = key.index_select(0, node_of[b]) // N - starts[b]
+            out.append(DistSample(
+                node.index_select(0, node_of[b]),
+                pos.index_select(0, row.index_select(0, e)),
+                pos.index_select(0, col.index_select(0, e)),
+                edge.index_select(0, e), nodes[:, b].tolist(),
+                edges[:, b].tolist(), seed_root))
+        return out, node, node_of
 
     # ------------------------------------------------------------ features
     def gather(self, ids: Tensor, name: str = 'x') -> Tensor:

@@ -42,41 +42,66 @@ def hetero_batch(sampler: DistNeighborSampler, out: DistSample,
     type's features in :obj:`feature_names`, types in the partition's
     order; ``2 + F`` all-to-alls for a type of ``F`` features, none for a
     type without)."""
+    return hetero_batches(sampler, [out], seed_type, [input_id],
+                          feature_names)[0]
+
+
+def hetero_batches(sampler: DistNeighborSampler, outs: List[DistSample],
+                   seed_type: str, input_ids: List[Tensor],
+                   feature_names: Dict[str, List[str]]) -> List[HeteroData]:
+    r"""The ``HeteroData`` of each of :obj:`outs` (batches sampled in one
+    call), every node type's features gathered once for all of them
+    (collective, as :func:`hetero_batch`)."""
     typed = sampler.typed
-    NT, T = len(typed.node_types), typed.num_edge_types
-    node = out.node
-    kind = typed.type_index(node)
-    # every batch node's rank among the nodes of its type (its local id)
-    local = torch.empty_like(node)
-    data = HeteroData()
-    node_hops = _per_hop(kind, _bounds(out.num_sampled_nodes), NT).tolist()
+    T = typed.num_edge_types
+    kinds = [typed.type_index(out.node) for out in outs]
+    # each batch's nodes of each type (in batch order), and the type's
+    # features for all the batches' nodes of it, one gather a type
+    where = [[(kind == i).nonzero().view(-1) for kind in kinds]
+             for i in range(len(typed.node_types))]
+    rows = []
     for i, nt in enumerate(typed.node_types):
-        where = (kind == i).nonzero().view(-1)
-        local[where] = torch.arange(where.numel(), device=node.device)
-        ids = node[where] - typed.node_offset[i]
-        store = data[nt]
-        store.num_nodes = where.numel()
+        ids = [out.node[w] - typed.node_offset[i]
+               for out, w in zip(outs, where[i])]
         names = feature_names.get(nt, [])
-        feats = sampler._gather_all(ids, names, node_type=nt)
-        for name in names:
-            store[name] = feats[name]
-        store.n_id = ids
-        store.num_sampled_nodes = node_hops[i]
-        if out.batch is not None:
-            store.batch = out.batch[where]
-    etype = out.edge % T
-    edge_hops = _per_hop(etype, _bounds(out.num_sampled_edges), T).tolist()
-    for t, et in enumerate(typed.edge_types):
-        sel = (etype == t).nonzero().view(-1)
-        store = data[et]
-        store.edge_index = torch.stack([local[out.row[sel]],
-                                        local[out.col[sel]]])
-        store.e_id = out.edge[sel] // T
-        store.num_sampled_edges = edge_hops[t]
-    data[seed_type].input_id = input_id
-    data[seed_type].batch_size = input_id.numel()
-    register_hetero_batch(data)
-    return data
+        feats = sampler._gather_all(torch.cat(ids), names, node_type=nt)
+        sizes = [w.numel() for w in where[i]]
+        rows.append([ids, {n: feats[n].split(sizes) for n in names}])
+    batches = []
+    for b, (out, kind) in enumerate(zip(outs, kinds)):
+        node = out.node
+        # every batch node's rank among the nodes of its type (its local id)
+        local = torch.empty_like(node)
+        data = HeteroData()
+        node_hops = _per_hop(kind, _bounds(out.num_sampled_nodes),
+                             len(typed.node_types)).tolist()
+        for i, nt in enumerate(typed.node_types):
+            w = where[i][b]
+            local[w] = torch.arange(w.numel(), device=node.device)
+            ids, feats = rows[i]
+            store = data[nt]
+            store.num_nodes = w.numel()
+            for name, parts in feats.items():
+                store[name] = parts[b]
+            store.n_id = ids[b]
+            store.num_sampled_nodes = node_hops[i]
+            if out.batch is not None:
+                store.batch = out.batch[w]
+        etype = out.edge % T
+        edge_hops = _per_hop(etype, _bounds(out.num_sampled_edges),
+                             T).tolist()
+        for t, et in enumerate(typed.edge_types):
+            sel = (etype == t).nonzero().view(-1)
+            store = data[et]
+            store.edge_index = torch.stack([local[out.row[sel]],
+                                            local[out.col[sel]]])
+            store.e_id = out.edge[sel] // T
+            store.num_sampled_edges = edge_hops[t]
+        data[seed_type].input_id = input_ids[b]
+        data[seed_type].batch_size = input_ids[b].numel()
+        register_hetero_batch(data)
+        batches.append(data)
+    return batches
 
 
 def feature_names_of(sampler: DistNeighborSampler) -> Dict[str, List[str]]:

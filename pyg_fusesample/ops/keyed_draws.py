@@ -23,7 +23,8 @@ def keyed_draws(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
                 weight_cumsum: Optional[Tensor] = None,
                 edge_time: Optional[Tensor] = None,
                 seed_time: Optional[Tensor] = None,
-                temporal_strategy: str = 'uniform') -> KeyedDraws:
+                temporal_strategy: str = 'uniform',
+                rng_seeds: Optional[Tensor] = None) -> KeyedDraws:
     r"""The draws :func:`~pyg_fusesample.ops.neighbor_sample` makes at hop
     :obj:`hop` for the node at position ``key[i]`` of a batch sampled with
     :obj:`rng_seed`, for every target ``i`` (its in-edges: local CSC row
@@ -58,6 +59,9 @@ def keyed_draws(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
             requester's (disjoint) batch.
         temporal_strategy (str): ``'uniform'`` or ``'last'`` (the latest
             ``k`` admitted in-edges), as the loaders take it.
+        rng_seeds (Tensor, optional): ``[m]`` int64, target ``i``'s RNG
+            seed in place of :obj:`rng_seed` (requests of several batches
+            in one call, each under its own batch's seed).
     """
     if temporal_strategy not in ('uniform', 'last'):
         raise ValueError(f"keyed_draws: 'temporal_strategy' must be "
@@ -66,13 +70,15 @@ def keyed_draws(colptr: Tensor, row: Tensor, edge_id: Optional[Tensor],
                                         int(num_neighbors), bool(replace),
                                         int(rng_seed), int(hop),
                                         weight_cumsum, edge_time, seed_time,
-                                        temporal_strategy == 'last'))
+                                        temporal_strategy == 'last',
+                                        rng_seeds))
 
 
 @torch.library.register_fake('fusesample::keyed_draws')
 def _keyed_draws_fake(colptr, row, edge_id, target, key, num_neighbors,
                       replace, rng_seed, hop, weight_cumsum=None,
-                      edge_time=None, seed_time=None, temporal_last=False):
+                      edge_time=None, seed_time=None, temporal_last=False,
+                      rng_seeds=None):
     m = torch.library.get_ctx().new_dynamic_size()
     return (target.new_empty(target.shape), target.new_empty(m),
             target.new_empty(m))

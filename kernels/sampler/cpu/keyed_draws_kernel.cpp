@@ -27,9 +27,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cpu(
     const at::Tensor& target, const at::Tensor& key, int64_t k, bool replace, int64_t rng_seed,
     int64_t hop, const c10::optional<at::Tensor>& weight_cumsum,
     const c10::optional<at::Tensor>& edge_time, const c10::optional<at::Tensor>& seed_time,
-    bool temporal_last) {
+    bool temporal_last, const c10::optional<at::Tensor>& rng_seeds) {
   check_keyed_draws(colptr, row, edge_id, target, key, k, replace, hop, weight_cumsum,
                     edge_time, seed_time, temporal_last);
+  check_rng_seeds(target, rng_seeds);
   // (the targets' range and the segments' time order: checked here on the
   // host, by the CUDA kernel on the device, with the same messages)
   check_ids_in_range_cpu(kOp, "target", target, colptr.numel() - 1);
@@ -44,6 +45,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cpu(
   const int64_t* tgt = target_c.data_ptr<int64_t>();
   const int64_t* kp = key_c.data_ptr<int64_t>();
   const int64_t* eid = eid_c ? eid_c->data_ptr<int64_t>() : nullptr;
+  c10::optional<at::Tensor> seeds_c;
+  if (rng_seeds.has_value()) seeds_c = rng_seeds->contiguous();
+  const int64_t* seeds = seeds_c ? seeds_c->data_ptr<int64_t>() : nullptr;
 
   auto count = at::empty({m}, at::kLong);
   int64_t* cnt = count.data_ptr<int64_t>();
@@ -67,7 +71,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cpu(
         const SegmentRange range = rule_range(ptr, tgt[i], k, rule, i);
         const int64_t start = range.start, d = range.degree, out = offset[i];
         const double* cum = rule.weight_cumsum;
-        rule_positions(static_cast<uint64_t>(rng_seed), a, kp[i], cum ? cum + start : nullptr,
+        rule_positions(static_cast<uint64_t>(seeds ? seeds[i] : rng_seed), a, kp[i], cum ? cum + start : nullptr,
                        d, k, replace, scratch, [&](int64_t s, int64_t j) {
                          r[out + s] = static_cast<int64_t>(row_p[start + j]);
                          e[out + s] = eid ? eid[start + j] : start + j;

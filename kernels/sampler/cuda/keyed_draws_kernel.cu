@@ -102,8 +102,9 @@ template <typename index_t>
 __global__ void keyed_draw_kernel(const int64_t* __restrict__ colptr,
                                   const int64_t* __restrict__ target,
                                   const int64_t* __restrict__ key, int64_t m, int64_t k,
-                                  bool replace, uint64_t rng_seed, int64_t a, SegmentRule rule,
-                                  const int64_t* __restrict__ count,
+                                  bool replace, uint64_t rng_seed,
+                                  const int64_t* __restrict__ rng_seeds, int64_t a,
+                                  SegmentRule rule, const int64_t* __restrict__ count,
                                   const int64_t* __restrict__ end, DrawOut<index_t> o,
                                   int64_t* picks, double* keys) {
   const int lane = threadIdx.x & (kWarp - 1);
@@ -114,21 +115,23 @@ __global__ void keyed_draw_kernel(const int64_t* __restrict__ colptr,
     const int64_t out = end[i] - c;
     const SegmentRange range = rule_range(colptr, target[i], k, rule, i);
     const int64_t start = range.start, d = range.degree, b = key[i];
+    // (target i's seed: its batch's, where one call serves several batches)
+    const uint64_t seed = rng_seeds != nullptr ? static_cast<uint64_t>(rng_seeds[i]) : rng_seed;
     const double* cum = rule.weight_cumsum ? rule.weight_cumsum + start : nullptr;
     if (k < 0 || (!replace && k >= d)) {  // every drawable in-edge, in order (c = d)
       for (int64_t s = lane; s < d; s += kWarp) put(o, out + s, start + s);
     } else if (replace) {  // k draws (d > 0 here: c = k > 0)
       for (int64_t s = lane; s < k; s += kWarp) {
-        const int64_t j = cum ? weighted_draw(rng_seed, a, b, s, cum, d)
-                              : keyed_draw(rng_seed, a, b, s, d);
+        const int64_t j = cum ? weighted_draw(seed, a, b, s, cum, d)
+                              : keyed_draw(seed, a, b, s, d);
         put(o, out + s, start + j);
       }
     } else {  // k < d distinct in-edges (c = k): the warp draws, then resolves
       int64_t* p = picks + out;
       if (cum)
-        warp_weighted_sample(rng_seed, a, b, cum, d, k, p, keys + out);
+        warp_weighted_sample(seed, a, b, cum, d, k, p, keys + out);
       else
-        warp_floyd(rng_seed, a, b, d, k, p);
+        warp_floyd(seed, a, b, d, k, p);
       for (int64_t s = lane; s < k; s += kWarp) put(o, out + s, start + p[s]);
       __syncwarp();
     }
@@ -140,9 +143,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cuda(
     const at::Tensor& target, const at::Tensor& key, int64_t k, bool replace, int64_t rng_seed,
     int64_t hop, const c10::optional<at::Tensor>& weight_cumsum,
     const c10::optional<at::Tensor>& edge_time, const c10::optional<at::Tensor>& seed_time,
-    bool temporal_last) {
+    bool temporal_last, const c10::optional<at::Tensor>& rng_seeds) {
   check_keyed_draws(colptr, row, edge_id, target, key, k, replace, hop, weight_cumsum,
                     edge_time, seed_time, temporal_last);
+  check_rng_seeds(target, rng_seeds);
   c10::cuda::CUDAGuard guard(target.device());
   const int64_t m = target.numel(), n_local = colptr.numel() - 1;
   const auto options = target.options();
@@ -152,8 +156,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cuda(
   }
   const auto colptr_c = colptr.contiguous(), row_c = row.contiguous(),
              target_c = target.contiguous(), key_c = key.contiguous();
-  c10::optional<at::Tensor> eid_c;
+  c10::optional<at::Tensor> eid_c, seeds_c;
   if (edge_id.has_value()) eid_c = edge_id->contiguous();
+  if (rng_seeds.has_value()) seeds_c = rng_seeds->contiguous();
   const KeyedDrawsRule rule_c(weight_cumsum, edge_time, seed_time, temporal_last);
   const SegmentRule& rule = rule_c.rule;
   const int64_t* ptr = colptr_c.data_ptr<int64_t>();
@@ -200,8 +205,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cuda(
                              eid_c ? eid_c->data_ptr<int64_t>() : nullptr,
                              out_row.data_ptr<int64_t>(), out_edge.data_ptr<int64_t>()};
     keyed_draw_kernel<index_t><<<grid_blocks(m * kWarp, kThreads, 8), kThreads, 0, stream>>>(
-        ptr, tgt, key_c.data_ptr<int64_t>(), m, k, replace, static_cast<uint64_t>(rng_seed), a,
-        rule, count.data_ptr<int64_t>(), end.data_ptr<int64_t>(), o,
+        ptr, tgt, key_c.data_ptr<int64_t>(), m, k, replace, static_cast<uint64_t>(rng_seed),
+        seeds_c ? seeds_c->data_ptr<int64_t>() : nullptr, a, rule, count.data_ptr<int64_t>(), end.data_ptr<int64_t>(), o,
         picks.defined() ? picks.data_ptr<int64_t>() : nullptr,
         keys.defined() ? keys.data_ptr<double>() : nullptr);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
