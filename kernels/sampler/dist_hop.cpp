@@ -123,12 +123,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> dist_requests(
   const at::Tensor frontier = keys.remainder(num_nodes);
   at::Tensor perm, counts, owner;
   std::tie(perm, counts, owner) = dist::by_owner(owner_map, frontier, world_size);
-  for (const auto* t : {&pos, &key_seed}) {
-    if (!t->has_value()) continue;
-    check_node_ids(op, t == &pos ? "pos" : "key_seed", **t, key, "key");
-    TORCH_CHECK((*t)->numel() == key.numel(), op, ": '", t == &pos ? "pos" : "key_seed",
-                "' must have one entry per key (", key.numel(), "), got ", (*t)->numel());
-  }
+  // (pos and key_seed: one entry per key)
+  auto check_per_key = [&](const char* name, const c10::optional<at::Tensor>& t) {
+    if (!t.has_value()) return;
+    check_node_ids(op, name, *t, key, "key");
+    TORCH_CHECK(t->numel() == key.numel(), op, ": '", name, "' must have one entry per key (",
+                key.numel(), "), got ", t->numel());
+  };
+  check_per_key("pos", pos);
+  check_per_key("key_seed", key_seed);
   std::vector<at::Tensor> fields = {
       frontier.index_select(0, perm),
       (pos.has_value() ? pos->slice(0, begin, end) : at::arange(begin, end, key.options()))

@@ -375,36 +375,52 @@ class DistNeighborSampler:
                            'DistNeighborSampler.sample')
         return self._sample(seed, rng_seed, seed_time)
 
+    def _seed_time(self, seed: Tensor,
+                   seed_time: Optional[Tensor]) -> Optional[Tensor]:
+        # (the seeds' times on the sampler's device, one a seed: given with
+        # edge_time, and only then)
+        if (seed_time is None) != (self.edge_time is None):
+            raise ValueError("'seed_time' is needed with edge_time (and only "
+                             "then)" if seed_time is None else
+                             "'seed_time' given, but the sampler has no "
+                             "edge_time")
+        if seed_time is None:
+            return None
+        seed_time = seed_time.to(device=self.device,
+                                 dtype=torch.long).reshape(-1)
+        if seed_time.numel() != seed.numel():
+            raise ValueError(f"'seed_time' must have one entry per seed "
+                             f"({seed.numel()}), got {seed_time.numel()}")
+        return seed_time
+
+    def _hops(self, key: Tensor, rng_seed: int, disjoint: bool,
+              seed_time: Optional[Tensor], *batched):
+        # Every hop of a call, exchanges included, in one op
+        # (dist_sample_hops.cpp: the loop this class ran, without the GIL)
+        # over this rank's part and rules; `batched`: the op's several-batch
+        # arguments (root_batch, key_pos, batch_rng_seeds).
+        return self._exchange(
+            _ops.dist_sample_hops, key, self.owner.numel(), self.owner,
+            self.nodes, self.csc.colptr, self.csc.row, self.csc.edge_id,
+            [int(k) for ks in self.fanouts for k in ks],
+            len(self.fanouts[0]) if self.fanouts else 1, self.replace,
+            int(rng_seed), disjoint, self.weight_cumsum, self.edge_time,
+            seed_time, self.temporal_strategy == 'last', *batched)
+
     def _sample(self, seed: Tensor, rng_seed: int,
                 seed_time: Optional[Tensor] = None) -> DistSample:
         # (sample without the seeds' range check: for seeds checked once
         # already, e.g. a loader's input nodes, with no host read a batch)
         dev = self.device
         seed = seed.to(device=dev, dtype=torch.long).reshape(-1)
-        if (seed_time is None) != (self.edge_time is None):
-            raise ValueError("'seed_time' is needed with edge_time (and only "
-                             "then)" if seed_time is None else
-                             "'seed_time' given, but the sampler has no "
-                             "edge_time")
-        if seed_time is not None:
-            seed_time = seed_time.to(device=dev, dtype=torch.long).reshape(-1)
-            if seed_time.numel() != seed.numel():
-                raise ValueError(f"'seed_time' must have one entry per seed "
-                                 f"({seed.numel()}), got {seed_time.numel()}")
+        seed_time = self._seed_time(seed, seed_time)
         # The batch's nodes as keys: the node, or (seed index, node) when
         # disjoint (a node is new once per seed's subtree).
         N = self.owner.numel()
         key = seed if not self.disjoint else \
             torch.arange(seed.numel(), device=dev) * N + seed
-        # every hop, exchanges included, in one op (dist_sample_hops.cpp:
-        # the loop this method ran, without the GIL)
-        key, row, col, edge, nsn, nse, _, _ = self._exchange(
-            _ops.dist_sample_hops, key, N, self.owner, self.nodes,
-            self.csc.colptr, self.csc.row, self.csc.edge_id,
-            [int(k) for ks in self.fanouts for k in ks],
-            len(self.fanouts[0]) if self.fanouts else 1, self.replace,
-            int(rng_seed), self.disjoint, self.weight_cumsum, self.edge_time,
-            seed_time, self.temporal_strategy == 'last')
+        key, row, col, edge, nsn, nse, _, _ = self._hops(
+            key, rng_seed, self.disjoint, seed_time)
         # (counted once its exchanges are: a batch a background thread is
         # sampling when the counters are reset then counts with its hops'
         # exchanges, not as exchanges without their batch; its feature
@@ -426,9 +442,8 @@ class DistNeighborSampler:
         # ids) and each batch's indices into them (a gather for them all).
         dev, N, B = self.device, self.owner.numel(), len(seeds)
         seeds = [x.to(device=dev, dtype=torch.long).reshape(-1) for x in seeds]
-        if (seed_times is None) != (self.edge_time is None):
-            raise ValueError("'seed_times' are needed with edge_time (and "
-                             "only then)")
+        times = [self._seed_time(x, t)
+                 for x, t in zip(seeds, seed_times or [None] * B)]
         counts = [x.numel() for x in seeds]
         starts = [sum(counts[:b]) for b in range(B)]
         flat = torch.cat(seeds)
@@ -442,18 +457,11 @@ class DistNeighborSampler:
                 batch_of_seed
         else:  # (a batch is the root of its nodes)
             root, root_batch = batch_of_seed, torch.arange(B, device=dev)
-        seed_time = None
-        if seed_times is not None:
-            seed_time = torch.cat([t.to(device=dev, dtype=torch.long)
-                                   .reshape(-1) for t in seed_times])
-        key, row, col, edge, _, _, pos, per_batch = self._exchange(
-            _ops.dist_sample_hops, root * N + flat, N, self.owner,
-            self.nodes, self.csc.colptr, self.csc.row, self.csc.edge_id,
-            [int(k) for ks in self.fanouts for k in ks],
-            len(self.fanouts[0]) if self.fanouts else 1, self.replace, 0,
-            True, self.weight_cumsum, self.edge_time, seed_time,
-            self.temporal_strategy == 'last', root_batch, within,
-            [int(k) for k in rng_seeds])
+        # (rooted keys: the op's disjoint mode; each batch its own RNG seed)
+        key, row, col, edge, _, _, pos, per_batch = self._hops(
+            root * N + flat, 0, True,
+            None if seed_times is None else torch.cat(times), root_batch,
+            within, [int(k) for k in rng_seeds])
         self._traffic.add(samples=B)
         hops = (per_batch.size(0) - 1) // 2
         nodes, edges = per_batch[:hops + 1], per_batch[hops + 1:]

@@ -71,7 +71,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cpu(
         const SegmentRange range = rule_range(ptr, tgt[i], k, rule, i);
         const int64_t start = range.start, d = range.degree, out = offset[i];
         const double* cum = rule.weight_cumsum;
-        rule_positions(static_cast<uint64_t>(seeds ? seeds[i] : rng_seed), a, kp[i], cum ? cum + start : nullptr,
+        // (target i's seed: its batch's, where one call serves several)
+        const uint64_t seed = static_cast<uint64_t>(seeds ? seeds[i] : rng_seed);
+        rule_positions(seed, a, kp[i], cum ? cum + start : nullptr,
                        d, k, replace, scratch, [&](int64_t s, int64_t j) {
                          r[out + s] = static_cast<int64_t>(row_p[start + j]);
                          e[out + s] = eid ? eid[start + j] : start + j;

@@ -206,7 +206,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> keyed_draws_cuda(
                              out_row.data_ptr<int64_t>(), out_edge.data_ptr<int64_t>()};
     keyed_draw_kernel<index_t><<<grid_blocks(m * kWarp, kThreads, 8), kThreads, 0, stream>>>(
         ptr, tgt, key_c.data_ptr<int64_t>(), m, k, replace, static_cast<uint64_t>(rng_seed),
-        seeds_c ? seeds_c->data_ptr<int64_t>() : nullptr, a, rule, count.data_ptr<int64_t>(), end.data_ptr<int64_t>(), o,
+        seeds_c ? seeds_c->data_ptr<int64_t>() : nullptr, a, rule, count.data_ptr<int64_t>(),
+        end.data_ptr<int64_t>(), o,
         picks.defined() ? picks.data_ptr<int64_t>() : nullptr,
         keys.defined() ? keys.data_ptr<double>() : nullptr);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
