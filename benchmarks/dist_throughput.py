@@ -154,11 +154,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "(default: the loader's, True on a GPU: one batch "
                         "ahead on a side stream; 'thread': background "
                         "threads, refused across GPUs)")
-    p.add_argument('--batches-per-call', type=int, default=1,
+    p.add_argument('--batches-per-call', type=int, default=None,
                    help="partitioned: FusedDistNeighborLoader's "
-                        "batches_per_call (batches sampled in one call); "
-                        "above 1 a step's time is the mean (every B-th "
-                        "step samples B batches: the median would hide it)")
+                        "batches_per_call (batches sampled in one call; "
+                        "default: the loader's, 4 on a GPU); above 1 a "
+                        "step's time is the mean (every B-th step samples B "
+                        "batches: the median would hide it)")
     p.add_argument('--loader-only', action='store_true',
                    help='time the loaders alone: a step is the next batch '
                         '(no model, no optimizer)')
@@ -580,7 +581,8 @@ def partitioned(args, data, root: str, device, rank: int,
                                    int(data.y.max()) + 1, device)
     out = train_steps(args, loader, model, optimizer, device,
                       before_timed=sampler.reset_counters)
-    if args.batches_per_call > 1:
+    B = loader.batches_per_call
+    if B > 1:
         out['step_ms'] = out['step_ms_mean']
     # (per batch sampled since the reset: a prefetching loader's threads
     # make batches ahead of the steps)
@@ -598,8 +600,8 @@ def partitioned(args, data, root: str, device, rank: int,
                a2a_host_reads_per_batch=max(reads), held_mb=max(held),
                load_s=load, note=f'FusedDistNeighborLoader, hash parts, '
                                  f'prefetch={loader.prefetch!r}' + (
-                   f', batches_per_call={args.batches_per_call} (step: the '
-                   f'mean)' if args.batches_per_call > 1 else '') + (
+                   f', batches_per_call={B} (step: the mean)'
+                   if B > 1 else '') + (
                    ' (2 threads a rank on a GPU)'
                    if loader.prefetch == 'thread' else ''))
     del loader, sampler, part

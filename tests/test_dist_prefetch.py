@@ -80,6 +80,8 @@ def _worker(rank, world, root, init, out_dir, backend):
         default = FusedDistNeighborLoader(part, [4, 3], input_nodes=train,
                                           batch_size=16)
         assert default.prefetch is (backend == 'nccl')
+        # (and 4 batches a call on a GPU, else 1)
+        assert default.batches_per_call == (4 if backend == 'nccl' else 1)
         for prefetch in (True, 'thread'):
             with pytest.raises(ValueError, match='group'):
                 FusedDistNeighborLoader(part, [4, 3], input_nodes=train,
@@ -89,10 +91,10 @@ def _worker(rank, world, root, init, out_dir, backend):
             FusedDistNeighborLoader(part, [4, 3], batch_size=16,
                                     prefetch='threads')
         got = {}
-        for prefetch in modes:
+        for prefetch in modes:  # (one batch a call: the modes compared)
             loader = FusedDistNeighborLoader(
                 part, [4, 3], input_nodes=train, batch_size=16, shuffle=True,
-                seed=5, cache_rows=20, prefetch=prefetch)
+                seed=5, cache_rows=20, prefetch=prefetch, batches_per_call=1)
             assert len(loader._lanes) == (
                 0 if not prefetch else 1 if prefetch is True or
                 backend == 'gloo' else 2)
@@ -114,16 +116,24 @@ def _worker(rank, world, root, init, out_dir, backend):
         # iteration's
         from pyg_fusesample.distributed import dist_loader
         groups = {k: list(v) for k, v in dist_loader._LANE_GROUPS.items()}
-        again = []
-        for prefetch in modes[::-1] + modes[1:2]:
+        # (the first loader after it makes its batches in groups of 3,
+        # ahead: the dropped loader's threads, where it has them, have
+        # stopped when its epoch starts; the last loader, plain iteration)
+        again, dropped = [], []
+        for prefetch, per_call in [(modes[-1], None), (True, 3)] + [
+                (p, None) for p in modes[-2::-1]] + [(False, 1)]:
             loader = FusedDistNeighborLoader(
                 part, [4, 3], input_nodes=train, batch_size=16, seed=9,
-                prefetch=prefetch)
+                prefetch=prefetch, batches_per_call=per_call)
             if not again:
                 next(iter(loader))
+                dropped = dist_loader._LANE_THREADS.get(loader._lane_key, [])
+                assert (len(dropped) > 0) == (prefetch == 'thread')
                 again.append(None)
                 continue
-            again.append([b.n_id.cpu() for b in loader])
+            it = iter(loader)
+            assert not any(thread.is_alive() for thread in dropped)
+            again.append([b.n_id.cpu() for b in it])
         got['again'] = again[1:]
         assert dist_loader._LANE_GROUPS == groups
         torch.save(got, os.path.join(out_dir, f'prefetch{rank}.pt'))

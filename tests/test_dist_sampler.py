@@ -578,7 +578,7 @@ def test_batches_sampled_together_on_a_gpu(tmp_path):
 def test_batches_per_call_refuses_what_it_does_not_take(tmp_path):
     from pyg_fusesample.distributed import FusedDistNeighborLoader
     with one_rank(tmp_path) as part:
-        for bad in (0, -1, 2.0):
+        for bad in (0, -1, 2.0, True):
             with pytest.raises(ValueError, match="'batches_per_call' must"):
                 FusedDistNeighborLoader(part, [2], batch_size=4,
                                         batches_per_call=bad)
@@ -600,6 +600,20 @@ def test_batches_per_call_refuses_what_it_does_not_take(tmp_path):
                        torch.equal(a.edge_index, b.edge_index) and
                        torch.equal(a.x, b.x) for a, b in zip(got, want))
             assert loader.sampler.batches_sampled == 5
+
+
+def test_batches_per_call_default_is_four_on_a_gpu_else_one(tmp_path):
+    # (decided without a GPU: the rule, then a CPU loader's resolved value)
+    from pyg_fusesample.distributed.dist_loader import _batches_per_call
+    cuda, cpu = torch.device('cuda', 0), torch.device('cpu')
+    assert _batches_per_call(None, cuda, True, 'L') == 4
+    assert _batches_per_call(None, cuda, False, 'L') == 4
+    assert _batches_per_call(None, cuda, 'thread', 'L') == 1
+    assert _batches_per_call(None, cpu, False, 'L') == 1
+    assert _batches_per_call(3, cpu, False, 'L') == 3
+    from pyg_fusesample.distributed import FusedDistNeighborLoader
+    with one_rank(tmp_path) as part:
+        assert FusedDistNeighborLoader(part, [2]).batches_per_call == 1
 
 
 def test_the_ops_behind_sample_and_gather_refuse_bad_arguments(tmp_path):

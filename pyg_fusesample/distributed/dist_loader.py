@@ -133,16 +133,21 @@ class FusedDistNeighborLoader:
             ``False``: the batches made when asked for, in the caller's
             thread, on its stream, over :obj:`group`; on a GPU with a
             :obj:`group`, with a warning)
-        batches_per_call (int): batches sampled together, in one call of
-            the sampler (:meth:`DistNeighborSampler._sample_batches`: one
-            set of all-to-alls, launches and host reads for all of them, and
-            one feature gather), then handed out one by one: the same
+        batches_per_call (int, optional): batches sampled together, in one
+            call of the sampler (:meth:`DistNeighborSampler._sample_batches`:
+            one set of all-to-alls, launches and host reads for all of them,
+            and one feature gather), then handed out one by one: the same
             batches. Why: on GPUs the partitioned loader's time is the
             host's fixed work per call (~180 launches and 13 all-to-alls a
             batch of 3 hops on an H200), which ``B`` batches then share, at
-            the price of their memory and of a burst of sampling every
-            ``B`` steps. Homogeneous or heterogeneous partitions, without
-            ``prefetch='thread'``. (default: ``1``)
+            the price of their memory (``B`` batches' sampling and features
+            at once) and of a burst of sampling every ``B`` steps. On two
+            H200s (papers100M-like, GraphSAGE, DDP) the partitioned run's
+            throughput was 0.58x the replicated run's at ``1``, 0.70x at
+            ``4`` on the same host, 0.66-0.68x at ``4`` on two others
+            (docs/multi_gpu.md). Homogeneous or heterogeneous
+            partitions, without ``prefetch='thread'``. (default: ``4`` on a
+            GPU unless :obj:`prefetch` is ``'thread'``, else ``1``)
 
     Batches hold ``x``, ``y`` (where the partition stores them),
     ``edge_index``, ``n_id``, ``e_id``, ``input_id`` (positions in this
@@ -175,7 +180,7 @@ class FusedDistNeighborLoader:
                  temporal_strategy: str = 'uniform', cache_rows: int = 0,
                  group=None, time_attr: Optional[str] = None,
                  prefetch: Optional[Union[bool, str]] = None,
-                 batches_per_call: int = 1):
+                 batches_per_call: Optional[int] = None):
         if time_attr is None and (edge_time is None) != (input_time is None):
             raise ValueError("'edge_time' and 'input_time' come together "
                              "(temporal sampling)")
@@ -236,13 +241,9 @@ class FusedDistNeighborLoader:
             self._feature_names = [n for n in ('x', 'y') if n in feats]
         self.prefetch = prefetch = _prefetch_mode(
             prefetch, self.sampler.device, group, type(self).__name__)
-        if not isinstance(batches_per_call, int) or batches_per_call < 1:
-            raise ValueError(f"{type(self).__name__}: 'batches_per_call' must "
-                             f"be a positive int, got {batches_per_call!r}")
-        if batches_per_call > 1 and prefetch == 'thread':
-            raise ValueError(f"{type(self).__name__}: 'batches_per_call' > 1 "
-                             f"is taken without prefetch='thread' (this "
-                             f"version)")
+        batches_per_call = _batches_per_call(
+            batches_per_call, self.sampler.device, prefetch,
+            type(self).__name__)
         self.batches_per_call = batches_per_call
         # (the samplers of the lanes, each exchanging over a process group
         # of its own: one in the caller's thread, or one a background thread)
@@ -266,6 +267,13 @@ class FusedDistNeighborLoader:
         # (the epoch's order and RNG keys drawn here, in the caller's
         # thread: the batches are the same with or without the threads)
         items = list(self.batches.slices(*self.batches.plan()))
+        # The last epoch on these groups (of any loader) ends first: its
+        # threads stop after the same batch on every rank, then this
+        # epoch takes the groups (whichever way it makes its batches).
+        if self._lanes:
+            for thread in _LANE_THREADS.pop(self._lane_key, []):
+                thread.stop.set()
+                thread.join()
         B = self.batches_per_call
         if B > 1:  # (groups of B batches, each group one call: flattened)
             groups = [items[i:i + B] for i in range(0, len(items), B)]
@@ -280,12 +288,6 @@ class FusedDistNeighborLoader:
         if not self._lanes:
             return (self._batch(self.sampler, positions, key)
                     for positions, key, _ in items)
-        # The last epoch on these groups (of any loader) ends first: its
-        # threads stop after the same batch on every rank, then this
-        # epoch takes the groups.
-        for thread in _LANE_THREADS.pop(self._lane_key, []):
-            thread.stop.set()
-            thread.join()
         if self.prefetch is True:
             # (one ahead, in this thread: every rank issues its collectives,
             # the lane's and the training's, in its program's order)
@@ -425,6 +427,23 @@ def _prefetch_mode(prefetch, device: torch.device, group,
                           f"world as the group)", stacklevel=3)
         return device.type == 'cuda' and group is None
     return prefetch
+
+
+def _batches_per_call(batches_per_call: Optional[int],
+                      device: torch.device, prefetch, owner: str) -> int:
+    # The 'batches_per_call' argument checked; None decided by the device
+    # and the prefetch mode (4 on a GPU, where the host's fixed work per call
+    # is the partitioned loader's time; the threads take one batch a call).
+    if batches_per_call is None:
+        return 4 if device.type == 'cuda' and prefetch != 'thread' else 1
+    if isinstance(batches_per_call, bool) or \
+            not isinstance(batches_per_call, int) or batches_per_call < 1:
+        raise ValueError(f"{owner}: 'batches_per_call' must be a positive "
+                         f"int, got {batches_per_call!r}")
+    if batches_per_call > 1 and prefetch == 'thread':
+        raise ValueError(f"{owner}: 'batches_per_call' > 1 is taken without "
+                         f"prefetch='thread' (this version)")
+    return batches_per_call
 
 
 def _batches_of(make, sampler: DistNeighborSampler, items) -> Iterator:
