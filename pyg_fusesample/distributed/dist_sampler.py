@@ -463,14 +463,18 @@ class DistNeighborSampler:
             None if seed_times is None else torch.cat(times), root_batch,
             within, [int(k) for k in rng_seeds])
         self._traffic.add(samples=B)
-        hops = (per_batch.size(0) - 1) // 2
+        # (every batch's node and draw counts a hop: one host read a call)
+        per_batch = per_batch.tolist()
+        hops = (len(per_batch) - 1) // 2
         nodes, edges = per_batch[:hops + 1], per_batch[hops + 1:]
+        node_counts, edge_counts = ([[r[b] for r in rows] for b in range(B)]
+                                    for rows in (nodes, edges))
         # (each batch's nodes and draws, in order: a stable sort by batch)
         key_batch = root_batch.index_select(0, key // N)
         node_of = torch.sort(key_batch, stable=True)[1].split(
-            nodes.sum(0).tolist())
+            [sum(c) for c in node_counts])
         edge_of = torch.sort(key_batch.index_select(0, col), stable=True)[1] \
-            .split(edges.sum(0).tolist())
+            .split([sum(c) for c in edge_counts])
         node = key % N
         out = []
         for b in range(B):
@@ -482,8 +486,8 @@ class DistNeighborSampler:
                 node.index_select(0, node_of[b]),
                 pos.index_select(0, row.index_select(0, e)),
                 pos.index_select(0, col.index_select(0, e)),
-                edge.index_select(0, e), nodes[:, b].tolist(),
-                edges[:, b].tolist(), seed_root))
+                edge.index_select(0, e), node_counts[b], edge_counts[b],
+                seed_root))
         return out, node, node_of
 
     # ------------------------------------------------------------ features

@@ -53,30 +53,46 @@ def hetero_batches(sampler: DistNeighborSampler, outs: List[DistSample],
     call), every node type's features gathered once for all of them
     (collective, as :func:`hetero_batch`)."""
     typed = sampler.typed
-    T = typed.num_edge_types
+    T, NT = typed.num_edge_types, len(typed.node_types)
     kinds = [typed.type_index(out.node) for out in outs]
-    # each batch's nodes of each type (in batch order), and the type's
-    # features for all the batches' nodes of it, one gather a type
-    where = [[(kind == i).nonzero().view(-1) for kind in kinds]
-             for i in range(len(typed.node_types))]
+    etypes = [out.edge % T for out in outs]
+    # every batch's counts of each node and edge type a hop, read at once
+    # (the call's one host read here): [node type][hop], [edge type][hop]
+    counts = torch.cat([torch.cat([
+        _per_hop(kind, _bounds(out.num_sampled_nodes), NT).view(-1),
+        _per_hop(etype, _bounds(out.num_sampled_edges), T).view(-1)])
+        for out, kind, etype in zip(outs, kinds, etypes)]).tolist()
+    node_hops, edge_hops, at = [], [], 0
+    for out in outs:
+        h, e = len(out.num_sampled_nodes), len(out.num_sampled_edges)
+        node_hops.append([counts[at + i * h:at + (i + 1) * h]
+                          for i in range(NT)])
+        at += NT * h
+        edge_hops.append([counts[at + t * e:at + (t + 1) * e]
+                          for t in range(T)])
+        at += T * e
+    # each batch's nodes of each type and edges of each type, in batch
+    # order (a stable sort by type)
+    where = [_by_kind(kind, hops) for kind, hops in zip(kinds, node_hops)]
+    sel = [_by_kind(etype, hops) for etype, hops in zip(etypes, edge_hops)]
+    # every node type's features for all the batches' nodes of it, one
+    # gather a type
     rows = []
     for i, nt in enumerate(typed.node_types):
-        ids = [out.node[w] - typed.node_offset[i]
-               for out, w in zip(outs, where[i])]
+        ids = [out.node[w[i]] - typed.node_offset[i]
+               for out, w in zip(outs, where)]
         names = feature_names.get(nt, [])
         feats = sampler._gather_all(torch.cat(ids), names, node_type=nt)
-        sizes = [w.numel() for w in where[i]]
+        sizes = [w[i].numel() for w in where]
         rows.append([ids, {n: feats[n].split(sizes) for n in names}])
     batches = []
-    for b, (out, kind) in enumerate(zip(outs, kinds)):
+    for b, out in enumerate(outs):
         node = out.node
         # every batch node's rank among the nodes of its type (its local id)
         local = torch.empty_like(node)
         data = HeteroData()
-        node_hops = _per_hop(kind, _bounds(out.num_sampled_nodes),
-                             len(typed.node_types)).tolist()
         for i, nt in enumerate(typed.node_types):
-            w = where[i][b]
+            w = where[b][i]
             local[w] = torch.arange(w.numel(), device=node.device)
             ids, feats = rows[i]
             store = data[nt]
@@ -84,24 +100,28 @@ def hetero_batches(sampler: DistNeighborSampler, outs: List[DistSample],
             for name, parts in feats.items():
                 store[name] = parts[b]
             store.n_id = ids[b]
-            store.num_sampled_nodes = node_hops[i]
+            store.num_sampled_nodes = node_hops[b][i]
             if out.batch is not None:
                 store.batch = out.batch[w]
-        etype = out.edge % T
-        edge_hops = _per_hop(etype, _bounds(out.num_sampled_edges),
-                             T).tolist()
         for t, et in enumerate(typed.edge_types):
-            sel = (etype == t).nonzero().view(-1)
+            s = sel[b][t]
             store = data[et]
-            store.edge_index = torch.stack([local[out.row[sel]],
-                                            local[out.col[sel]]])
-            store.e_id = out.edge[sel] // T
-            store.num_sampled_edges = edge_hops[t]
+            store.edge_index = torch.stack([local[out.row[s]],
+                                            local[out.col[s]]])
+            store.e_id = out.edge[s] // T
+            store.num_sampled_edges = edge_hops[b][t]
         data[seed_type].input_id = input_ids[b]
         data[seed_type].batch_size = input_ids[b].numel()
         register_hetero_batch(data)
         batches.append(data)
     return batches
+
+
+def _by_kind(kind: Tensor, hops: List[List[int]]) -> List[Tensor]:
+    # the positions of each kind's items in `kind`, ascending (its items in
+    # order), from each kind's counts a hop: no host read
+    return list(torch.sort(kind, stable=True)[1].split(
+        [sum(h) for h in hops]))
 
 
 def feature_names_of(sampler: DistNeighborSampler) -> Dict[str, List[str]]:
