@@ -12,10 +12,12 @@ cache of hot remote rows; bad arguments are refused. The same on GPUs
 GPU, world 2 where two are visible), every batch tensor on the rank's GPU."""
 import os
 import tempfile
+import traceback
 
 import pytest
 import torch
 import torch.distributed as dist
+from torch.overrides import TorchFunctionMode
 
 from pyg_fusesample.datasets import mag_like
 from pyg_fusesample.distributed import (DistNeighborSampler,
@@ -327,3 +329,53 @@ def test_hetero_refusals():
     assert 'venue' in said[3]
     nt, n = said[4].split(':')[0].split()
     assert f"'ids' holds ids outside [0, {n})" in said[4], said[4]
+
+
+class _HostReads(TorchFunctionMode):
+    # Counts the tensor calls made from `module` that read values to the
+    # host (a synchronisation each on a GPU): tolist, item, nonzero, int(),
+    # bool(), masked indexing.
+    READS = {'tolist', 'item', 'nonzero', '__int__', '__bool__', '__float__',
+             '__index__', 'numpy'}
+
+    def __init__(self, module):
+        super().__init__()
+        self.module, self.count = module, 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, '__name__', '')
+        if name in self.READS or (
+                name in ('__getitem__', '__setitem__') and len(args) > 1
+                and isinstance(args[1], torch.Tensor)
+                and args[1].dtype == torch.bool):
+            caller = traceback.extract_stack(limit=2)[0].filename
+            self.count += os.path.samefile(caller, self.module)
+        return func(*args, **(kwargs or {}))
+
+
+def test_hetero_batches_read_the_host_once_a_call(tmp_path):
+    # Splitting a call's batches by node and edge type reads their type
+    # counts once (a stable sort by type, not a nonzero per type and batch)
+    from pyg_fusesample.distributed import hetero_batch
+    data = graph()
+    root = str(tmp_path / 'part')
+    write_partitions(
+        root, {nt: data[nt].num_nodes for nt in data.node_types},
+        {et: [tuple(data[et].edge_index)] for et in data.edge_types}, 1,
+        node_feats={nt: data[nt].x for nt in data.node_types})
+    dist.init_process_group('gloo', init_method=f'file://{tmp_path}/init',
+                            rank=0, world_size=1)
+    try:
+        s = DistNeighborSampler(read_partition(root, 0), [3, 2])
+        offset = s.typed.node_offset[s.typed.type_of('paper')]
+        for B in (1, 3):
+            seeds = [torch.arange(4) + 4 * b for b in range(B)]
+            outs, _, _ = s._sample_batches([x + offset for x in seeds],
+                                           list(range(B)))
+            with _HostReads(hetero_batch.__file__) as reads:
+                got = hetero_batch.hetero_batches(
+                    s, outs, 'paper', seeds, hetero_batch.feature_names_of(s))
+            assert reads.count == 1, B
+            assert len(got) == B and got[-1]['paper'].batch_size == 4
+    finally:
+        dist.destroy_process_group()
