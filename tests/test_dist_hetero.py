@@ -12,18 +12,17 @@ cache of hot remote rows; bad arguments are refused. The same on GPUs
 GPU, world 2 where two are visible), every batch tensor on the rank's GPU."""
 import os
 import tempfile
-import traceback
 
 import pytest
 import torch
 import torch.distributed as dist
-from torch.overrides import TorchFunctionMode
 
 from pyg_fusesample.datasets import mag_like
 from pyg_fusesample.distributed import (DistNeighborSampler,
                                         FusedDistNeighborLoader,
                                         read_partition, write_partitions)
 
+from host_reads import HostReads
 from spawn_within import spawn_within
 from test_dist_sampler import _join, _on_cpu, two_gpus
 
@@ -331,28 +330,6 @@ def test_hetero_refusals():
     assert f"'ids' holds ids outside [0, {n})" in said[4], said[4]
 
 
-class _HostReads(TorchFunctionMode):
-    # Counts the tensor calls made from `module` that read values to the
-    # host (a synchronisation each on a GPU): tolist, item, nonzero, int(),
-    # bool(), masked indexing.
-    READS = {'tolist', 'item', 'nonzero', '__int__', '__bool__', '__float__',
-             '__index__', 'numpy'}
-
-    def __init__(self, module):
-        super().__init__()
-        self.module, self.count = module, 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = getattr(func, '__name__', '')
-        if name in self.READS or (
-                name in ('__getitem__', '__setitem__') and len(args) > 1
-                and isinstance(args[1], torch.Tensor)
-                and args[1].dtype == torch.bool):
-            caller = traceback.extract_stack(limit=2)[0].filename
-            self.count += os.path.samefile(caller, self.module)
-        return func(*args, **(kwargs or {}))
-
-
 def test_hetero_batches_read_the_host_once_a_call(tmp_path):
     # Splitting a call's batches by node and edge type reads their type
     # counts once (a stable sort by type, not a nonzero per type and batch)
@@ -372,7 +349,7 @@ def test_hetero_batches_read_the_host_once_a_call(tmp_path):
             seeds = [torch.arange(4) + 4 * b for b in range(B)]
             outs, _, _ = s._sample_batches([x + offset for x in seeds],
                                            list(range(B)))
-            with _HostReads(hetero_batch.__file__) as reads:
+            with HostReads(hetero_batch.__file__) as reads:
                 got = hetero_batch.hetero_batches(
                     s, outs, 'paper', seeds, hetero_batch.feature_names_of(s))
             assert reads.count == 1, B

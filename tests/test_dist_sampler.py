@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from pyg_fusesample.distributed import dist_sampler
 from pyg_fusesample.distributed import (DistNeighborSampler,
                                         FusedDistNeighborLoader,
                                         read_partition, write_partitions)
@@ -26,6 +27,7 @@ from pyg_fusesample.ops import neighbor_sample
 from pyg_fusesample.sampler.graph_store import build_csc
 from pyg_fusesample.sampler.rule_graph import slot_values, weighted_csc
 
+from host_reads import HostReads
 from spawn_within import spawn_within
 
 N, E = 300, 3000
@@ -313,17 +315,25 @@ def _cache_worker(rank, world, root, init, out_dir, cache_rows):
         part = read_partition(root, rank)
         plain = DistNeighborSampler(part, [4, 3])
         cached = DistNeighborSampler(part, [4, 3], cache_rows=cache_rows)
-        results = []
+        at_once = DistNeighborSampler(part, [4, 3], cache_rows=cache_rows)
+        results, reads = [], []
         for i, seed in enumerate(seed_batches()):
             out = plain.sample(seed, rng_seed=100 + i)
             plain.gather(out.node, 'y')  # (as many gathers as cached's)
             results.append((out.node, plain.gather(out.node, 'x'),
                             cached.gather(out.node, 'x'),
                             cached.gather(out.node, 'y')))
+            # (both features at once: the misses read once, not per row
+            # set; the rows as gathered one by one)
+            with HostReads(dist_sampler.__file__, ['_gather_all']) as got:
+                both = at_once._gather_all(out.node, ['x', 'y'])
+            reads.append(got.count)
+            assert all(torch.equal(both[n], r) for n, r in
+                       zip('xy', results[-1][2:]))
         src = part.csc[None].row
         remote = src[part.node_map[None][src] != rank]
         torch.save(dict(results=results, plain=plain.remote_rows_fetched,
-                        cached=cached.remote_rows_fetched,
+                        cached=cached.remote_rows_fetched, reads=reads,
                         cache_ids=cached.cache_ids, remote=remote,
                         nbytes=cached.cache_nbytes()),
                    os.path.join(out_dir, f'cache{rank}.pt'))
@@ -340,6 +350,8 @@ def test_cache_of_hot_remote_rows(cache_rows):
     edge_index, x, y = graph()
     got = on_parts(_cache_worker, 3, 'cache', cache_rows)
     for rank, g in enumerate(got):
+        # (the cached gather's one host read a call: its misses' positions)
+        assert g['reads'] == [1] * len(g['results'])
         for node, plain_x, cached_x, cached_y in g['results']:
             assert torch.equal(plain_x, x[node])
             assert torch.equal(cached_x, x[node])

@@ -463,7 +463,8 @@ class DistNeighborSampler:
             None if seed_times is None else torch.cat(times), root_batch,
             within, [int(k) for k in rng_seeds])
         self._traffic.add(samples=B)
-        # (every batch's node and draw counts a hop: one host read a call)
+        # (every batch's node and draw counts a hop, on the host: the op's
+        # one read a call)
         per_batch = per_batch.tolist()
         hops = (len(per_batch) - 1) // 2
         nodes, edges = per_batch[:hops + 1], per_batch[hops + 1:]
@@ -522,7 +523,7 @@ class DistNeighborSampler:
     def _gather_all(self, ids: Tensor, names: Sequence[str],
                     node_type: Optional[str] = None) -> Dict[str, Tensor]:
         # (gather_all without the ids' range check: for ids a batch's
-        # sampling made, with no host read a batch)
+        # sampling made, with no host read for it; one for a cache's misses)
         ids = ids.to(device=self.device, dtype=torch.long).reshape(-1)
         tables = {name: self._table(name, node_type) for name in names}
         row_offset = 0
@@ -539,18 +540,14 @@ class DistNeighborSampler:
                                row_offset=row_offset)
         pos = torch.searchsorted(cache_ids, ids).clamp_max(
             cache_ids.numel() - 1)
-        hit = cache_ids[pos] == ids
-        miss = ~hit
-        fetched = self._fetch(ids[miss], tables, count=True,
+        # (the misses' positions: the one host read, which sizes their fetch)
+        miss = (cache_ids.index_select(0, pos) != ids).nonzero().view(-1)
+        fetched = self._fetch(ids.index_select(0, miss), tables, count=True,
                               row_offset=row_offset)
-        out = {}
-        for name, table in tables.items():
-            rows = torch.empty((ids.numel(), ) + table.shape[1:],
-                               dtype=table.dtype, device=self.device)
-            rows[hit] = cached[name][pos[hit]]
-            rows[miss] = fetched[name]
-            out[name] = rows
-        return out
+        # every row from the cache (a miss's from whichever cached node its
+        # position points at), then the misses' fetched rows over theirs
+        return {name: cached[name].index_select(0, pos).index_copy_(
+                    0, miss, fetched[name]) for name in tables}
 
     def _cached(self, node_type: Optional[str]):
         # (the cached ids of a node type, in the one id space, ascending;
