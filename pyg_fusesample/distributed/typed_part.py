@@ -13,9 +13,9 @@ whole graph's (``draw_key`` in ``kernels/sampler/sample_count.h``). An
 edge is carried as ``id * T + t`` (``id``: type-local), so one integer says
 both its type and its id.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 import torch
 from torch import Tensor
@@ -37,6 +37,10 @@ class TypedPart:
     nodes: Tensor
     owner: Tensor
     csc: PartCSC
+    # (node_offset's inner bounds on each device they were asked on: a
+    # list made a tensor there is a copy the host waits for)
+    _bounds: Dict[torch.device, Tensor] = field(default_factory=dict,
+                                                repr=False)
 
     @property
     def num_edge_types(self) -> int:
@@ -50,8 +54,11 @@ class TypedPart:
 
     def type_index(self, node: Tensor) -> Tensor:
         r"""The node type (its index) of each id of the one space."""
-        offset = torch.tensor(self.node_offset[1:-1], device=node.device)
-        return torch.bucketize(node, offset, right=True)
+        bounds = self._bounds.get(node.device)
+        if bounds is None:
+            bounds = self._bounds[node.device] = torch.tensor(
+                self.node_offset[1:-1], device=node.device)
+        return torch.bucketize(node, bounds, right=True)
 
 
 def typed_part(part: Partition) -> TypedPart:
