@@ -19,9 +19,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from pyg_fusesample.distributed import dist_sampler
 from pyg_fusesample.distributed import (DistNeighborSampler,
-                                        FusedDistNeighborLoader,
+                                        FusedDistNeighborLoader, dist_sampler,
                                         read_partition, write_partitions)
 from pyg_fusesample.ops import neighbor_sample
 from pyg_fusesample.sampler.graph_store import build_csc

@@ -447,11 +447,13 @@ class DistNeighborSampler:
         counts = [x.numel() for x in seeds]
         starts = [sum(counts[:b]) for b in range(B)]
         flat = torch.cat(seeds)
+        # (the batches' sizes copied to the device once: each seed's batch,
+        # and its position there, its index less its batch's start)
+        sizes = torch.tensor(counts, device=dev)
         batch_of_seed = torch.repeat_interleave(
-            torch.arange(B, device=dev), torch.tensor(counts, device=dev),
-            output_size=flat.numel())
-        within = torch.arange(flat.numel(), device=dev) - torch.tensor(
-            starts, device=dev).index_select(0, batch_of_seed)
+            torch.arange(B, device=dev), sizes, output_size=flat.numel())
+        within = torch.arange(flat.numel(), device=dev) - (
+            sizes.cumsum(0) - sizes).index_select(0, batch_of_seed)
         if self.disjoint:  # (a seed is its own root)
             root, root_batch = torch.arange(flat.numel(), device=dev), \
                 batch_of_seed

@@ -7,8 +7,8 @@ type keeps its nodes in batch order (its local ids: their ranks among the
 type's), each edge type its edges in batch order, and the per-hop counts
 count each type's share of each hop.
 """
-from itertools import accumulate
-from typing import Dict, List
+from itertools import accumulate, islice
+from typing import Dict, Iterator, List
 
 import torch
 from torch import Tensor
@@ -62,15 +62,11 @@ def hetero_batches(sampler: DistNeighborSampler, outs: List[DistSample],
         _per_hop(kind, _bounds(out.num_sampled_nodes), NT).view(-1),
         _per_hop(etype, _bounds(out.num_sampled_edges), T).view(-1)])
         for out, kind, etype in zip(outs, kinds, etypes)]).tolist()
-    node_hops, edge_hops, at = [], [], 0
+    rest = iter(counts)  # (taken in the order they were laid out)
+    node_hops, edge_hops = [], []
     for out in outs:
-        h, e = len(out.num_sampled_nodes), len(out.num_sampled_edges)
-        node_hops.append([counts[at + i * h:at + (i + 1) * h]
-                          for i in range(NT)])
-        at += NT * h
-        edge_hops.append([counts[at + t * e:at + (t + 1) * e]
-                          for t in range(T)])
-        at += T * e
+        node_hops.append(_take(rest, NT, len(out.num_sampled_nodes)))
+        edge_hops.append(_take(rest, T, len(out.num_sampled_edges)))
     # each batch's nodes of each type and edges of each type, in batch
     # order (a stable sort by type)
     where = [_by_kind(kind, hops) for kind, hops in zip(kinds, node_hops)]
@@ -115,6 +111,11 @@ def hetero_batches(sampler: DistNeighborSampler, outs: List[DistSample],
         register_hetero_batch(data)
         batches.append(data)
     return batches
+
+
+def _take(values: Iterator[int], rows: int, width: int) -> List[List[int]]:
+    # the next rows x width values, as rows
+    return [list(islice(values, width)) for _ in range(rows)]
 
 
 def _by_kind(kind: Tensor, hops: List[List[int]]) -> List[Tensor]:

@@ -39,8 +39,8 @@ class TypedPart:
     csc: PartCSC
     # (node_offset's inner bounds on each device they were asked on: a
     # list made a tensor there is a copy the host waits for)
-    _bounds: Dict[torch.device, Tensor] = field(default_factory=dict,
-                                                repr=False)
+    _bounds: Dict[torch.device, Tensor] = field(
+        default_factory=dict, init=False, repr=False)
 
     @property
     def num_edge_types(self) -> int:
