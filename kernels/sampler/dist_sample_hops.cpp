@@ -246,13 +246,16 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
     num_sampled_nodes.push_back(fresh);
     num_sampled_edges.push_back(src.numel());
     if (batched) {  // the new keys' positions in their batches, and the counts
+      // (the new keys come grouped by batch, in batch order: relabelled in
+      // the order the draws first name them, which is the frontier's, and
+      // the frontier is grouped by batch as the seeds are; so a new key's
+      // rank among its batch's is its index less its batch's first: O(fresh))
       const at::Tensor batch = batch_of(key.slice(0, end));
-      const at::Tensor onehot = at::zeros({B, fresh}, key.options()).scatter_(
-          0, batch.unsqueeze(0), 1);
-      const at::Tensor rank = onehot.cumsum(1).gather(0, batch.unsqueeze(0)).squeeze(0) - 1;
+      const at::Tensor added = count_by(batch);
+      const at::Tensor first = added.cumsum(0) - added;
+      const at::Tensor rank = at::arange(fresh, key.options()) - first.index_select(0, batch);
       pos = at::cat({pos, base.index_select(0, batch) + rank});
       key_seed = at::cat({key_seed, seeds.index_select(0, batch)});
-      const at::Tensor added = onehot.sum(1);
       base = base + added;
       node_counts.push_back(added);
       edge_counts.push_back(count_by(batch_of(key.index_select(0, col))));
