@@ -20,15 +20,18 @@ from .dist_sampler import DistNeighborSampler, DistSample
 
 def _per_hop(kind: Tensor, bounds: List[int], num_kinds: int) -> Tensor:
     # [num_kinds, hops]: how many items of each kind lie in each range
-    # [bounds[h], bounds[h + 1]) (`kind` in [0, num_kinds)).
+    # [bounds[h], bounds[h + 1]) (`kind` in [0, num_kinds)): a hop's items
+    # added into its column. (The ranges stay host ints: a hop index made
+    # from them on the device would copy a host list there, which PyTorch
+    # ends with a stream synchronisation.)
     hops = len(bounds) - 1
-    hop = torch.repeat_interleave(
-        torch.tensor([bounds[h + 1] - bounds[h] for h in range(hops)],
-                     device=kind.device), output_size=kind.numel())
-    return torch.zeros(num_kinds * hops, dtype=torch.long,
-                       device=kind.device).index_add_(
-                           0, kind * hops + hop,
-                           torch.ones_like(kind)).view(num_kinds, hops)
+    counts = torch.zeros(num_kinds, hops, dtype=torch.long,
+                         device=kind.device)
+    ones = torch.ones_like(kind)
+    for h in range(hops):
+        lo, hi = bounds[h], bounds[h + 1]
+        counts[:, h].index_add_(0, kind[lo:hi], ones[lo:hi])
+    return counts
 
 
 def _bounds(counts: List[int]) -> List[int]:
