@@ -17,7 +17,6 @@ product is ``aggr(x W_l^T)``: the same up to rounding, fewer bytes gathered.
 Under autocast the node runs in autocast's dtype (inputs cast once); wide
 inputs are padded to aligned rows (see ``_width_pad``).
 """
-import contextlib
 from typing import Optional
 
 import torch
@@ -108,25 +107,18 @@ class _AggregateLinear(torch.autograd.Function):
         g = g.contiguous()
         g_active = g.narrow(0, 0, layout.num_dst)  # (rows with slots)
         grad_x = grad_xd = grad_wl = grad_b = grad_wr = None
-        branch = _Branch(g)
-        # (the weight gradients on the branch while the input's run here,
-        # W_l's there only when there is an input gradient to run beside it)
-        with branch.aside():
-            if need_b and ctx.has_bias:
-                grad_b = column_sums(g)
-            if need_wr and ctx.has_root:
-                grad_wr = torch.mm(g.t(), root)
+        if need_b and ctx.has_bias:
+            grad_b = column_sums(g)
+        if need_wr and ctx.has_root:
+            grad_wr = torch.mm(g.t(), root)
         if ctx.linear_first:
             if need_x or need_wl:
                 dh = aggregate_backward(layout, g_active, reduce)
-                if need_wl:
-                    with branch.aside(need_x):
-                        grad_wl = torch.mm(dh.t(), saved)
+                grad_wl = torch.mm(dh.t(), saved) if need_wl else None
                 grad_x = torch.mm(dh, weight_l) if need_x else None
         else:
             if need_wl:
-                with branch.aside(need_x):
-                    grad_wl = torch.mm(g_active.t(), saved)
+                grad_wl = torch.mm(g_active.t(), saved)
             if need_x:
                 grad_x = aggregate_backward(
                     layout, torch.mm(g_active, weight_l), reduce, arg=arg)
@@ -135,57 +127,8 @@ class _AggregateLinear(torch.autograd.Function):
             rows.addmm_(g.to(rows.dtype), weight_r.to(rows.dtype))
         elif ctx.has_root and need_xd:
             grad_xd = torch.mm(g, weight_r)
-        branch.join()
         return (grad_x, grad_xd, grad_wl, grad_b, grad_wr, None, None, None,
                 None)
-
-
-# (per device, the stream a captured backward's weight gradients branch to)
-_BRANCH_STREAMS = {}
-
-
-class _Branch:
-    r"""A second stream for the weight gradients of a backward captured in
-    a CUDA graph (:class:`~pyg_fusesample.nn.CapturedBatchStep`): they
-    depend on the output's gradient and the saved inputs only, so the
-    graph runs them beside the input gradient's GEMM and segment reduction
-    (a fork and a join: two edges of the graph, no host work at replay).
-    Mini-batch GEMMs are small (the last layer's: 1,024 rows; a weight
-    gradient's output is ``F_out x F_in``), so one alone leaves most of
-    the GPU idle. Eagerly (and on the CPU) everything stays on the current
-    stream: an eager step's time is its host's, which a fork would add to.
-    The same kernels run either way, on the same inputs: the same
-    results."""
-
-    def __init__(self, g: Tensor):
-        self.main = self.side = None
-        self.forked = False
-        if not g.is_cuda:
-            return
-        # (made on a first backward, eager: a warm-up's, before a capture)
-        side = _BRANCH_STREAMS.get(g.device.index)
-        if side is None:
-            side = _BRANCH_STREAMS[g.device.index] = \
-                torch.cuda.Stream(g.device)
-        if torch.cuda.is_current_stream_capturing():
-            self.main, self.side = torch.cuda.current_stream(g.device), side
-
-    def aside(self, when: bool = True):
-        r"""A context whose work runs on the branch (forked from the
-        current stream's work so far), if there is one and :obj:`when`."""
-        if self.side is None or not when:
-            return contextlib.nullcontext()
-        self.side.wait_stream(self.main)
-        self.forked = True
-        return torch.cuda.stream(self.side)
-
-    def join(self):
-        r"""The current stream waits for the branch's work (tensors made
-        there are used here after this; the caller's are freed here after
-        it, so neither side needs ``record_stream``); nothing where it was
-        not forked (a stream outside the capture is not waited on)."""
-        if self.forked:
-            self.main.wait_stream(self.side)
 
 
 def _root_and_bias(root: Optional[Tensor], weight_r: Optional[Tensor],
