@@ -71,7 +71,10 @@ Per variant, after
 default), the seeds a second over all ranks (all ranks' seeds over the sum
 of the step times), the ratio of the partitioned throughput to the
 replicated (``vs_replicated``), the peak device memory in the timed steps
-(largest rank); for the partitioned variant the all-to-all traffic per batch
+(largest rank), printed (not in the CSV): the host's time a step inside
+``next(loader)``, the slowest rank's (how long the loader holds the
+training thread: a pipelined step's excess over the replicated one is
+about its difference); for the partitioned variant the all-to-all traffic per batch
 from the sampler's counters over the batches it sampled (exchanges, host
 reads of their sizes, bytes sent to and received from the other ranks: the
 mean over the ranks and the largest rank's), and, measured in the same run,
@@ -377,11 +380,13 @@ class Forever:
 def train_steps(args, loader, model, optimizer, device, before_timed=None):
     # warm-up, then the timed steps; returns (median ms, mean ms, seeds a
     # second over all ranks, sampled edges a batch (mean over this rank's),
-    # peak memory MiB (largest rank)).
+    # peak memory MiB (largest rank), the host's ms a step in next(loader)
+    # (slowest rank): how long the loader holds the training thread).
     batches = Forever(loader)
     if model is not None:
         model.train()
     times, seeds, edges = [], 0, 0
+    held = 0.0  # (host seconds in next(loader) over the timed steps)
     pipelined = args.timing == 'pipelined'
     for i in range(args.warmup + args.steps):
         if i == args.warmup:
@@ -393,7 +398,10 @@ def train_steps(args, loader, model, optimizer, device, before_timed=None):
             dist.barrier()
             sync(device, stream_only=True)
             t0 = time.perf_counter()
+        t_next = time.perf_counter()
         batch = next(batches).to(device)
+        if i >= args.warmup:
+            held += time.perf_counter() - t_next
         n = batch.batch_size
         if model is not None:
             kwargs = dict(num_sampled_nodes_per_hop=batch.num_sampled_nodes,
@@ -422,14 +430,16 @@ def train_steps(args, loader, model, optimizer, device, before_timed=None):
     dist.all_reduce(worst, dist.ReduceOp.MAX)
     all_seeds = torch.tensor([seeds], dtype=torch.float64, device=device)
     dist.all_reduce(all_seeds)
-    top = torch.tensor([peak], dtype=torch.float64, device=device)
+    top = torch.tensor([peak, held / args.steps], dtype=torch.float64,
+                       device=device)
     dist.all_reduce(top, dist.ReduceOp.MAX)
+    peak, held = top.tolist()
     worst = worst.tolist()
     return dict(step_ms=statistics.median(worst) * 1e3,
                 step_ms_mean=statistics.fmean(worst) * 1e3,
                 seeds_per_s=float(all_seeds) / sum(worst),
                 sampled_edges_per_batch=edges / args.steps,
-                peak_mem_mb=float(top))
+                peak_mem_mb=peak, loader_host_ms=held * 1e3)
 
 
 def mib(nbytes) -> float:
@@ -670,7 +680,9 @@ def run(args, rank: int, device) -> int:
                        else f'{args.steps} pipelined')
                 say(f"{variant}: {r['step_ms']:.2f} ms a {what} ({how}), "
                     f"{r['seeds_per_s']:,.0f} seeds/s"
-                    + (f' (round {k + 1})' if args.rounds > 1 else ''))
+                    + (f' (round {k + 1})' if args.rounds > 1 else '')
+                    + f"; next(loader) held the training thread "
+                    f"{r['loader_host_ms']:.2f} ms a step (slowest rank)")
             rounds.append(results)
     finally:
         dist.barrier()
