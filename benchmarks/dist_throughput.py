@@ -74,7 +74,9 @@ replicated (``vs_replicated``), the peak device memory in the timed steps
 (largest rank), printed (not in the CSV): the host's time a step inside
 ``next(loader)``, the slowest rank's (how long the loader holds the
 training thread: a pipelined step's excess over the replicated one is
-about its difference); for the partitioned variant the all-to-all traffic per batch
+about its difference), and for the partitioned variant its sampler's ops'
+host time a batch by part (``DistNeighborSampler.host_seconds``: reads,
+all-to-all calls, relabelling; the rest of an op is its launches); for the partitioned variant the all-to-all traffic per batch
 from the sampler's counters over the batches it sampled (exchanges, host
 reads of their sizes, bytes sent to and received from the other ranks: the
 mean over the ranks and the largest rank's), and, measured in the same run,
@@ -599,10 +601,13 @@ def partitioned(args, data, root: str, device, rank: int,
     made = max(sampler.batches_sampled, 1)
     mine = [sampler.bytes_sent / made, sampler.bytes_received / made,
             sampler.exchanges / made, sampler.host_reads / made,
-            mib(sum(part.nbytes().values()) + sampler.cache_nbytes())]
+            mib(sum(part.nbytes().values()) + sampler.cache_nbytes()),
+            {k: v / made * 1e3 for k, v in sampler.host_seconds.items()}]
     everyone = [None] * world
     dist.all_gather_object(everyone, mine)
-    sent, received, exchanges, reads, held = zip(*everyone)
+    sent, received, exchanges, reads, held, host = zip(*everyone)
+    # (printed: the ops' host ms a batch by part, the slowest rank's each)
+    out['ops_host_ms'] = {k: max(h[k] for h in host) for k in host[0]}
     out.update(a2a_sent_bytes_per_batch=statistics.fmean(sent),
                a2a_max_sent_bytes_per_batch=max(sent),
                a2a_received_bytes_per_batch=statistics.fmean(received),
@@ -683,6 +688,14 @@ def run(args, rank: int, device) -> int:
                     + (f' (round {k + 1})' if args.rounds > 1 else '')
                     + f"; next(loader) held the training thread "
                     f"{r['loader_host_ms']:.2f} ms a step (slowest rank)")
+                if 'ops_host_ms' in r:
+                    h = r['ops_host_ms']
+                    say(f"  its ops' host time a batch (slowest rank): "
+                        f"hop op {h['dist_sample_hops']:.2f} ms, feature op "
+                        f"{h['dist_fetch_rows']:.2f} ms; in them: reads "
+                        f"{h['reads']:.2f} ms, all-to-all calls "
+                        f"{h['exchanges']:.2f} ms, relabelling "
+                        f"{h['relabelling']:.2f} ms")
             rounds.append(results)
     finally:
         dist.barrier()

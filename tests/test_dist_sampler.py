@@ -767,12 +767,15 @@ def _parity_worker(rank, world, root, init, out_dir, backend, case):
                 batch[key] = value
             batches.append(batch)
         s = loader.sampler
-        torch.save(dict(batches=batches, where=where,
-                        sent=s.bytes_sent_to, received=s.bytes_received_from,
-                        exchanges=s.exchanges, host_reads=s.host_reads,
-                        bytes_sent=s.bytes_sent,
-                        bytes_received=s.bytes_received),
-                   os.path.join(out_dir, f'parity{rank}.pt'))
+        counted = dict(batches=batches, where=where,
+                       sent=s.bytes_sent_to, received=s.bytes_received_from,
+                       exchanges=s.exchanges, host_reads=s.host_reads,
+                       bytes_sent=s.bytes_sent,
+                       bytes_received=s.bytes_received,
+                       host_seconds=s.host_seconds)
+        s.reset_counters()
+        counted['host_seconds_reset'] = s.host_seconds
+        torch.save(counted, os.path.join(out_dir, f'parity{rank}.pt'))
     finally:
         dist.destroy_process_group()
 
@@ -842,6 +845,15 @@ def test_loader_batches_equal_on_the_device(device, case, world):
         assert g['exchanges'] == calls * (sum(
             4 if k < 0 else 3 for k in opts['num_neighbors']) + 2 + 2)
         assert g['host_reads'] == calls * (2 * hops + 1)
+        # (the ops' host time by part: each within its ops' totals, all
+        # zero after a reset)
+        h = g['host_seconds']
+        assert set(h) == set(dist_sampler.HOST_PARTS) and min(h.values()) >= 0
+        assert h['dist_sample_hops'] > 0 and h['dist_fetch_rows'] > 0
+        assert h['relabelling'] <= h['dist_sample_hops']
+        assert h['reads'] + h['exchanges'] + h['relabelling'] <= \
+            h['dist_sample_hops'] + h['dist_fetch_rows']
+        assert set(g['host_seconds_reset'].values()) == {0.0}
         assert g['bytes_sent'] == sum(g['sent'])
         assert g['bytes_sent'] > 0 or world == 1  # (no peer to send to)
         assert g['sent'][rank] == g['received'][rank] == 0

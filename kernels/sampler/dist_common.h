@@ -19,6 +19,7 @@
 #include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include <chrono>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -74,7 +75,34 @@ inline void refuse_foreign(bool foreign, int64_t rank) {
   TORCH_CHECK(!foreign, "rank ", rank, " was asked for nodes it does not own");
 }
 
-// One rank's all-to-alls over a process group, with their log.
+// Host seconds spent in a call's parts (std::chrono, the host's clock):
+// where an op's time on the host goes, reported with its results.
+class HostClock {
+ public:
+  HostClock() : start_(now()) {}
+  // f() run, its host time added to *acc; its result returned
+  template <typename F>
+  auto time(double* acc, F&& f) {
+    struct Add {
+      double* acc;
+      double t0;
+      ~Add() { *acc += HostClock::now() - t0; }
+    } add{acc, now()};
+    return f();
+  }
+  double since_start() const { return now() - start_; }
+  static double now() {
+    return std::chrono::duration<double>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+ private:
+  double start_;
+};
+
+// One rank's all-to-alls over a process group, with their log and the
+// host's time in them and in its reads (HostClock).
 class Exchanges {
  public:
   explicit Exchanges(const std::string& group)
@@ -85,6 +113,22 @@ class Exchanges {
   int64_t rank() const { return rank_; }
   int64_t world() const { return world_; }
   int64_t host_reads() const { return host_reads_; }
+
+  // A device-to-host copy whose time counts as a read's (a wait for the
+  // device on a GPU), e.g. a check's flag; not counted in host_reads.
+  at::Tensor to_host(const at::Tensor& t) {
+    return clock_.time(&read_s_, [&] { return t.to(at::kCPU); });
+  }
+
+  // Host seconds of the op so far: [in reads (waits for the device, and
+  // for the peers' exchanges before them), in the all-to-all calls (the
+  // process group's host work), in `other` (a part the op timed itself),
+  // the op in all].
+  std::vector<double> host_seconds(double other = 0.0) const {
+    return {read_s_, exchange_s_, other, clock_.since_start()};
+  }
+
+  HostClock& clock() { return clock_; }
 
   // rows (grouped by destination: out[r] for rank r) to their ranks; the
   // rows received, grouped by source (in[r] from rank r).
@@ -115,7 +159,8 @@ class Exchanges {
 
   // A host read (a wait for the device on a GPU).
   Splits read(const at::Tensor& t) {
-    at::Tensor host = t.to(at::kCPU, at::kLong).contiguous();
+    at::Tensor host =
+        clock_.time(&read_s_, [&] { return t.to(at::kCPU, at::kLong); }).contiguous();
     ++host_reads_;
     const int64_t* p = host.data_ptr<int64_t>();
     return Splits(p, p + host.numel());
@@ -132,7 +177,7 @@ class Exchanges {
     // keep it as an alias of all_to_all_single)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    pg_->alltoall_base(recv, sent, in, out)->wait();
+    clock_.time(&exchange_s_, [&] { pg_->alltoall_base(recv, sent, in, out)->wait(); });
 #pragma GCC diagnostic pop
   }
 
@@ -140,6 +185,8 @@ class Exchanges {
   int64_t rank_, world_;
   int64_t host_reads_ = 0;
   std::vector<int64_t> log_;
+  HostClock clock_;
+  double read_s_ = 0.0, exchange_s_ = 0.0;
 };
 
 }  // namespace dist

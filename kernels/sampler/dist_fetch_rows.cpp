@@ -12,7 +12,9 @@
 //     device, or in pinned host memory behind a GPU: read in place).
 // Returns each table's rows of ids (in ids' order), the rows asked of other
 // ranks, the exchanges made (bytes a row, rows to each rank, rows from each;
-// CPU int64) and the host reads of exchange sizes (one).
+// CPU int64), the host reads of exchange sizes (one) and the op's host
+// seconds [in its reads (the check's included), in its all-to-all calls, 0,
+// in all] (dist_common.h: Exchanges::host_seconds).
 // Exchanges: the ids' sizes (one host read), the ids, one of rows per
 // table; this rank's own ids stay out of them (their rows are read here and
 // written in place: at world size 1, one gather where the all-to-all's copy
@@ -55,7 +57,8 @@ at::Tensor rows_of(const at::Tensor& table, const at::Tensor& local) {
                                           : ops::gather_rows().call(table, local, false);
 }
 
-std::tuple<std::vector<at::Tensor>, int64_t, at::Tensor, int64_t> dist_fetch_rows(
+std::tuple<std::vector<at::Tensor>, int64_t, at::Tensor, int64_t, std::vector<double>>
+dist_fetch_rows(
     const std::string& group, const at::Tensor& ids, const at::Tensor& owner_map,
     const at::Tensor& nodes, at::TensorList tables, int64_t row_offset) {
   const char* op = "fusesample::dist_fetch_rows";
@@ -80,7 +83,9 @@ std::tuple<std::vector<at::Tensor>, int64_t, at::Tensor, int64_t> dist_fetch_row
   at::Tensor local, foreign, own_local, own_foreign;
   std::tie(local, foreign) = dist::local_rows(nodes, asked);
   std::tie(own_local, own_foreign) = dist::local_rows(nodes, grouped.narrow(0, own_start, own));
-  if (asked.numel() + own > 0) dist::refuse_foreign(foreign.logical_or(own_foreign).item<bool>(), me);
+  if (asked.numel() + own > 0) {
+    dist::refuse_foreign(ex.to_host(foreign.logical_or(own_foreign)).item<bool>(), me);
+  }
   local = local - row_offset;
   own_local = own_local - row_offset;
   const bool all_own = own == ids.numel();  // (then perm is the identity)
@@ -101,7 +106,7 @@ std::tuple<std::vector<at::Tensor>, int64_t, at::Tensor, int64_t> dist_fetch_row
     out.push_back(rows);
   }
   const int64_t remote = dist::total(sent);
-  return {out, remote, ex.log(), ex.host_reads()};
+  return {out, remote, ex.log(), ex.host_reads(), ex.host_seconds()};
 }
 
 }  // namespace
@@ -110,7 +115,7 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
   m.def(
       "dist_fetch_rows(str group, Tensor ids, Tensor owner_map, Tensor nodes, "
       "Tensor[] tables, int row_offset) -> (Tensor[] rows, int remote_rows, "
-      "Tensor exchanges, int host_reads)");
+      "Tensor exchanges, int host_reads, float[] host_seconds)");
 }
 
 TORCH_LIBRARY_IMPL(fusesample, CompositeExplicitAutograd, m) {

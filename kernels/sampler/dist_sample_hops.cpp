@@ -37,7 +37,10 @@
 // [2 hops + 1, B] (CPU: nodes per hop, seeds first, then draws per hop;
 // one host read), else two empty tensors; the exchanges made (one row
 // each: bytes a row, rows sent to each rank, rows received from each; CPU
-// int64) and the number of host reads (the counts' read not among them).
+// int64), the number of host reads (the counts' read not among them) and
+// the op's host seconds [in its reads (the counts' included), in its
+// all-to-all calls, in the relabelling (which reads its new nodes' count),
+// in all] (dist_common.h: Exchanges::host_seconds).
 // Per hop: the request sizes (an all-to-all and one host read), the
 // requests, then the replies, in one of two forms. Where every fan-out of
 // the hop is >= 0, a request has at most K (the hop's fan-outs summed)
@@ -124,7 +127,7 @@ Draws serve(const at::Tensor& colptr, const at::Tensor& row,
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, std::vector<int64_t>,
-           std::vector<int64_t>, at::Tensor, at::Tensor, at::Tensor, int64_t>
+           std::vector<int64_t>, at::Tensor, at::Tensor, at::Tensor, int64_t, std::vector<double>>
 dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t num_nodes,
                  const at::Tensor& owner_map, const at::Tensor& nodes,
                  const at::Tensor& colptr, const at::Tensor& row,
@@ -143,6 +146,7 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
               ": 'fanouts' must hold 'num_types' (", num_types, ") fan-outs a hop, got ",
               fanouts.size());
   Exchanges ex(group);
+  double relabel_s = 0.0;  // (host seconds in the relabelling: its own read)
   const int64_t W = ex.world(), T = num_types;
   const int64_t hops = static_cast<int64_t>(fanouts.size()) / T;
   at::Tensor key = seed_key;
@@ -239,7 +243,8 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
     }
     at::Tensor local_src;
     int64_t fresh = 0;
-    std::tie(key, local_src, fresh) = ops::dist_relabel().call(key, src);
+    std::tie(key, local_src, fresh) = ex.clock().time(
+        &relabel_s, [&] { return ops::dist_relabel().call(key, src); });
     rows.push_back(local_src);
     cols.push_back(col);
     edges.push_back(edge);
@@ -267,7 +272,7 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
   at::Tensor batch_counts = at::empty({0}, at::kLong);
   if (batched) {
     node_counts.insert(node_counts.end(), edge_counts.begin(), edge_counts.end());
-    batch_counts = at::stack(node_counts).cpu();
+    batch_counts = ex.to_host(at::stack(node_counts));
   }
   auto cat = [&](const std::vector<at::Tensor>& ts) {
     return ts.empty() ? at::empty({0}, seed_key.options()) : at::cat(ts);
@@ -281,7 +286,8 @@ dist_sample_hops(const std::string& group, const at::Tensor& seed_key, int64_t n
           batched ? pos : at::empty({0}, seed_key.options()),
           batch_counts,
           ex.log(),
-          ex.host_reads()};
+          ex.host_reads(),
+          ex.host_seconds(relabel_s)};
 }
 
 }  // namespace
@@ -294,7 +300,8 @@ TORCH_LIBRARY_FRAGMENT(fusesample, m) {
       "Tensor? edge_time, Tensor? seed_time, bool temporal_last, Tensor? root_batch=None, "
       "Tensor? key_pos=None, int[]? batch_rng_seeds=None) -> (Tensor node, Tensor row, "
       "Tensor col, Tensor edge, int[] num_sampled_nodes, int[] num_sampled_edges, "
-      "Tensor pos, Tensor batch_counts, Tensor exchanges, int host_reads)");
+      "Tensor pos, Tensor batch_counts, Tensor exchanges, int host_reads, "
+      "float[] host_seconds)");
 }
 
 TORCH_LIBRARY_IMPL(fusesample, CompositeExplicitAutograd, m) {

@@ -126,6 +126,12 @@ class DistSample(NamedTuple):
     batch: Optional[Tensor] = None  # seed index of each node (disjoint)
 
 
+# (the parts of the sampler's ops' host time its counters keep, seconds:
+# host_seconds)
+HOST_PARTS = ('reads', 'exchanges', 'relabelling', 'dist_sample_hops',
+              'dist_fetch_rows')
+
+
 class _Traffic:
     # A sampler's counters, shared by its lanes (threads: under a lock).
     def __init__(self, world_size: int):
@@ -139,6 +145,7 @@ class _Traffic:
             self.received_from = [0] * self.world_size
             self.exchanges = self.host_reads = self.remote_rows = 0
             self.samples = 0
+            self.host_seconds = dict.fromkeys(HOST_PARTS, 0.0)
 
     def count(self, rank: int, row_bytes: int, out_splits: List[int],
               in_splits: List[int]) -> None:
@@ -150,11 +157,21 @@ class _Traffic:
                     self.received_from[r] += in_splits[r] * row_bytes
 
     def add(self, host_reads: int = 0, remote_rows: int = 0,
-            samples: int = 0) -> None:
+            samples: int = 0, host_seconds: Sequence[float] = (),
+            op: str = '') -> None:
+        # (host_seconds: an op's [reads, all-to-alls, relabelling, all],
+        # Exchanges::host_seconds; `op` names it for its total)
         with self.lock:
             self.host_reads += host_reads
             self.remote_rows += remote_rows
             self.samples += samples
+            if host_seconds:
+                reads, calls, relabel, total = host_seconds
+                h = self.host_seconds
+                h['reads'] += reads
+                h['exchanges'] += calls
+                h['relabelling'] += relabel
+                h[op] = h.get(op, 0.0) + total
 
 
 class DistNeighborSampler:
@@ -210,8 +227,9 @@ class DistNeighborSampler:
     ``bytes_sent_to[r]`` / ``bytes_received_from[r]`` per peer,
     ``exchanges`` (all-to-alls), ``host_reads`` (exchange sizes read back
     to the host), ``remote_rows_fetched`` (rows :meth:`gather` received
-    from other ranks), ``batches_sampled`` (:meth:`sample` calls done); a
-    :meth:`lane` shares them.
+    from other ranks), ``batches_sampled`` (:meth:`sample` calls done),
+    ``host_seconds`` (where the ops' host time went); a :meth:`lane`
+    shares them.
     """
     def __init__(self, part: Partition, num_neighbors: Sequence[int],
                  replace: bool = False, edge_weight: bool = False,
@@ -317,6 +335,19 @@ class DistNeighborSampler:
         return self._traffic.samples
 
     @property
+    def host_seconds(self) -> Dict[str, float]:
+        r"""Host seconds in the sampler's ops, by part: ``'reads'`` (their
+        copies of sizes, counts and checks to the host: on a GPU the waits
+        for the device, and through it for the peers), ``'exchanges'`` (the
+        all-to-all calls' own host work), ``'relabelling'`` (the hop op's
+        relabelling, whose one read is inside it), and each op's whole
+        time (``'dist_sample_hops'``, ``'dist_fetch_rows'``): an op's time
+        less its parts is its launches and dispatches. Measured with the
+        host's clock around each part (a few calls a hop)."""
+        with self._traffic.lock:
+            return dict(self._traffic.host_seconds)
+
+    @property
     def remote_rows_fetched(self) -> int:
         r"""Feature rows :meth:`gather` received from other ranks."""
         return self._traffic.remote_rows
@@ -343,7 +374,8 @@ class DistNeighborSampler:
         # and from each rank) and host reads added to the counters; a failed
         # exchange or a request for a node not owned here raised as such.
         try:
-            *out, exchanges, reads = op(_group_name(self.group), *args)
+            *out, exchanges, reads, seconds = op(_group_name(self.group),
+                                                 *args)
         except RuntimeError as e:  # (gloo's / NCCL's DistError and the like)
             if _FOREIGN in str(e):
                 self._refuse_foreign()
@@ -355,7 +387,8 @@ class DistNeighborSampler:
         W = self.world_size
         for r in exchanges.tolist():
             self._traffic.count(self.rank, r[0], r[1:1 + W], r[1 + W:])
-        self._traffic.add(host_reads=reads)
+        self._traffic.add(host_reads=reads, host_seconds=seconds,
+                          op=op.__name__.split('.')[0])
         return out
 
     def _refuse_foreign(self):
