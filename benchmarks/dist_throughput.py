@@ -74,10 +74,11 @@ replicated (``vs_replicated``), the peak device memory in the timed steps
 (largest rank), printed (not in the CSV): the host's time a step inside
 ``next(loader)``, the slowest rank's (how long the loader holds the
 training thread: a pipelined step's excess over the replicated one is
-about its difference), and for the partitioned variant its sampler's ops'
-host time a batch by part (``DistNeighborSampler.host_seconds``: reads,
-all-to-all calls, relabelling; the rest of an op is its launches); for the partitioned variant the all-to-all traffic per batch
-from the sampler's counters over the batches it sampled (exchanges, host
+about its difference) and the partitioned sampler's ops' host time a
+batch by part (``DistNeighborSampler.host_seconds``: reads, all-to-all
+calls, relabelling; the rest of an op is its launches); for the
+partitioned variant the all-to-all traffic per batch from the sampler's
+counters over the batches it sampled (exchanges, host
 reads of their sizes, bytes sent to and received from the other ranks: the
 mean over the ranks and the largest rank's), and, measured in the same run,
 the link: the bandwidth of a timed ``all_to_all_single`` of ``--link-mib``
