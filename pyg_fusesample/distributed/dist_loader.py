@@ -349,9 +349,9 @@ class FusedDistNeighborLoader:
         if self.seed_type is not None:
             return hetero_batches(sampler, outs, self.seed_type, positions,
                                   self._feature_names)
+        # (the call's rows, batch after batch: each batch's are a view)
         feats = sampler._gather_all(node, self._feature_names)
-        return [self._data(out, {n: f.index_select(0, node_of[b])
-                                 for n, f in feats.items()},
+        return [self._data(out, {n: f[node_of[b]] for n, f in feats.items()},
                            positions[b], seeds[b].numel())
                 for b, out in enumerate(outs)]
 

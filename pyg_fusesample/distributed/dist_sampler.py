@@ -472,7 +472,8 @@ class DistNeighborSampler:
         # rooted (a batch's index, or with disjoint a seed's), and its
         # requests carry its nodes' positions in it and its RNG seed.
         # Returns the batches' DistSamples, their nodes together (global
-        # ids) and each batch's indices into them (a gather for them all).
+        # ids, batch after batch) and each batch's slice of them (a gather
+        # for them all, whose rows each batch then takes as a view).
         dev, N, B = self.device, self.owner.numel(), len(seeds)
         seeds = [x.to(device=dev, dtype=torch.long).reshape(-1) for x in seeds]
         times = [self._seed_time(x, t)
@@ -505,26 +506,30 @@ class DistNeighborSampler:
         nodes, edges = per_batch[:hops + 1], per_batch[hops + 1:]
         node_counts, edge_counts = ([[r[b] for r in rows] for b in range(B)]
                                     for rows in (nodes, edges))
-        # (each batch's nodes and draws, in order: a stable sort by batch)
+        # (every batch's nodes and draws, in order, batch after batch: a
+        # stable sort by batch, one gather each for all the batches; each
+        # batch then a slice of them, a view)
         key_batch = root_batch.index_select(0, key // N)
-        node_of = torch.sort(key_batch, stable=True)[1].split(
-            [sum(c) for c in node_counts])
-        edge_of = torch.sort(key_batch.index_select(0, col), stable=True)[1] \
-            .split([sum(c) for c in edge_counts])
+        node_order = torch.sort(key_batch, stable=True)[1]
+        edge_order = torch.sort(key_batch.index_select(0, col),
+                                stable=True)[1]
+        key = key.index_select(0, node_order)
         node = key % N
-        out = []
+        row = pos.index_select(0, row.index_select(0, edge_order))
+        col = pos.index_select(0, col.index_select(0, edge_order))
+        edge = edge.index_select(0, edge_order)
+        root = key // N if self.disjoint else None
+        out, index, n0, e0 = [], [], 0, 0
         for b in range(B):
-            e = edge_of[b]
-            seed_root = None
-            if self.disjoint:
-                seed_root = key.index_select(0, node_of[b]) // N - starts[b]
+            n1, e1 = n0 + sum(node_counts[b]), e0 + sum(edge_counts[b])
+            nodes, edges = slice(n0, n1), slice(e0, e1)
             out.append(DistSample(
-                node.index_select(0, node_of[b]),
-                pos.index_select(0, row.index_select(0, e)),
-                pos.index_select(0, col.index_select(0, e)),
-                edge.index_select(0, e), node_counts[b], edge_counts[b],
-                seed_root))
-        return out, node, node_of
+                node[nodes], row[edges], col[edges], edge[edges],
+                node_counts[b], edge_counts[b],
+                None if root is None else root[nodes] - starts[b]))
+            index.append(nodes)
+            n0, e0 = n1, e1
+        return out, node, index
 
     # ------------------------------------------------------------ features
     def gather(self, ids: Tensor, name: str = 'x') -> Tensor:
