@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -114,10 +115,11 @@ class Exchanges {
   int64_t world() const { return world_; }
   int64_t host_reads() const { return host_reads_; }
 
-  // A device-to-host copy whose time counts as a read's (a wait for the
-  // device on a GPU), e.g. a check's flag; not counted in host_reads.
-  at::Tensor to_host(const at::Tensor& t) {
-    return clock_.time(&read_s_, [&] { return t.to(at::kCPU); });
+  // A device-to-host copy (in `dtype`, else t's) whose time counts as a
+  // read's (a wait for the device on a GPU); read() and a check's flag
+  // (the latter not counted in host_reads).
+  at::Tensor to_host(const at::Tensor& t, std::optional<at::ScalarType> dtype = std::nullopt) {
+    return clock_.time(&read_s_, [&] { return t.to(at::kCPU, dtype.value_or(t.scalar_type())); });
   }
 
   // Host seconds of the op so far: [in reads (waits for the device, and
@@ -159,8 +161,7 @@ class Exchanges {
 
   // A host read (a wait for the device on a GPU).
   Splits read(const at::Tensor& t) {
-    at::Tensor host =
-        clock_.time(&read_s_, [&] { return t.to(at::kCPU, at::kLong); }).contiguous();
+    at::Tensor host = to_host(t, at::kLong).contiguous();
     ++host_reads_;
     const int64_t* p = host.data_ptr<int64_t>();
     return Splits(p, p + host.numel());

@@ -171,7 +171,7 @@ class _Traffic:
                 h['reads'] += reads
                 h['exchanges'] += calls
                 h['relabelling'] += relabel
-                h[op] = h.get(op, 0.0) + total
+                h[op] += total
 
 
 class DistNeighborSampler:
