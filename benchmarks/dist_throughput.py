@@ -163,7 +163,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument('--batches-per-call', type=int, default=None,
                    help="partitioned: FusedDistNeighborLoader's "
                         "batches_per_call (batches sampled in one call; "
-                        "default: the loader's, 4 on a GPU); above 1 a "
+                        "default: the loader's, 8 on a GPU); above 1 a "
                         "step's time is the mean (every B-th step samples B "
                         "batches: the median would hide it)")
     p.add_argument('--loader-only', action='store_true',

@@ -80,8 +80,8 @@ def _worker(rank, world, root, init, out_dir, backend):
         default = FusedDistNeighborLoader(part, [4, 3], input_nodes=train,
                                           batch_size=16)
         assert default.prefetch is (backend == 'nccl')
-        # (and 4 batches a call on a GPU, else 1)
-        assert default.batches_per_call == (4 if backend == 'nccl' else 1)
+        # (and 8 batches a call on a GPU, else 1)
+        assert default.batches_per_call == (8 if backend == 'nccl' else 1)
         for prefetch in (True, 'thread'):
             with pytest.raises(ValueError, match='group'):
                 FusedDistNeighborLoader(part, [4, 3], input_nodes=train,

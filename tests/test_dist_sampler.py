@@ -613,12 +613,12 @@ def test_batches_per_call_refuses_what_it_does_not_take(tmp_path):
             assert loader.sampler.batches_sampled == 5
 
 
-def test_batches_per_call_default_is_four_on_a_gpu_else_one(tmp_path):
+def test_batches_per_call_default_is_eight_on_a_gpu_else_one(tmp_path):
     # (decided without a GPU: the rule, then a CPU loader's resolved value)
     from pyg_fusesample.distributed.dist_loader import _batches_per_call
     cuda, cpu = torch.device('cuda', 0), torch.device('cpu')
-    assert _batches_per_call(None, cuda, True, 'L') == 4
-    assert _batches_per_call(None, cuda, False, 'L') == 4
+    assert _batches_per_call(None, cuda, True, 'L') == 8
+    assert _batches_per_call(None, cuda, False, 'L') == 8
     assert _batches_per_call(None, cuda, 'thread', 'L') == 1
     assert _batches_per_call(None, cpu, False, 'L') == 1
     assert _batches_per_call(3, cpu, False, 'L') == 3

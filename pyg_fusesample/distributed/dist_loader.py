@@ -143,10 +143,10 @@ class FusedDistNeighborLoader:
             the price of their memory (``B`` batches' sampling and features
             at once) and of a burst of sampling every ``B`` steps. On two
             H200s (papers100M-like, GraphSAGE, DDP) the partitioned run's
-            throughput was 0.58x the replicated run's at ``1``, 0.70x at
-            ``4`` on the same host, 0.66-0.68x at ``4`` on two others
-            (docs/multi_gpu.md). Homogeneous or heterogeneous
-            partitions, without ``prefetch='thread'``. (default: ``4`` on a
+            throughput was 0.58x the replicated run's at ``1`` and 0.70x at
+            ``4`` on one host; on another, 0.76x at ``4`` and 0.85x at
+            ``8`` (docs/multi_gpu.md). Homogeneous or heterogeneous
+            partitions, without ``prefetch='thread'``. (default: ``8`` on a
             GPU unless :obj:`prefetch` is ``'thread'``, else ``1``)
 
     Batches hold ``x``, ``y`` (where the partition stores them),
@@ -432,10 +432,10 @@ def _prefetch_mode(prefetch, device: torch.device, group,
 def _batches_per_call(batches_per_call: Optional[int],
                       device: torch.device, prefetch, owner: str) -> int:
     # The 'batches_per_call' argument checked; None decided by the device
-    # and the prefetch mode (4 on a GPU, where the host's fixed work per call
+    # and the prefetch mode (8 on a GPU, where the host's fixed work per call
     # is the partitioned loader's time; the threads take one batch a call).
     if batches_per_call is None:
-        return 4 if device.type == 'cuda' and prefetch != 'thread' else 1
+        return 8 if device.type == 'cuda' and prefetch != 'thread' else 1
     if isinstance(batches_per_call, bool) or \
             not isinstance(batches_per_call, int) or batches_per_call < 1:
         raise ValueError(f"{owner}: 'batches_per_call' must be a positive "
