@@ -1,5 +1,6 @@
 """CUDA graphs that outlive a clear of ATen's cuBLAS workspaces: the eager
 FusedGraphSAGE step (replayed from the op's own recordings) and CapturedStep
+and CapturedBatchStep (whose SAGE backward branches onto a second stream)
 keep running, and write nothing into freed memory, after
 torch._C._cuda_clearCublasWorkspaces() (what torch.compile's CUDA graphs
 do around each recording) or after a model compiled with
@@ -46,6 +47,34 @@ def seeds():
 
 
 run = CapturedStep(step, opt, b, 'cuda') if mode == 'captured' else eager
+if mode == 'batch':  # PyG's GraphSAGE swapped for ours, on loader batches:
+    # its backward branches onto a second stream in the capture
+    from torch_geometric.data import Data
+    from torch_geometric.nn.models import GraphSAGE
+    from pyg_fusesample.loader import FusedNeighborLoader
+    from pyg_fusesample.nn import CapturedBatchStep, to_fused
+    sage = to_fused(GraphSAGE(f, 256, 2, c)).cuda()
+    opt = torch.optim.AdamW(sage.parameters(), capturable=True)
+    loader = FusedNeighborLoader(Data(x=x, y=y, edge_index=ei, num_nodes=n),
+                                 [15, 10], batch_size=b, shuffle=True,
+                                 drop_last=True)
+
+    def batches():
+        while True:
+            yield from loader
+    stream = batches()
+
+    def batch_step(batch):
+        out = sage(batch.x, batch.edge_index,
+                   num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                   num_sampled_edges_per_hop=batch.num_sampled_edges)
+        loss = F.cross_entropy(out[:batch.batch_size],
+                               batch.y[:batch.batch_size])
+        loss.backward()
+        opt.step()
+        return loss
+    captured = CapturedBatchStep(batch_step, opt, margin=1.0)
+    run = lambda _: captured(next(stream))  # noqa: E731
 for _ in range(4):  # (the eager step records on the 2nd, replays after)
     run(seeds())
 torch.cuda.synchronize()
@@ -74,7 +103,7 @@ print('OK')
 '''
 
 
-@pytest.mark.parametrize('mode', ['replay', 'captured'])
+@pytest.mark.parametrize('mode', ['replay', 'captured', 'batch'])
 @pytest.mark.parametrize('trigger', ['clear', 'compile'])
 def test_graphs_survive_a_workspace_clear(tmp_path, mode, trigger):
     script = tmp_path / 'replay_after_clear.py'
