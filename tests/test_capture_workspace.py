@@ -1,6 +1,6 @@
 """CUDA graphs that outlive a clear of ATen's cuBLAS workspaces: the eager
 FusedGraphSAGE step (replayed from the op's own recordings) and CapturedStep
-and CapturedBatchStep (whose SAGE backward branches onto a second stream)
+and CapturedBatchStep (its SAGE backward branching onto a second stream)
 keep running, and write nothing into freed memory, after
 torch._C._cuda_clearCublasWorkspaces() (what torch.compile's CUDA graphs
 do around each recording) or after a model compiled with
@@ -73,7 +73,8 @@ if mode == 'batch':  # PyG's GraphSAGE swapped for ours, on loader batches:
         loss.backward()
         opt.step()
         return loss
-    captured = CapturedBatchStep(batch_step, opt, margin=1.0)
+    captured = CapturedBatchStep(batch_step, opt, margin=1.0,
+                                 branch_backward=True)
     run = lambda _: captured(next(stream))  # noqa: E731
 for _ in range(4):  # (the eager step records on the 2nd, replays after)
     run(seeds())

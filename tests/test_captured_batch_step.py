@@ -177,3 +177,44 @@ def test_needs_a_cuda_batch():
     opt = torch.optim.AdamW(model.parameters(), capturable=True)
     with pytest.raises(ValueError, match='needs a batch on a CUDA device'):
         CapturedBatchStep(lambda b: None, opt)(batches[0])
+
+
+@pytest.mark.cuda
+def test_captured_sage_backward_branches_its_parameter_gradients(monkeypatch):
+    # With branch_backward, each SAGE layer's weight and bias gradients run
+    # on a second stream (ops/capture_branch.py): one fork and join a layer
+    # in the capture, none in the eager warm-up, and the same losses and
+    # weights as the eager steps over several replays; without it, none.
+    from pyg_fusesample.ops import capture_branch
+    joins = []
+    join = capture_branch.Branch.join
+
+    def counted(self, *made):
+        joins.append(torch.cuda.is_current_stream_capturing())
+        return join(self, *made)
+
+    monkeypatch.setattr(capture_branch.Branch, 'join', counted)
+    _, batches = _batches('products', [5, 4, 3], 'cuda', 6)
+    torch.manual_seed(0)
+    model = to_fused(GraphSAGE(100, 32, 3, 47)).cuda()
+    ref = copy.deepcopy(model)
+    want = _eager_reference(ref, batches, warmup=2)
+    opt = _optimizer(model)
+    step = CapturedBatchStep(_step_fn(model, opt), opt, margin=1.0, warmup=2,
+                             branch_backward=True)
+    got = [float(step(b)) for b in batches]
+    assert step.captures == 1 and joins == [True] * 3
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)
+    # outside a capture there is no branch
+    assert capture_branch.branch_for(batches[0].x) is None
+    joins.clear()
+    plain = CapturedBatchStep(_step_fn(model, opt), opt, margin=1.0, warmup=1)
+    plain(batches[0])
+    assert plain.captures == 1 and joins == []
+
+
+def test_no_branch_on_the_cpu():
+    from pyg_fusesample.ops.capture_branch import branch_for
+    assert branch_for(torch.ones(2)) is None

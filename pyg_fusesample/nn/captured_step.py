@@ -7,12 +7,14 @@ and draw their RNG key inside the kernel from the CUDA generator, so the
 whole step -- sampling, forward, loss, backward and optimizer step -- can be
 captured once and replayed, each replay drawing new neighbours.
 """
+import contextlib
 from typing import Callable, Optional, Tuple
 
 import torch
 from torch import Tensor
 
 from .. import _extension  # noqa: F401  (registers the ops)
+from ..ops.capture_branch import branching_capture
 
 
 def _drop_cublas_workspace() -> None:
@@ -33,13 +35,16 @@ def check_capturable(optimizer: torch.optim.Optimizer, owner: str) -> None:
 def capture_on_side_stream(step: Callable[[], Tensor],
                            optimizer: torch.optim.Optimizer,
                            device: torch.device, warmup: int,
-                           before_capture: Optional[Callable[[], None]] = None
+                           before_capture: Optional[Callable[[], None]] = None,
+                           branch: bool = False
                            ) -> Tuple[torch.cuda.CUDAGraph, Tensor]:
     r"""PyTorch's whole-network capture recipe: :obj:`warmup` eager calls of
     :obj:`step` on a side stream, the optimizer's gradients set to ``None``
     (so the graph allocates and owns them), then one call captured.
     Returns the graph and the captured call's output (replays overwrite
-    it)."""
+    it). With :obj:`branch`, the layers' backwards may run their
+    parameters' gradients on a second stream of the graph
+    (:mod:`pyg_fusesample.ops.capture_branch`)."""
     side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):
@@ -59,7 +64,8 @@ def capture_on_side_stream(step: Callable[[], Tensor],
     # (kernels/common/capture_workspace.h).
     with torch.cuda.stream(side):
         _drop_cublas_workspace()
-    with torch.cuda.graph(graph, stream=side):
+    with branching_capture(device) if branch else contextlib.nullcontext(), \
+            torch.cuda.graph(graph, stream=side):
         out = step()
     with torch.cuda.stream(side):
         _drop_cublas_workspace()

@@ -17,6 +17,7 @@ product is ``aggr(x W_l^T)``: the same up to rounding, fewer bytes gathered.
 Under autocast the node runs in autocast's dtype (inputs cast once); wide
 inputs are padded to aligned rows (see ``_width_pad``).
 """
+import contextlib
 from typing import Optional
 
 import torch
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..sparse.target_layout import TargetLayout
+from .capture_branch import Branch, branch_for
 from .segment import aggregate_backward, check_reduce, segment_aggregate
 
 _ops = torch.ops.fusesample
@@ -107,18 +109,23 @@ class _AggregateLinear(torch.autograd.Function):
         g = g.contiguous()
         g_active = g.narrow(0, 0, layout.num_dst)  # (rows with slots)
         grad_x = grad_xd = grad_wl = grad_b = grad_wr = None
-        if need_b and ctx.has_bias:
-            grad_b = column_sums(g)
-        if need_wr and ctx.has_root:
-            grad_wr = torch.mm(g.t(), root)
+        # The parameters' gradients read only g and saved inputs, and no
+        # later kernel of this backward reads them: in our captures they run
+        # on a second stream beside the input gradient's (capture_branch).
+        branch = branch_for(g)
+        with _on(branch, g, root, None if ctx.linear_first else saved):
+            if need_b and ctx.has_bias:
+                grad_b = column_sums(g)
+            if need_wr and ctx.has_root:
+                grad_wr = torch.mm(g.t(), root)
+            if need_wl and not ctx.linear_first:
+                grad_wl = torch.mm(g_active.t(), saved)
         if ctx.linear_first:
             if need_x or need_wl:
                 dh = aggregate_backward(layout, g_active, reduce)
                 grad_wl = torch.mm(dh.t(), saved) if need_wl else None
                 grad_x = torch.mm(dh, weight_l) if need_x else None
         else:
-            if need_wl:
-                grad_wl = torch.mm(g_active.t(), saved)
             if need_x:
                 grad_x = aggregate_backward(
                     layout, torch.mm(g_active, weight_l), reduce, arg=arg)
@@ -127,8 +134,19 @@ class _AggregateLinear(torch.autograd.Function):
             rows.addmm_(g.to(rows.dtype), weight_r.to(rows.dtype))
         elif ctx.has_root and need_xd:
             grad_xd = torch.mm(g, weight_r)
+        if branch is not None:
+            branch.join(grad_b, grad_wr,
+                        None if ctx.linear_first else grad_wl)
         return (grad_x, grad_xd, grad_wl, grad_b, grad_wr, None, None, None,
                 None)
+
+
+def _on(branch: Optional[Branch], *reads: Optional[Tensor]):
+    # The branch's stream (forked after the current one, reading `reads`),
+    # or nothing to do.
+    if branch is None:
+        return contextlib.nullcontext()
+    return torch.cuda.stream(branch.fork(*reads).stream)
 
 
 def _root_and_bias(root: Optional[Tensor], weight_r: Optional[Tensor],
