@@ -8,7 +8,8 @@ whole step -- sampling, forward, loss, backward and optimizer step -- can be
 captured once and replayed, each replay drawing new neighbours.
 """
 import contextlib
-from typing import Callable, Optional, Tuple
+import gc
+from typing import Callable, Iterator, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -62,14 +63,43 @@ def capture_on_side_stream(step: Callable[[], Tensor],
     # freed memory. Dropping the stream's workspace around the capture makes
     # the graph's GEMMs use one made in its own memory pool
     # (kernels/common/capture_workspace.h).
-    with torch.cuda.stream(side):
-        _drop_cublas_workspace()
-    with branching_capture(device) if branch else contextlib.nullcontext(), \
-            torch.cuda.graph(graph, stream=side):
-        out = step()
-    with torch.cuda.stream(side):
-        _drop_cublas_workspace()
+    with collector_paused():
+        with torch.cuda.stream(side):
+            _drop_cublas_workspace()
+        with branching_capture(device) if branch else \
+                contextlib.nullcontext(), torch.cuda.graph(graph, stream=side):
+            out = step()
+        with torch.cuda.stream(side):
+            _drop_cublas_workspace()
     return graph, out
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    r"""Python's dead reference cycles collected now, and the cyclic
+    collector paused until the block ends (then restored as it was).
+
+    Around a capture: ``torch.cuda.graph`` no longer collects before it
+    captures (``torch.compiler.config.force_cudagraph_gc`` is off by
+    default), so an object in a dead cycle that holds a CUDA graph -- a
+    dropped :class:`CapturedBatchStep` whose step refers back to it, a
+    compiled model after ``torch._dynamo.reset()`` -- would otherwise be
+    destroyed by whichever collection the capture's own Python allocations
+    happen to trigger, inside the capture: the graph's destruction releases
+    its memory pool and clears the cuBLAS workspace of the stream it was
+    captured on, which can be the stream capturing now (both come from
+    PyTorch's stream pool). The capture then fails ("operation failed due
+    to a previous error during capture") or, worse, hands the freed
+    workspace to a tensor of the graph being captured, which its GEMMs
+    then overwrite at every replay."""
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class CapturedStep:
