@@ -81,9 +81,9 @@ def collector_paused() -> Iterator[None]:
 
     Around a capture: ``torch.cuda.graph`` no longer collects before it
     captures (``torch.compiler.config.force_cudagraph_gc`` is off by
-    default), so an object in a dead cycle that holds a CUDA graph -- a
-    dropped :class:`CapturedBatchStep` whose step refers back to it, a
-    compiled model after ``torch._dynamo.reset()`` -- would otherwise be
+    default), so an object in a dead cycle that holds a CUDA graph (e.g. a
+    dropped :class:`CapturedBatchStep` whose step function refers back to
+    its owner, as the benchmark's runs do) would otherwise be
     destroyed by whichever collection the capture's own Python allocations
     happen to trigger, inside the capture: the graph's destruction releases
     its memory pool and clears the cuBLAS workspace of the stream it was
