@@ -14,13 +14,7 @@ from typing import Callable, Iterator, Optional, Tuple
 import torch
 from torch import Tensor
 
-from .. import _extension  # noqa: F401  (registers the ops)
-from ..ops.capture_branch import branching_capture
-
-
-def _drop_cublas_workspace() -> None:
-    # (the current stream's; see kernels/model/drop_cublas_workspace.cpp)
-    torch.ops.fusesample.drop_cublas_workspace()
+from ..ops.capture_branch import branching_capture, drop_cublas_workspace
 
 
 def check_capturable(optimizer: torch.optim.Optimizer, owner: str) -> None:
@@ -64,13 +58,11 @@ def capture_on_side_stream(step: Callable[[], Tensor],
     # the graph's GEMMs use one made in its own memory pool
     # (kernels/common/capture_workspace.h).
     with collector_paused():
-        with torch.cuda.stream(side):
-            _drop_cublas_workspace()
+        drop_cublas_workspace(side)
         with branching_capture(device) if branch else \
                 contextlib.nullcontext(), torch.cuda.graph(graph, stream=side):
             out = step()
-        with torch.cuda.stream(side):
-            _drop_cublas_workspace()
+        drop_cublas_workspace(side)
     return graph, out
 
 

@@ -44,7 +44,10 @@ from .. import _extension  # noqa: F401  (registers the ops)
 _streams: Dict[int, torch.cuda.Stream] = {}
 
 
-def _drop_workspace(stream: torch.cuda.Stream) -> None:
+def drop_cublas_workspace(stream: torch.cuda.Stream) -> None:
+    r""":obj:`stream`'s cuBLAS workspace dropped from ATen's map, so that
+    its next GEMM makes a new one (in a capture: in the graph's pool). See
+    ``kernels/common/capture_workspace.h``."""
     with torch.cuda.stream(stream):
         torch.ops.fusesample.drop_cublas_workspace()
 
@@ -59,13 +62,13 @@ def branching_capture(device: torch.device) -> Iterator[None]:
     if index in _streams:
         raise RuntimeError(f"branching_capture: a capture on cuda:{index} "
                            f"is already branching")
-    _drop_workspace(stream)
+    drop_cublas_workspace(stream)
     _streams[index] = stream
     try:
         yield
     finally:
         del _streams[index]
-        _drop_workspace(stream)
+        drop_cublas_workspace(stream)
 
 
 class Branch:
