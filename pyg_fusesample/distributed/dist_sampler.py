@@ -522,12 +522,12 @@ class DistNeighborSampler:
         out, index, n0, e0 = [], [], 0, 0
         for b in range(B):
             n1, e1 = n0 + sum(node_counts[b]), e0 + sum(edge_counts[b])
-            nodes, edges = slice(n0, n1), slice(e0, e1)
+            node_rows, edge_rows = slice(n0, n1), slice(e0, e1)
             out.append(DistSample(
-                node[nodes], row[edges], col[edges], edge[edges],
-                node_counts[b], edge_counts[b],
-                None if root is None else root[nodes] - starts[b]))
-            index.append(nodes)
+                node[node_rows], row[edge_rows], col[edge_rows],
+                edge[edge_rows], node_counts[b], edge_counts[b],
+                None if root is None else root[node_rows] - starts[b]))
+            index.append(node_rows)
             n0, e0 = n1, e1
         return out, node, index
 
