@@ -1,7 +1,7 @@
 """CUDA graphs that outlive a clear of ATen's cuBLAS workspaces: the eager
 FusedGraphSAGE step (replayed from the op's own recordings) and CapturedStep
-and CapturedBatchStep (its SAGE backward branching onto a second stream)
-keep running, and write nothing into freed memory, after
+and CapturedBatchStep (its SAGE backward branching onto a second stream, as
+by default) keep running, and write nothing into freed memory, after
 torch._C._cuda_clearCublasWorkspaces() (what torch.compile's CUDA graphs
 do around each recording) or after a model compiled with
 mode='reduce-overhead' ran. Before the graphs owned their workspace, a
@@ -73,8 +73,7 @@ if mode == 'batch':  # PyG's GraphSAGE swapped for ours, on loader batches:
         loss.backward()
         opt.step()
         return loss
-    captured = CapturedBatchStep(batch_step, opt, margin=1.0,
-                                 branch_backward=True)
+    captured = CapturedBatchStep(batch_step, opt, margin=1.0)
     run = lambda _: captured(next(stream))  # noqa: E731
 for _ in range(4):  # (the eager step records on the 2nd, replays after)
     run(seeds())

@@ -188,10 +188,11 @@ def test_needs_a_cuda_batch():
 
 @pytest.mark.cuda
 def test_captured_sage_backward_branches_its_parameter_gradients(monkeypatch):
-    # With branch_backward, each SAGE layer's weight and bias gradients run
-    # on a second stream (ops/capture_branch.py): one fork and join a layer
-    # in the capture, none in the eager warm-up, and the same losses and
-    # weights as the eager steps over several replays; without it, none.
+    # By default (branch_backward=True) each SAGE layer's weight and bias
+    # gradients run on a second stream (ops/capture_branch.py): one fork and
+    # join a layer in the capture, none in the eager warm-up, and the same
+    # losses and weights as the eager steps over several replays; with
+    # branch_backward=False, none.
     from pyg_fusesample.ops import capture_branch
     joins = []
     join = capture_branch.Branch.join
@@ -207,8 +208,7 @@ def test_captured_sage_backward_branches_its_parameter_gradients(monkeypatch):
     ref = copy.deepcopy(model)
     want = _eager_reference(ref, batches, warmup=2)
     opt = _optimizer(model)
-    step = CapturedBatchStep(_step_fn(model, opt), opt, margin=1.0, warmup=2,
-                             branch_backward=True)
+    step = CapturedBatchStep(_step_fn(model, opt), opt, margin=1.0, warmup=2)
     got = [float(step(b)) for b in batches]
     assert step.captures == 1 and joins == [True] * 3
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
@@ -217,7 +217,8 @@ def test_captured_sage_backward_branches_its_parameter_gradients(monkeypatch):
     # outside a capture there is no branch
     assert capture_branch.branch_for(batches[0].x) is None
     joins.clear()
-    plain = CapturedBatchStep(_step_fn(model, opt), opt, margin=1.0, warmup=1)
+    plain = CapturedBatchStep(_step_fn(model, opt), opt, margin=1.0, warmup=1,
+                              branch_backward=False)
     plain(batches[0])
     assert plain.captures == 1 and joins == []
 

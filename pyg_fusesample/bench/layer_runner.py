@@ -72,10 +72,11 @@ Variants (``--variants``; those a model has, in turn, round after round):
   fit; the padding's copies of ``x``, ``y`` and ``edge_type``, the
   attributes the step reads, are in the timed step). CUDA only; the note
   gives the captures and the padded size.
-* ``fused-captured-branched``: ``fused-captured`` with
-  ``CapturedBatchStep(branch_backward=True)`` (the layers' parameter
-  gradients on a second stream of the graph; off by default in the
-  package), for an A/B against ``fused-captured`` in the same rounds.
+* ``fused-captured-unbranched``: ``fused-captured`` with
+  ``CapturedBatchStep(branch_backward=False)`` (the whole step on one
+  stream: the layers' parameter gradients are not forked onto a second
+  stream of the graph), for an A/B against ``fused-captured`` in the same
+  rounds.
 * ``fused-compiled-captured``: both: the compiled model's step captured
   (the compiler's fused kernels replayed without launch cost; compiled in
   the capture's eager warm-up steps, on the padded batch's fixed shapes).
@@ -146,9 +147,9 @@ DEFAULT_MODELS = ('sage', 'gat', 'rgcn', 'hetero-sage')
 PYG_VARIANTS = ('pyg', 'pyg-trim', 'pyg-trim-edgeindex', 'pyg-trim-sparse',
                 'pyg-fast', 'pyg-fast-trim')
 FUSED_VARIANTS = ('fused', 'fused-compiled', 'fused-captured',
-                  'fused-captured-branched', 'fused-compiled-captured')
+                  'fused-captured-unbranched', 'fused-compiled-captured')
 COMPILED_VARIANTS = ('fused-compiled', 'fused-compiled-captured')
-CAPTURED_VARIANTS = ('fused-captured', 'fused-captured-branched',
+CAPTURED_VARIANTS = ('fused-captured', 'fused-captured-unbranched',
                      'fused-compiled-captured')
 VARIANTS = PYG_VARIANTS + FUSED_VARIANTS
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16}
@@ -525,7 +526,7 @@ class Run:
             self.captured = CapturedBatchStep(
                 padded_step, self.opt, margin=CAPTURE_MARGIN,
                 attrs=['x', 'y', 'edge_type'],
-                branch_backward=variant == 'fused-captured-branched')
+                branch_backward=variant != 'fused-captured-unbranched')
 
     def step(self) -> None:
         args, kwargs, b = self.calls[self.i % len(self.calls)]

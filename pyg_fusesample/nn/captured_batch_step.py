@@ -81,16 +81,18 @@ class CapturedBatchStep:
         branch_backward (bool): let the mini-batch layers' backwards run
             their parameters' gradients on a second stream of the graph,
             beside the input gradients (:class:`~pyg_fusesample.nn.SAGEConv`
-            today; :mod:`pyg_fusesample.ops.capture_branch`). On an H200,
-            GraphSAGE on arXiv-like batches: 1.045x (fp32) and 1.095x (bf16)
-            the captured step without it; off by default until the
-            intermittent capture failures in docs/status.md are explained.
-            (default: ``False``)
+            today; :mod:`pyg_fusesample.ops.capture_branch`): the same
+            kernels on the same inputs, two edges of the graph. On an H200,
+            GraphSAGE's captured step on arXiv-like batches 1.03-1.08x
+            (fp32) and 1.02-1.16x (bf16) as fast as without it, 1.005-1.044x
+            on products- and Reddit-like ones (docs/minibatch_layers.md).
+            ``False`` keeps the whole step on one stream.
+            (default: ``True``)
     """
     def __init__(self, step_fn: Callable[[object], Tensor],
                  optimizer: torch.optim.Optimizer, margin: float = 0.1,
                  warmup: int = 3, attrs: Optional[Sequence[str]] = None,
-                 branch_backward: bool = False):
+                 branch_backward: bool = True):
         check_capturable(optimizer, 'CapturedBatchStep')
         if margin < 0:
             raise ValueError(f"CapturedBatchStep: 'margin' must be >= 0, got "

@@ -8,7 +8,7 @@ stream makes two edges of the graph that replays run side by side.
 
 Only inside :func:`branching_capture` (entered by
 :func:`pyg_fusesample.nn.captured_step.capture_on_side_stream` around its
-capture when asked: ``CapturedBatchStep(branch_backward=True)``, off by
+capture when asked: ``CapturedBatchStep(branch_backward=True)``, the
 default), and only while the current stream is capturing: eager steps,
 other people's captures and ``torch.compile``'s traced layers keep one
 stream.
