@@ -292,13 +292,13 @@ class PaddedBatch:
         real = ({t: _cumulative(c) for t, c in nodes.items()},
                 {t: _cumulative(c) for t, c in edges.items()})
         padded = (self._rows, self._slots)
-        # every copy in one call (a Python loop of copies, or a view per
-        # block, costs more host time than the copies take on the GPU): the
-        # pairs one launch takes, (pair, dst_row, src_row, rows) per hop
-        # block; the others (casts, strides, another device) by views
-        dsts: List[Tensor] = []
-        srcs: List[Tensor] = []
-        flat: List[int] = []
+        # every copy in one call per device (a Python loop of copies, or a
+        # view per block, costs more host time than the copies take on the
+        # GPU; a batch may keep some tensors on the host): (dsts, srcs,
+        # blocks) of the pairs a launch takes, (pair, dst_row, src_row,
+        # rows) per hop block; the others (casts, strides, another device
+        # than their source's) by views
+        launches: Dict[torch.device, Tuple[List, List, List]] = {}
         views: List[Tuple] = []  # (copied once every pair is checked)
         for dst, kind, t, key in self._pairs:
             src = _get(batch, t, key)
@@ -312,6 +312,7 @@ class PaddedBatch:
                     not src.is_contiguous():
                 views.append((dst, src, r, p))
                 continue
+            dsts, srcs, flat = launches.setdefault(dst.device, ([], [], []))
             k = len(dsts)
             dsts.append(dst)
             srcs.append(src)
@@ -320,17 +321,18 @@ class PaddedBatch:
         for out, t, key in self._fixed:
             src = _get(batch, t, key)
             dst = out[key]
-            if dst.dtype == src.dtype and dst.device == src.device and \
-                    src.is_contiguous():
-                k = len(dsts)
-                dsts.append(dst)
-                srcs.append(src)
-                flat += (k, 0, 0, dst.size(0) if dst.dim() else 1)
-            else:
-                dst.copy_(src, non_blocking=True)
+            if dst.dtype != src.dtype or dst.device != src.device or \
+                    not src.is_contiguous():
+                views.append((dst, src, None, None))
+                continue
+            dsts, srcs, flat = launches.setdefault(dst.device, ([], [], []))
+            k = len(dsts)
+            dsts.append(dst)
+            srcs.append(src)
+            flat += (k, 0, 0, dst.size(0) if dst.dim() else 1)
         for view in views:
             _copy_views(*view)
-        if dsts:
+        for dsts, srcs, flat in launches.values():
             torch.ops.fusesample.copy_row_blocks(dsts, srcs, flat)
         for t, edge_index, src_t, dst_t in self._pads:
             store = batch if t is HOMOGENEOUS else batch[t]
@@ -344,10 +346,14 @@ class PaddedBatch:
         return True
 
 
-def _copy_views(dst: Tensor, src: Tensor, real: List[int],
-                padded: List[int]) -> None:
+def _copy_views(dst: Tensor, src: Tensor, real: Optional[List[int]],
+                padded: Optional[List[int]]) -> None:
     # hop h's rows (real[h]:real[h + 1]) to the start of hop h's block of
-    # dst (padded[h]:...), a view each (torch's copy: casts, strides)
+    # dst (padded[h]:...), a view each (torch's copy: casts, strides,
+    # devices); the whole tensor without hops
+    if real is None:
+        dst.copy_(src, non_blocking=True)
+        return
     for h in range(len(real) - 1):
         rows = real[h + 1] - real[h]
         if rows > 0:
