@@ -83,9 +83,10 @@ class CapturedBatchStep:
             beside the input gradients (:class:`~pyg_fusesample.nn.SAGEConv`
             today; :mod:`pyg_fusesample.ops.capture_branch`): the same
             kernels on the same inputs, two edges of the graph. On an H200,
-            GraphSAGE's captured step on arXiv-like batches 1.03-1.08x
-            (fp32) and 1.02-1.16x (bf16) as fast as without it, 1.005-1.044x
-            on products- and Reddit-like ones (docs/minibatch_layers.md).
+            GraphSAGE's captured step on arXiv-like batches 1.04x (fp32)
+            and 1.07-1.09x (bf16) as fast as without it, 1.00-1.04x on
+            products- and Reddit-like ones (medians of four bench runs,
+            docs/minibatch_layers.md).
             ``False`` keeps the whole step on one stream.
             (default: ``True``)
     """
