@@ -175,9 +175,9 @@ class PaddedBatch:
         self._slots = {t: _cumulative(c) for t, c in capacity.edges.items()}
         self.batch = example.__class__()
         # (padded tensor, 0 for node rows or 1 for edge slots, type, key) of
-        # the node and edge tensors; (padded store, key) of the fixed-shape
-        # ones; (type, padded edge_index, source type, target type) of the
-        # edge types
+        # the node and edge tensors; (padded store, its key, key) of the
+        # fixed-shape ones (_fixed_copy); after these, (type, padded
+        # edge_index, source type, target type) of the edge types (_pads)
         self._pairs: List[Tuple] = []
         self._fixed: List[Tuple] = []
         self._constant: List[Tuple] = []
@@ -307,43 +307,44 @@ class PaddedBatch:
                     f"PaddedBatch: a batch's tensor has rows of shape "
                     f"{list(src.shape[1:])} where the padded batch's have "
                     f"{list(dst.shape[1:])}")
-            r, p = real[kind][t], padded[kind][t]
-            if dst.dtype != src.dtype or dst.device != src.device or \
-                    not src.is_contiguous():
-                views.append((dst, src, r, p))
-                continue
-            dsts, srcs, flat = launches.setdefault(dst.device, ([], [], []))
-            k = len(dsts)
-            dsts.append(dst)
-            srcs.append(src)
-            for h in range(len(r) - 1):
-                flat += (k, p[h], r[h], r[h + 1] - r[h])
+            _plan_copy(launches, views, dst, src, real[kind][t],
+                       padded[kind][t])
         for out, t, key in self._fixed:
-            src = _get(batch, t, key)
-            dst = out[key]
-            if dst.dtype != src.dtype or dst.device != src.device or \
-                    not src.is_contiguous():
-                views.append((dst, src, None, None))
-                continue
-            dsts, srcs, flat = launches.setdefault(dst.device, ([], [], []))
-            k = len(dsts)
-            dsts.append(dst)
-            srcs.append(src)
-            flat += (k, 0, 0, dst.size(0) if dst.dim() else 1)
+            _plan_copy(launches, views, out[key], _get(batch, t, key), None,
+                       None)
         for view in views:
             _copy_views(*view)
         for dsts, srcs, flat in launches.values():
             torch.ops.fusesample.copy_row_blocks(dsts, srcs, flat)
+        rows, slots = real
         for t, edge_index, src_t, dst_t in self._pads:
-            store = batch if t is HOMOGENEOUS else batch[t]
-            r_nodes = real[0]
             torch.ops.fusesample.pad_edge_index(
-                store['edge_index'], real[1][t], self._slots[t], r_nodes[src_t],
-                self._rows[src_t], r_nodes[dst_t], self._rows[dst_t],
+                _get(batch, t, 'edge_index'), slots[t], self._slots[t],
+                rows[src_t], self._rows[src_t], rows[dst_t], self._rows[dst_t],
                 edge_index)
         if register:
             self.register()
         return True
+
+
+def _plan_copy(launches: Dict, views: List[Tuple], dst: Tensor, src: Tensor,
+               real: Optional[List[int]], padded: Optional[List[int]]) -> None:
+    # dst <- src into its device's launch (try_fill) as hop h's rows
+    # (real[h]:real[h + 1]) to the start of hop h's block (padded[h]), or
+    # whole without hops; into `views` where a launch cannot take it
+    if dst.dtype != src.dtype or dst.device != src.device or \
+            not (src.is_contiguous() and dst.is_contiguous()):
+        views.append((dst, src, real, padded))
+        return
+    dsts, srcs, flat = launches.setdefault(dst.device, ([], [], []))
+    k = len(dsts)
+    dsts.append(dst)
+    srcs.append(src)
+    if real is None:
+        flat += (k, 0, 0, dst.size(0) if dst.dim() else 1)
+        return
+    for h in range(len(real) - 1):
+        flat += (k, padded[h], real[h], real[h + 1] - real[h])
 
 
 def _copy_views(dst: Tensor, src: Tensor, real: Optional[List[int]],
