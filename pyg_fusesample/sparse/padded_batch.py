@@ -244,9 +244,8 @@ class PaddedBatch:
         batches with the capacity's counts; this also drops what layers
         cached per batch (their target pointers), so that a capture that
         follows computes them in the graph."""
-        for t, store in edge_stores_of(self.batch).items():
-            src, dst = _ends(t)
-            register_batch(store.edge_index, self.capacity.nodes[src],
+        for t, edge_index, src, dst in self._pads:
+            register_batch(edge_index, self.capacity.nodes[src],
                            self.capacity.edges[t], self.capacity.nodes[dst])
 
     def fits(self, batch) -> bool:
