@@ -192,25 +192,29 @@ def test_captured_sage_backward_branches_its_parameter_gradients(monkeypatch):
     # gradients run on a second stream (ops/capture_branch.py): one fork and
     # join a layer in the capture, none in the eager warm-up, and the same
     # losses and weights as the eager steps over several replays; with
-    # branch_backward=False, none.
+    # branch_backward=False, none. The first layer (100 -> 128: aggregation
+    # first; no input gradient) runs W_r's gradient on the current stream
+    # beside the branch's W_l: its join takes the bias's and W_l's alone.
     from pyg_fusesample.ops import capture_branch
     joins = []
     join = capture_branch.Branch.join
 
     def counted(self, *made):
-        joins.append(torch.cuda.is_current_stream_capturing())
+        joins.append((torch.cuda.is_current_stream_capturing(),
+                      tuple(m is not None for m in made)))
         return join(self, *made)
 
     monkeypatch.setattr(capture_branch.Branch, 'join', counted)
     _, batches = _batches('products', [5, 4, 3], 'cuda', 6)
     torch.manual_seed(0)
-    model = to_fused(GraphSAGE(100, 32, 3, 47)).cuda()
+    model = to_fused(GraphSAGE(100, 128, 3, 47)).cuda()
     ref = copy.deepcopy(model)
     want = _eager_reference(ref, batches, warmup=2)
     opt = _optimizer(model)
     step = CapturedBatchStep(_step_fn(model, opt), opt, margin=1.0, warmup=2)
     got = [float(step(b)) for b in batches]
-    assert step.captures == 1 and joins == [True] * 3
+    assert step.captures == 1 and [c for c, _ in joins] == [True] * 3
+    assert joins[-1][1] == (True, False, True)  # (bias, W_r, W_l)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
     for p, q in zip(model.parameters(), ref.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)

@@ -113,13 +113,22 @@ class _AggregateLinear(torch.autograd.Function):
         # later kernel of this backward reads them: in our captures they run
         # on a second stream beside the input gradient's (capture_branch).
         branch = branch_for(g)
+        # Without an input gradient (a first layer: x needs none) the
+        # current stream would wait idle for the branch: it takes W_r's GEMM,
+        # beside W_l's on the branch (small GEMMs fill few of the SMs; one
+        # H200, arXiv-like fp32 captured step 1.02-1.03x, products-like
+        # 0.99-1.01x: docs/minibatch_layers.md).
+        wr_here = branch is not None and need_wr and ctx.has_root and not (
+            need_x or need_xd or ctx.linear_first)
         with _on(branch, g, root, None if ctx.linear_first else saved):
             if need_b and ctx.has_bias:
                 grad_b = column_sums(g)
-            if need_wr and ctx.has_root:
+            if need_wr and ctx.has_root and not wr_here:
                 grad_wr = torch.mm(g.t(), root)
             if need_wl and not ctx.linear_first:
                 grad_wl = torch.mm(g_active.t(), saved)
+        if wr_here:
+            grad_wr = torch.mm(g.t(), root)
         if ctx.linear_first:
             if need_x or need_wl:
                 dh = aggregate_backward(layout, g_active, reduce)
@@ -135,7 +144,7 @@ class _AggregateLinear(torch.autograd.Function):
         elif ctx.has_root and need_xd:
             grad_xd = torch.mm(g, weight_r)
         if branch is not None:
-            branch.join(grad_b, grad_wr,
+            branch.join(grad_b, None if wr_here else grad_wr,
                         None if ctx.linear_first else grad_wl)
         return (grad_x, grad_xd, grad_wl, grad_b, grad_wr, None, None, None,
                 None)
