@@ -195,6 +195,9 @@ def test_captured_sage_backward_branches_its_parameter_gradients(monkeypatch):
     # branch_backward=False, none. The first layer (100 -> 128: aggregation
     # first; no input gradient) runs W_r's gradient on the current stream
     # beside the branch's W_l: its join takes the bias's and W_l's alone.
+    # The batch's grouping by source is made once, on the branch, in the
+    # forward of the first layer whose backward reads it, and waited for by
+    # its first reader.
     from pyg_fusesample.ops import capture_branch
     joins = []
     join = capture_branch.Branch.join
@@ -205,6 +208,15 @@ def test_captured_sage_backward_branches_its_parameter_gradients(monkeypatch):
         return join(self, *made)
 
     monkeypatch.setattr(capture_branch.Branch, 'join', counted)
+    from pyg_fusesample.ops import aggregate_linear, segment
+    ahead = []
+
+    def counted_ahead(layout):
+        before = len(segment._ahead)
+        segment.order_ahead(layout)
+        ahead.append(len(segment._ahead) - before)
+
+    monkeypatch.setattr(aggregate_linear, 'order_ahead', counted_ahead)
     _, batches = _batches('products', [5, 4, 3], 'cuda', 6)
     torch.manual_seed(0)
     model = to_fused(GraphSAGE(100, 128, 3, 47)).cuda()
@@ -215,6 +227,7 @@ def test_captured_sage_backward_branches_its_parameter_gradients(monkeypatch):
     got = [float(step(b)) for b in batches]
     assert step.captures == 1 and [c for c, _ in joins] == [True] * 3
     assert joins[-1][1] == (True, False, True)  # (bias, W_r, W_l)
+    assert sum(ahead) == 1 and len(segment._ahead) == 0
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
     for p, q in zip(model.parameters(), ref.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)

@@ -26,7 +26,8 @@ from torch import Tensor
 
 from ..sparse.target_layout import TargetLayout
 from .capture_branch import Branch, branch_for
-from .segment import aggregate_backward, check_reduce, segment_aggregate
+from .segment import (aggregate_backward, check_reduce, order_ahead,
+                      segment_aggregate)
 
 _ops = torch.ops.fusesample
 
@@ -68,6 +69,9 @@ class _AggregateLinear(torch.autograd.Function):
                 linear_first, prefix):
         T = layout.num_dst
         active = layout.active_rows()
+        need = ctx.needs_input_grad
+        if need[0] or (linear_first and need[2]):  # (the backward reads the
+            order_ahead(active)  # grouping by source: made beside this)
         root = x.narrow(0, 0, T) if prefix else x_dst
         arg = None
         if linear_first:
