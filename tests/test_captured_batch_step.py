@@ -243,29 +243,3 @@ def test_captured_sage_backward_branches_its_parameter_gradients(monkeypatch):
 def test_no_branch_on_the_cpu():
     from pyg_fusesample.ops.capture_branch import branch_for
     assert branch_for(torch.ones(2)) is None
-
-
-@pytest.mark.cuda
-def test_branch_work_no_reader_waited_for_is_joined_before_the_capture_ends():
-    # The batch's grouping by source made ahead on the branch, and no
-    # backward to read it: join_branch (capture_on_side_stream's last call
-    # in a branching capture) still joins the branch, so the capture ends
-    # (an unjoined fork would fail it), and replays.
-    from pyg_fusesample.ops import capture_branch, segment
-    from pyg_fusesample.sparse.target_layout import target_layout
-    edge_index = torch.tensor([[0, 1, 2, 2, 3], [1, 0, 0, 3, 2]],
-                              device='cuda')
-    layout = target_layout(edge_index, 4, 4, 'test')
-    graph = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        with capture_branch.branching_capture(torch.device('cuda')), \
-                torch.cuda.graph(graph, stream=side):
-            segment.order_ahead(layout)
-            order = layout.source_order()
-            capture_branch.join_branch(torch.device('cuda'))
-    assert order[0] in segment._ahead  # (made ahead, never waited for)
-    graph.replay()
-    torch.cuda.synchronize()
-    assert order[0].tolist() == [0, 1, 2, 2, 3]  # (the sources, sorted)

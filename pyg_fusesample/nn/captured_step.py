@@ -14,8 +14,7 @@ from typing import Callable, Iterator, Optional, Tuple
 import torch
 from torch import Tensor
 
-from ..ops.capture_branch import (branching_capture, drop_cublas_workspace,
-                                  join_branch)
+from ..ops.capture_branch import branching_capture, drop_cublas_workspace
 
 
 def check_capturable(optimizer: torch.optim.Optimizer, owner: str) -> None:
@@ -63,8 +62,6 @@ def capture_on_side_stream(step: Callable[[], Tensor],
         with branching_capture(device) if branch else \
                 contextlib.nullcontext(), torch.cuda.graph(graph, stream=side):
             out = step()
-            if branch:
-                join_branch(device)
         drop_cublas_workspace(side)
     return graph, out
 

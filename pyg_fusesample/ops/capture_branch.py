@@ -3,9 +3,7 @@ r"""A second stream for independent work inside our CUDA graph captures.
 A captured mini-batch step is short and made of small kernels, so its
 length is the chain of their latencies, not their work. Where a backward
 has work that no later kernel of the same backward reads (a layer's weight
-and bias gradients, beside its input gradient), or a forward can start
-work that only a backward reads (the batch's grouping by source,
-:func:`pyg_fusesample.ops.segment.order_ahead`), running it on a second
+and bias gradients, beside its input gradient), running it on a second
 stream makes two edges of the graph that replays run side by side.
 
 Only inside :func:`branching_capture` (entered by
@@ -19,9 +17,8 @@ Three rules keep the branch safe:
 
 * the branch waits for the current stream before its first kernel and the
   current stream waits for the branch before the backward returns
-  (:class:`Branch` ``fork`` / ``join``) or before the reader of work made
-  ahead (an event), so nothing after them sees a difference; and before
-  the capture ends (:func:`join_branch`: work no reader waited for);
+  (:class:`Branch` ``fork`` / ``join``), so nothing after the backward sees
+  a difference;
 * every tensor the branch reads is marked as used by it
   (``record_stream``) and every tensor it makes as used by the current
   stream, so that the caching allocator never hands their memory to
@@ -93,16 +90,6 @@ class Branch:
         for t in made:
             if t is not None:
                 t.record_stream(self.main)
-
-
-def join_branch(device: torch.device) -> None:
-    r"""The current stream waits for all the work put on the branch so far:
-    call it last inside a branching capture, so that no fork is left
-    unjoined when it ends (work made ahead whose reader did not run: a
-    layer whose output no loss reads), which would fail the capture."""
-    stream = _streams.get(torch.cuda.current_stream(device).device.index)
-    if stream is not None:
-        torch.cuda.current_stream(device).wait_stream(stream)
 
 
 def branch_for(t: Tensor) -> Optional[Branch]:
